@@ -1,0 +1,3 @@
+module github.com/leasefence/lab
+
+go 1.26

@@ -1,0 +1,264 @@
+package leasefence
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// DefaultRequestRecord is how many requests a Client remembers (outstanding
+// and recently completed) when ClientOptions.RequestRecord is 0.
+const DefaultRequestRecord = 1024
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	Clock  Clock  // required
+	Holder string // required, non-empty
+	// ClockSkew (>= 0) is subtracted from every deadline. It reserves room
+	// for drift you already estimated between this clock's rate and the
+	// coordinator's; it is an assumption, not a measurement.
+	ClockSkew time.Duration
+	// RequestRecord bounds the client's record of requests; 0 means
+	// DefaultRequestRecord. When full, the oldest record is forgotten, and
+	// completing that request answers ErrUnknownRequest.
+	RequestRecord int
+	// Entropy is the source of request-id randomness; nil means
+	// crypto/rand. Request ids must be unique across every client and
+	// process, so a seeded source is for deterministic simulation only.
+	Entropy io.Reader
+	// Trace, if non-nil, observes every request begun and completed.
+	Trace *ClientTrace
+}
+
+// Client is the holder's side of the protocol. It stamps each request with
+// the instant it is sent and is the only thing that turns a grant into a
+// Lease, anchoring the deadline at that send instant:
+//
+//	Deadline = sentAt + grant.TTL - ClockSkew
+//
+// The coordinator dates a lease from when it processed the request, which is
+// necessarily after it was sent, so the holder's window always lies inside
+// the coordinator's, however slow the round trip. Dating it from when the
+// reply arrived would lean the other way on every exchange.
+//
+// A Client is safe for concurrent use.
+type Client struct {
+	clock   Clock
+	holder  string
+	skew    time.Duration
+	entropy io.Reader
+	trace   *ClientTrace
+
+	mu      sync.Mutex
+	records map[string]requestRecord
+	order   []string // ring of ids in records, oldest at next
+	next    int
+}
+
+type requestRecord struct {
+	kind     RequestKind
+	resource string
+	fence    Fence // renewals: the fence the grant must keep
+	sentAt   Instant
+	used     bool
+}
+
+// NewClient returns a client, or an error wrapping ErrInvalidRequest when an
+// option is missing or out of range.
+func NewClient(opts ClientOptions) (*Client, error) {
+	switch {
+	case opts.Clock == nil:
+		return nil, fmt.Errorf("%w: ClientOptions.Clock is required", ErrInvalidRequest)
+	case opts.Holder == "":
+		return nil, fmt.Errorf("%w: ClientOptions.Holder is required", ErrInvalidRequest)
+	case opts.ClockSkew < 0:
+		return nil, fmt.Errorf("%w: ClientOptions.ClockSkew must be >= 0, got %v", ErrInvalidRequest, opts.ClockSkew)
+	case opts.RequestRecord < 0:
+		return nil, fmt.Errorf("%w: ClientOptions.RequestRecord must be >= 0, got %d", ErrInvalidRequest, opts.RequestRecord)
+	}
+	n := opts.RequestRecord
+	if n == 0 {
+		n = DefaultRequestRecord
+	}
+	entropy := opts.Entropy
+	if entropy == nil {
+		entropy = rand.Reader
+	}
+	return &Client{
+		clock:   opts.Clock,
+		holder:  opts.Holder,
+		skew:    opts.ClockSkew,
+		entropy: entropy,
+		trace:   opts.Trace,
+		records: make(map[string]requestRecord, n),
+		order:   make([]string, n),
+	}, nil
+}
+
+// Holder returns the holder id the client acquires under.
+func (c *Client) Holder() string { return c.holder }
+
+// BeginAcquire stamps an acquire request for resource with the client's
+// clock reading, which is the send instant: call it immediately before
+// sending. The client keeps its own record of that instant; the SentAt field
+// of the request is informational.
+func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
+	if resource == "" {
+		return AcquireRequest{}, fmt.Errorf("%w: acquire with an empty resource", ErrInvalidRequest)
+	}
+	id, sentAt, err := c.begin(requestRecord{kind: KindAcquire, resource: resource})
+	if err != nil {
+		return AcquireRequest{}, err
+	}
+	c.traceBegin(KindAcquire, id, Token{Resource: resource, Holder: c.holder}, sentAt)
+	return AcquireRequest{RequestID: id, Holder: c.holder, Resource: resource, SentAt: sentAt}, nil
+}
+
+// BeginRenewal stamps a renewal of l, under the same rules as BeginAcquire.
+func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
+	if l == nil {
+		return RenewRequest{}, fmt.Errorf("%w: renewal of a nil lease", ErrInvalidRequest)
+	}
+	if err := validateToken(l.Token); err != nil {
+		return RenewRequest{}, err
+	}
+	if l.Token.Holder != c.holder {
+		return RenewRequest{}, fmt.Errorf("%w: lease %v belongs to another holder than %q", ErrInvalidRequest, l.Token, c.holder)
+	}
+	id, sentAt, err := c.begin(requestRecord{kind: KindRenew, resource: l.Token.Resource, fence: l.Token.Fence})
+	if err != nil {
+		return RenewRequest{}, err
+	}
+	c.traceBegin(KindRenew, id, l.Token, sentAt)
+	return RenewRequest{RequestID: id, Token: l.Token, SentAt: sentAt}, nil
+}
+
+// begin reads the send instant and records the request under a fresh id.
+func (c *Client) begin(rec requestRecord) (string, Instant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var raw [16]byte
+	if _, err := io.ReadFull(c.entropy, raw[:]); err != nil {
+		return "", Instant{}, fmt.Errorf("leasefence: request id: %w", err)
+	}
+	sentAt, err := c.clock.Now()
+	if err != nil {
+		return "", Instant{}, fmt.Errorf("leasefence: client clock: %w", err)
+	}
+	rec.sentAt = sentAt
+	id := hex.EncodeToString(raw[:])
+	if old := c.order[c.next]; old != "" {
+		delete(c.records, old)
+	}
+	c.order[c.next] = id
+	c.next = (c.next + 1) % len(c.order)
+	c.records[id] = rec
+	return id, sentAt, nil
+}
+
+// CompleteAcquire turns the grant answering req into a Lease whose deadline
+// is anchored at the send instant the client recorded for req.RequestID.
+// It fails with ErrUnknownRequest when the client has no record of that
+// acquire, ErrRequestUsed when it was already completed, and
+// ErrGrantMismatch when g answers another request, holder or resource (a
+// mismatched completion does not use the request up).
+func (c *Client) CompleteAcquire(req AcquireRequest, g Grant) (*Lease, error) {
+	return c.complete(KindAcquire, req.RequestID, g)
+}
+
+// CompleteRenewal is CompleteAcquire for a renewal; the grant must also keep
+// the lease's fence.
+func (c *Client) CompleteRenewal(req RenewRequest, g Grant) (*Lease, error) {
+	return c.complete(KindRenew, req.RequestID, g)
+}
+
+func (c *Client) complete(kind RequestKind, id string, g Grant) (*Lease, error) {
+	l, err := c.completeRecord(kind, id, g)
+	if c.trace != nil && c.trace.Complete != nil {
+		info := CompleteInfo{Kind: kind, RequestID: id, Grant: g, Err: err}
+		if l != nil {
+			info.Lease = *l
+		}
+		c.trace.Complete(info)
+	}
+	return l, err
+}
+
+func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.records[id]
+	if !ok || rec.kind != kind {
+		return nil, fmt.Errorf("%w: no %s request %q", ErrUnknownRequest, kind, id)
+	}
+	if rec.used {
+		return nil, fmt.Errorf("%w: %s request %q", ErrRequestUsed, kind, id)
+	}
+	switch {
+	case g.RequestID != id:
+		return nil, fmt.Errorf("%w: grant answers request %q, not %q", ErrGrantMismatch, g.RequestID, id)
+	case g.Token.Holder != c.holder:
+		return nil, fmt.Errorf("%w: grant is for holder %q, not %q", ErrGrantMismatch, g.Token.Holder, c.holder)
+	case g.Token.Resource != rec.resource:
+		return nil, fmt.Errorf("%w: grant is for resource %q, not %q", ErrGrantMismatch, g.Token.Resource, rec.resource)
+	case g.Token.Fence == 0:
+		return nil, fmt.Errorf("%w: grant carries fence 0, which is never issued", ErrGrantMismatch)
+	case kind == KindRenew && g.Token.Fence != rec.fence:
+		return nil, fmt.Errorf("%w: renewal grant has fence %d, the lease has %d", ErrGrantMismatch, g.Token.Fence, rec.fence)
+	case g.TTL <= 0:
+		return nil, fmt.Errorf("%w: grant has TTL %v", ErrGrantMismatch, g.TTL)
+	}
+	rec.used = true
+	c.records[id] = rec
+	return &Lease{
+		Token:    g.Token,
+		Deadline: rec.sentAt.Add(g.TTL - c.skew),
+		TTL:      g.TTL,
+		clock:    c.clock,
+	}, nil
+}
+
+func (c *Client) traceBegin(kind RequestKind, id string, t Token, sentAt Instant) {
+	if c.trace != nil && c.trace.Begin != nil {
+		c.trace.Begin(BeginInfo{Kind: kind, RequestID: id, Token: t, SentAt: sentAt})
+	}
+}
+
+// Lease is a holder's belief that it owns a resource until Deadline, in the
+// client's clock domain. It is only ever made by Client.CompleteAcquire and
+// Client.CompleteRenewal.
+type Lease struct {
+	Token    Token
+	Deadline Instant // in the client's domain
+	TTL      time.Duration
+
+	clock Clock
+}
+
+// HasExpired reports whether the lease's deadline has passed on the client's
+// clock: true at and after the deadline.
+//
+// ADVISORY: the answer is true only at the instant it is computed. A write
+// that follows a false answer may land after the lease has expired and been
+// reassigned (a GC pause, a model call, a slow disk). Never branch a write on
+// it: write through FenceGate.Commit, which the resource checks in the same
+// operation as the write. There is deliberately no AssertValid.
+//
+// A Lease built by hand has no clock; HasExpired returns ErrNoClock.
+func (l *Lease) HasExpired() (bool, error) {
+	if l.clock == nil {
+		return false, fmt.Errorf("%w: lease %v was not made by a Client", ErrNoClock, l.Token)
+	}
+	now, err := l.clock.Now()
+	if err != nil {
+		return false, err
+	}
+	before, err := now.Before(l.Deadline)
+	if err != nil {
+		return false, err
+	}
+	return !before, nil
+}

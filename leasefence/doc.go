@@ -1,0 +1,89 @@
+// Package leasefence makes a resource able to refuse a writer that still
+// believes it holds a lease it has lost.
+//
+// Two agents can both believe they hold the same lease. A holder can never
+// close the gap between "my lease is still valid" and "my write lands",
+// because it cannot see its own stall: a GC pause, a model call, a slow disk.
+// So the resource itself refuses the stale writer. Each acquisition mints a
+// strictly higher fence, and the FenceGate at the resource admits a write only
+// if its fence is not below the highest fence it has admitted, with the check
+// and the write as one operation, and logs every refusal as evidence that two
+// holders overlapped.
+//
+// # The pieces
+//
+//   - Coordinator grants leases and mints fences from one global counter.
+//     Renewal keeps the fence; acquisition after expiry or release mints a
+//     higher one. An expired lease is never resurrected, a holder is never
+//     given a second lease on what it holds, and a retried acquire (same
+//     request id) gets the grant already made rather than a new fence.
+//   - Client stamps each request at the instant it is sent and is the only
+//     thing that turns a grant into a Lease: Deadline = sentAt + TTL -
+//     ClockSkew. The coordinator dates the lease from when it processed the
+//     request, which is later, so the holder's window always lies inside the
+//     coordinator's.
+//   - FenceGate sits at the resource: Commit(ctx, token, write) raises the
+//     floor and runs write as one operation, or refuses and logs.
+//   - Every time is an Instant of one Clock's Domain. Relating instants of two
+//     clocks is a *ClockDomainError, never a wrong number, and a clock source
+//     that steps backwards is refused with a *ClockError.
+//
+// The package does no I/O and reads time only through the Clock it is given.
+// Requests, grants and outcomes are plain data (they marshal to JSON):
+// sending, retrying and timing them out is the caller's job, which is also why
+// the send instant is captured explicitly by BeginAcquire and BeginRenewal.
+//
+// # Guarantees
+//
+//   - Fences issued by one Coordinator strictly increase, across resources.
+//   - At most one holder has a live lease on a resource at the coordinator.
+//   - For any round trip (send <= process <= reply), clocks running at the
+//     same rate and ClockSkew >= 0, the holder's deadline mapped to true time
+//     is at or before the coordinator's expiry.
+//   - A FenceGate never runs two admitted writes at once, never admits a
+//     fence below one it admitted, and logs every refusal with both holders
+//     and both fences.
+//   - Coordinator, Client, FenceGate and the clocks are safe for concurrent
+//     use.
+//
+// # Known limits
+//
+// These are properties of the design, not bugs:
+//
+//   - Fencing catches a stale write only after the newer holder has written
+//     (or the coordinator has pushed the new fence with FenceGate.Admit). If
+//     the stale holder writes first, the floor has not moved and the write is
+//     admitted. Admit closes most of that window, but the push is itself a
+//     message that can be delayed or lost: fencing bounds the damage from a
+//     stalled holder; it does not make the handover atomic.
+//   - Nothing is persistent. A coordinator that restarts at fence 1 reissues
+//     fences the resource has already superseded, and every write of the new
+//     holder is refused. CoordinatorOptions.StartFence, Coordinator.IssuedFence
+//     and WithInitialFloor are the hooks; persisting is the caller's job.
+//   - One coordinator, no consensus: no replication, quorum or leader election.
+//   - No transport: see above.
+//   - ClockSkew is an assumption, not a measurement. It reserves room for
+//     drift you already estimated; it cannot detect a clock drifting faster
+//     than assumed.
+//   - The send-time anchor assumes a request is not processed before it is
+//     sent. A request serialised and replayed much later yields a deadline
+//     anchored in the past: safe (the lease is shorter), but maybe dead on
+//     arrival.
+//   - The coordinator remembers the last ReplayCache (default 1024) acquire
+//     grants; a retry whose entry was evicted is a fresh acquisition and burns
+//     a fence. A Client remembers its last RequestRecord (default 1024)
+//     requests; completing an older one is ErrUnknownRequest.
+//   - Lease.HasExpired and FenceGate.WouldAdmit are advisory: they answer
+//     about the instant they are called. Nothing stops a caller from branching
+//     a write on them and reintroducing the check-to-write gap by hand. There
+//     is deliberately no AssertValid.
+//
+// # Observation
+//
+// CoordinatorTrace, ClientTrace and GateTrace are optional hooks, in the
+// spirit of net/http/httptrace, that report every acquire, renew, release,
+// request, completion, commit and admit with its token, outcome and instant.
+// They cost a nil check when unset, and import nothing beyond the standard
+// library; package github.com/leasefence/lab/tracing turns them into
+// OpenTelemetry spans.
+package leasefence

@@ -1,0 +1,107 @@
+package leasefence
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Each concrete error type below answers errors.Is for its
+// sentinel; the other sentinels may come wrapped with context
+// (fmt.Errorf("...: %w", ErrX)), so always match with errors.Is.
+var (
+	// ErrStaleFence: a token whose fence is below the gate's floor. The
+	// concrete error is *StaleFenceError.
+	ErrStaleFence = errors.New("leasefence: stale fence")
+	// ErrClockDomain: two instants from different clocks (or a zero Instant)
+	// were compared or subtracted. The concrete error is *ClockDomainError.
+	ErrClockDomain = errors.New("leasefence: instants from different clock domains")
+	// ErrClockBackwards: a clock source read lower than a reading it had
+	// already handed out. The concrete error is *ClockError.
+	ErrClockBackwards = errors.New("leasefence: clock stepped backwards")
+	// ErrRequestUsed: a request was completed a second time.
+	ErrRequestUsed = errors.New("leasefence: request already completed")
+	// ErrUnknownRequest: a completion for a request this client has no record
+	// of (never begun, evicted from the bounded record, or begun as the other
+	// kind of request).
+	ErrUnknownRequest = errors.New("leasefence: unknown request")
+	// ErrGrantMismatch: a grant that does not answer the request it is
+	// completed with (another request id, holder, resource or fence).
+	ErrGrantMismatch = errors.New("leasefence: grant does not answer this request")
+	// ErrWrongResource: a token for another resource was presented at a gate.
+	ErrWrongResource = errors.New("leasefence: token is for another resource")
+	// ErrTokenConflict: a token with the same fence as the floor but another
+	// holder. Fences are unique per acquisition, so this is a forged or
+	// corrupted token.
+	ErrTokenConflict = errors.New("leasefence: same fence, different holder")
+	// ErrInvalidRequest: a malformed call: an empty holder, resource or
+	// request id, a nil lease, a token with fence 0 or no holder.
+	ErrInvalidRequest = errors.New("leasefence: invalid request")
+	// ErrNoClock: HasExpired on a Lease that was not built by Complete*, so it
+	// has no clock to read.
+	ErrNoClock = errors.New("leasefence: lease has no clock")
+)
+
+// StaleFenceError is the refusal of a token whose fence is below the floor.
+// A refused Commit logs the embedded Rejection at the gate; an Admit below the
+// floor is not logged and carries Seq 0.
+type StaleFenceError struct {
+	Rejection
+}
+
+func (e *StaleFenceError) Error() string {
+	return fmt.Sprintf("leasefence: stale fence at %q: %s@%d refused, floor is %s@%d",
+		e.Resource, e.Holder, e.Fence, e.FloorHolder, e.FloorFence)
+}
+
+// Is reports whether target is ErrStaleFence.
+func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
+
+// tokenConflictError is the refusal of a token that repeats the floor's fence
+// under another holder. It is logged like a stale fence.
+type tokenConflictError struct {
+	Rejection
+}
+
+func (e *tokenConflictError) Error() string {
+	return fmt.Sprintf("leasefence: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
+		e.Resource, e.Holder, e.Fence, e.FloorHolder)
+}
+
+func (e *tokenConflictError) Is(target error) bool { return target == ErrTokenConflict }
+
+// ClockDomainError reports an operation across two clock domains. An empty
+// domain stands for the zero Instant, which belongs to no clock.
+type ClockDomainError struct {
+	Left, Right Domain
+}
+
+func (e *ClockDomainError) Error() string {
+	return fmt.Sprintf("leasefence: cannot relate an instant of %s to one of %s: clocks have unrelated origins",
+		domainName(e.Left), domainName(e.Right))
+}
+
+// Is reports whether target is ErrClockDomain.
+func (e *ClockDomainError) Is(target error) bool { return target == ErrClockDomain }
+
+func domainName(d Domain) string {
+	if d == "" {
+		return "the zero Instant"
+	}
+	return fmt.Sprintf("clock %q", string(d))
+}
+
+// ClockError reports a clock source that read lower than a reading already
+// handed out. Previous is the last reading given; Reading is the refused one.
+type ClockError struct {
+	Domain   Domain
+	Previous time.Duration
+	Reading  time.Duration
+}
+
+func (e *ClockError) Error() string {
+	return fmt.Sprintf("leasefence: clock %q stepped backwards from %v to %v", string(e.Domain), e.Previous, e.Reading)
+}
+
+// Is reports whether target is ErrClockBackwards.
+func (e *ClockError) Is(target error) bool { return target == ErrClockBackwards }
