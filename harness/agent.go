@@ -1,0 +1,656 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// phase is where an agent is in its loop.
+type phase uint8
+
+const (
+	phIdle      phase = iota // thinking, or waiting out a denial
+	phAcquiring              // an acquire is in flight
+	phHolding                // holds a lease: next step is the validity check
+	phStalled                // passed its check; the write is due when the stall ends
+)
+
+// agent is one simulated process taking leases. Its clock reads
+// offset + true*rate, and its random streams are its own, so its k-th stall,
+// think time and network fate are the same in both modes.
+type agent struct {
+	idx      int
+	name     string
+	rate     float64
+	offset   time.Duration
+	clock    leasefence.Clock
+	client   *leasefence.Client
+	scripted bool
+
+	rngThink, rngStall, rngNet, rngPick *rand.Rand
+	think                               Dist
+
+	gen      uint32 // invalidates step and retry timers
+	renewGen uint32 // invalidates renewal timers
+	phase    phase
+	state    AgentState
+	denied   bool
+	resource int // held or wanted, or -1
+	picks    int
+
+	acq        leasefence.AcquireRequest
+	acqSent    time.Duration // true instant the current acquire was first sent
+	retries    int
+	lease      *leasefence.Lease
+	naiveUntil leasefence.Instant // naive mode: reply arrival + TTL, on the agent's clock
+	renew      leasefence.RenewRequest
+	renewSent  time.Duration
+	renewing   bool
+	renewLater bool // a renewal came due during a stall
+	lost       bool // learned the lease is gone while stalled
+	writes     int
+	checked    bool // the last validity check passed
+	rec        int32
+	partitions int
+	stallUntil time.Duration // a live stall
+
+	lane laneRing
+}
+
+func (s *Sim) initAgent(i int, scripted bool) error {
+	sc := &s.sc
+	a := &s.agents[i]
+	a.idx = i
+	a.name = AgentName(i)
+	a.scripted = scripted
+	a.resource = -1
+	a.rec = -1
+	a.think = sc.Agent.Think
+	seed := sc.Seed
+	stream := func(purpose uint64) *rand.Rand {
+		return rand.New(rand.NewPCG(seed^purpose*0x9e3779b97f4a7c15, uint64(i)+1))
+	}
+	a.rngThink, a.rngStall, a.rngNet, a.rngPick = stream(1), stream(2), stream(3), stream(4)
+	clockRNG := stream(5)
+	ppm := sc.Clocks.DriftPPM.Min + clockRNG.Float64()*(sc.Clocks.DriftPPM.Max-sc.Clocks.DriftPPM.Min)
+	a.offset = sc.Clocks.Offset.Min + time.Duration(clockRNG.Float64()*float64(sc.Clocks.Offset.Max-sc.Clocks.Offset.Min))
+	if ac, ok := sc.Clocks.Agent[a.name]; ok {
+		ppm, a.offset = ac.DriftPPM, ac.Offset
+	}
+	a.rate = 1 + ppm/1e6
+	a.clock = leasefence.NewClock(leasefence.Domain(a.name), func() time.Duration { return a.reading(s.now) })
+	var key [32]byte
+	for j := range key {
+		key[j] = byte(clockRNG.Uint32())
+	}
+	c, err := leasefence.NewClient(leasefence.ClientOptions{
+		Clock: a.clock, Holder: a.name, ClockSkew: sc.ClockSkew,
+		Entropy: rand.NewChaCha8(key), RequestRecord: 16,
+	})
+	if err != nil {
+		return fmt.Errorf("harness: client for %s: %w", a.name, err)
+	}
+	a.client = c
+	a.lane.push(Segment{From: 0, State: AgentIdle})
+	return nil
+}
+
+// reading is the agent's clock at true instant v.
+func (a *agent) reading(v time.Duration) time.Duration {
+	return a.offset + time.Duration(float64(v)*a.rate)
+}
+
+// trueAt is the first true instant at which the agent's clock reads r.
+func (a *agent) trueAt(i leasefence.Instant) time.Duration {
+	return inverse(i.Offset(), a.offset, a.rate, a.reading)
+}
+
+func (a *agent) acting() bool { return a.phase == phHolding || a.phase == phStalled }
+
+func (s *Sim) scheduleAgent(a *agent, after time.Duration) {
+	s.schedule(s.now+after, timer{kind: tAgentStep, agent: int32(a.idx), gen: a.gen})
+}
+
+// agentStep runs an unscripted agent's next step.
+func (s *Sim) agentStep(a *agent) {
+	if s.now < a.stallUntil {
+		s.schedule(a.stallUntil, timer{kind: tAgentStep, agent: int32(a.idx), gen: a.gen})
+		return
+	}
+	switch a.phase {
+	case phIdle:
+		s.startAcquire(a, s.pick(a), nil, nil)
+	case phHolding:
+		if !s.check(a) {
+			s.giveUp(a, true)
+			return
+		}
+		d := s.sc.Agent.Stall.sample(a.rngStall)
+		a.phase = phStalled
+		s.setState(a, a.displayState(s))
+		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: d})
+		s.scheduleAgent(a, d)
+	case phStalled:
+		s.emit(Event{Kind: StallEnded, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+		a.phase = phHolding
+		s.setState(a, a.displayState(s))
+		if !s.write(a) || a.lost {
+			s.giveUp(a, true)
+			return
+		}
+		if a.renewLater {
+			a.renewLater = false
+			s.renewDue(a)
+		}
+		a.writes++
+		if a.writes >= s.sc.Agent.WritesPerLease {
+			s.finish(a)
+			return
+		}
+		s.scheduleAgent(a, s.sc.Agent.WorkGap.sample(a.rngStall))
+	}
+}
+
+func (a *agent) fence() leasefence.Fence {
+	if a.lease == nil {
+		return 0
+	}
+	return a.lease.Token.Fence
+}
+
+// pick chooses the resource of the agent's next attempt.
+func (s *Sim) pick(a *agent) int {
+	n := s.sc.Resources
+	switch s.sc.Pick {
+	case PickFixed:
+		return a.idx % n
+	case PickRoundRobin:
+		a.picks++
+		return (a.idx + a.picks - 1) % n
+	}
+	return a.rngPick.IntN(n)
+}
+
+func (s *Sim) startAcquire(a *agent, ri int, reqDelay, repDelay *time.Duration) {
+	req, err := a.client.BeginAcquire(s.resources[ri].name)
+	if err != nil {
+		panic(fmt.Sprintf("harness: %s: BeginAcquire: %v", a.name, err))
+	}
+	a.gen++
+	a.acq, a.acqSent, a.retries = req, s.now, 0
+	a.resource = ri
+	a.phase, a.denied = phAcquiring, false
+	s.setState(a, AgentWaiting)
+	s.sendAcquire(a, reqDelay, repDelay)
+	if !a.scripted {
+		wait := s.sc.Network.RetryAfter
+		if wait == 0 {
+			wait = 4 * s.sc.TTL // give up on a reply that never comes
+		}
+		s.schedule(s.now+wait, timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
+	}
+}
+
+func (s *Sim) sendAcquire(a *agent, reqDelay, repDelay *time.Duration) {
+	m := s.newMessage(leasefence.KindAcquire, int32(a.idx))
+	s.msgs[m].acquire = a.acq
+	s.send(m, reqDelay, repDelay)
+}
+
+// acquireTimeout resends the pending acquire under the same request id, or
+// gives up waiting.
+func (s *Sim) acquireTimeout(a *agent) {
+	if a.phase != phAcquiring {
+		return
+	}
+	n := s.sc.Network
+	if n.RetryAfter > 0 && a.retries < n.MaxRetries {
+		a.retries++
+		s.hist.retries++
+		s.emit(Event{Kind: RequestRetried, Agent: a.idx, Resource: a.resource, Other: -1,
+			Request: leasefence.KindAcquire, RequestID: a.acq.RequestID})
+		s.sendAcquire(a, nil, nil)
+		s.schedule(s.now+n.RetryAfter, timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
+		return
+	}
+	s.idle(a, a.think.sample(a.rngThink))
+}
+
+// deliverReply is a reply reaching its agent.
+func (s *Sim) deliverReply(m int32) {
+	msg := s.msgs[m]
+	s.freeMessage(m)
+	a := &s.agents[msg.agent]
+	switch msg.kind {
+	case leasefence.KindAcquire:
+		if a.phase != phAcquiring || msg.acquire.RequestID != a.acq.RequestID {
+			return // a duplicate or late reply: the request is already settled
+		}
+		if msg.acqOut.OK {
+			s.acquired(a, msg.acqOut.Grant, msg.rec)
+		} else {
+			s.denied(a, msg.acqOut)
+		}
+	case leasefence.KindRenew:
+		if !a.renewing || msg.renew.RequestID != a.renew.RequestID {
+			return
+		}
+		a.renewing = false
+		if msg.renOut.OK {
+			s.renewed(a, msg.renOut.Grant)
+		} else {
+			s.renewRefused(a, msg.renOut.Reason)
+		}
+	}
+}
+
+func (s *Sim) acquired(a *agent, g leasefence.Grant, rec int32) {
+	l, err := a.client.CompleteAcquire(a.acq, g)
+	if err != nil {
+		panic(fmt.Sprintf("harness: %s: CompleteAcquire: %v", a.name, err))
+	}
+	a.gen++ // cancels the retry timer
+	a.lease, a.writes, a.checked, a.lost, a.renewing, a.renewLater = l, 0, false, false, false, false
+	a.phase = phHolding
+	until := s.believe(a, l)
+	a.rec = rec
+	if a.rec >= 0 {
+		rec := &s.hist.leases[a.rec]
+		rec.start, rec.beliefEnd, rec.actEnd = s.now, until, s.now
+	}
+	s.live.Acquisitions++
+	s.setState(a, a.displayState(s))
+	s.emit(Event{Kind: Acquired, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence, Other: -1,
+		RequestID: g.RequestID, Deadline: until})
+	if a.scripted {
+		return
+	}
+	s.scheduleRenewal(a, a.acqSent)
+	s.scheduleAgent(a, 0)
+}
+
+// believe sets the agent's belief from a fresh lease and returns the true
+// instant it lasts until: the client's deadline in fenced mode, and the
+// naive "reply arrival + TTL" in naive mode.
+func (s *Sim) believe(a *agent, l *leasefence.Lease) time.Duration {
+	if s.mode == Naive {
+		now, _ := a.clock.Now()
+		a.naiveUntil = now.Add(l.TTL)
+		return a.trueAt(a.naiveUntil)
+	}
+	return a.trueAt(l.Deadline)
+}
+
+func (s *Sim) denied(a *agent, out leasefence.AcquireOutcome) {
+	s.hist.denials++
+	s.emit(Event{Kind: Denied, Agent: a.idx, Resource: a.resource, Other: s.agentIndexOf(out.HeldBy),
+		Reason: out.Reason, Dur: out.RetryAfter})
+	if a.scripted {
+		a.phase = phIdle
+		s.setState(a, AgentIdle)
+		return
+	}
+	wait := out.RetryAfter
+	if wait <= 0 {
+		wait = a.think.sample(a.rngThink)
+	}
+	s.idle(a, wait)
+	a.denied = true
+	s.setState(a, AgentWaiting)
+}
+
+func (s *Sim) scheduleRenewal(a *agent, anchor time.Duration) {
+	if s.sc.Agent.RenewAt <= 0 || a.scripted {
+		return
+	}
+	at := max(anchor+time.Duration(s.sc.Agent.RenewAt*float64(s.sc.TTL)), s.now)
+	s.schedule(at, timer{kind: tRenew, agent: int32(a.idx), gen: a.renewGen})
+}
+
+// renewDue sends a renewal, unless the agent is stalled: a stalled process
+// does nothing until its stall ends.
+func (s *Sim) renewDue(a *agent) {
+	if !a.acting() || a.lease == nil || a.renewing {
+		return
+	}
+	if a.phase == phStalled || s.now < a.stallUntil {
+		a.renewLater = true
+		return
+	}
+	s.sendRenewal(a, nil, nil)
+}
+
+func (s *Sim) sendRenewal(a *agent, reqDelay, repDelay *time.Duration) {
+	req, err := a.client.BeginRenewal(a.lease)
+	if err != nil {
+		panic(fmt.Sprintf("harness: %s: BeginRenewal: %v", a.name, err))
+	}
+	a.renew, a.renewSent, a.renewing = req, s.now, true
+	m := s.newMessage(leasefence.KindRenew, int32(a.idx))
+	s.msgs[m].renew = req
+	s.send(m, reqDelay, repDelay)
+}
+
+func (s *Sim) renewed(a *agent, g leasefence.Grant) {
+	l, err := a.client.CompleteRenewal(a.renew, g)
+	if err != nil {
+		panic(fmt.Sprintf("harness: %s: CompleteRenewal: %v", a.name, err))
+	}
+	a.lease = l
+	until := s.believe(a, l)
+	if a.rec >= 0 {
+		s.hist.leases[a.rec].beliefEnd = until
+	}
+	s.live.Renewals++
+	s.emit(Event{Kind: Renewed, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence, Other: -1,
+		RequestID: g.RequestID, Deadline: until})
+	s.setState(a, a.displayState(s))
+	s.scheduleRenewal(a, a.renewSent)
+}
+
+func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
+	s.emit(Event{Kind: RenewRefused, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Reason: reason})
+	if a.scripted {
+		return
+	}
+	if a.phase == phStalled {
+		a.lost = true // it finds out when its stall ends, after its write
+		return
+	}
+	s.giveUp(a, true)
+}
+
+// check is the agent's validity check before a write: HasExpired in fenced
+// mode, now < expiresAt in naive mode. Both are true only at the instant
+// they are computed.
+func (s *Sim) check(a *agent) bool {
+	ok := false
+	if a.lease != nil {
+		if s.mode == Naive {
+			now, err := a.clock.Now()
+			before, err2 := now.Before(a.naiveUntil)
+			ok = err == nil && err2 == nil && before
+		} else {
+			expired, err := a.lease.HasExpired()
+			ok = err == nil && !expired
+		}
+	}
+	a.checked = ok
+	kind := CheckPassed
+	if !ok {
+		kind = CheckFailed
+		s.hist.checksFailed++
+	}
+	s.emit(Event{Kind: kind, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+	return ok
+}
+
+// write performs the agent's write and reports whether it landed.
+func (s *Sim) write(a *agent) bool {
+	res := &s.resources[a.resource]
+	t := a.lease.Token
+	if s.mode == Naive {
+		s.land(a, t.Fence)
+		return true
+	}
+	err := res.gate.Commit(context.Background(), t, func(context.Context) error {
+		s.land(a, t.Fence)
+		return nil
+	})
+	if err == nil {
+		return true
+	}
+	var floor leasefence.Rejection
+	var stale *leasefence.StaleFenceError
+	if errors.As(err, &stale) {
+		floor = stale.Rejection
+	} else if !errors.Is(err, leasefence.ErrTokenConflict) {
+		panic(fmt.Sprintf("harness: %s: Commit: %v", a.name, err))
+	} else {
+		fl := res.gate.Floor()
+		floor = leasefence.Rejection{FloorHolder: fl.Holder, FloorFence: fl.Fence}
+	}
+	res.refused++
+	s.live.CommitsRefused++
+	floor.Resource, floor.Holder, floor.Fence = res.name, a.name, t.Fence
+	s.noteRefusal(floor)
+	s.hist.writes = append(s.hist.writes, writeRec{at: s.now, agent: int32(a.idx), resource: int32(a.resource),
+		rec: a.rec, fence: t.Fence, refused: true})
+	s.act(a)
+	a.lane.mark(Mark{At: s.now, Kind: MarkRefused})
+	s.emit(Event{Kind: CommitRefused, Agent: a.idx, Resource: a.resource, Fence: t.Fence,
+		Other: s.agentIndexOf(floor.FloorHolder), OtherFence: floor.FloorFence})
+	return false
+}
+
+// land records a write at the resource: the resource's own history, which
+// the checker reads.
+func (s *Sim) land(a *agent, f leasefence.Fence) {
+	res := &s.resources[a.resource]
+	stale := f < res.maxLanded
+	if stale {
+		s.live.StaleWritesLanded++
+		a.lane.mark(Mark{At: s.now, Kind: MarkStale})
+	} else {
+		res.maxLanded, res.landedBy = f, int32(a.idx)
+		a.lane.mark(Mark{At: s.now, Kind: MarkAdmitted})
+	}
+	res.admitted++
+	s.live.CommitsAdmitted++
+	s.hist.writes = append(s.hist.writes, writeRec{at: s.now, agent: int32(a.idx), resource: int32(a.resource),
+		rec: a.rec, fence: f})
+	s.act(a)
+	e := Event{Kind: CommitAdmitted, Agent: a.idx, Resource: a.resource, Fence: f, Other: -1}
+	if stale {
+		e.Other, e.OtherFence, e.Reason = int(res.landedBy), res.maxLanded, "stale"
+	}
+	s.emit(e)
+}
+
+// act extends the agent's acting interval to now: it acted as the holder.
+func (s *Sim) act(a *agent) {
+	if a.rec >= 0 {
+		rec := &s.hist.leases[a.rec]
+		rec.actEnd = max(rec.actEnd, s.now)
+	}
+}
+
+// finish ends a lease after its last write: release it, or let it lapse.
+func (s *Sim) finish(a *agent) {
+	if s.sc.Agent.Release && a.lease != nil {
+		s.sendRelease(a)
+	}
+	s.giveUp(a, false)
+}
+
+func (s *Sim) sendRelease(a *agent) {
+	m := s.newMessage(KindRelease, int32(a.idx))
+	s.msgs[m].release = a.lease.Token
+	s.send(m, nil, nil)
+}
+
+// giveUp ends the agent's belief in its lease now and sends it back to
+// thinking.
+func (s *Sim) giveUp(a *agent, lostIt bool) {
+	if a.rec >= 0 {
+		rec := &s.hist.leases[a.rec]
+		rec.beliefEnd = min(rec.beliefEnd, s.now)
+		rec.actEnd = max(rec.actEnd, rec.beliefEnd)
+	}
+	_ = lostIt
+	a.lease, a.rec, a.renewing, a.renewLater, a.lost = nil, -1, false, false, false
+	a.renewGen++
+	if a.scripted {
+		a.phase = phIdle
+		s.setState(a, AgentIdle)
+		return
+	}
+	s.idle(a, a.think.sample(a.rngThink))
+}
+
+func (s *Sim) idle(a *agent, after time.Duration) {
+	a.gen++
+	a.phase, a.denied = phIdle, false
+	s.setState(a, AgentIdle)
+	s.scheduleAgent(a, after)
+}
+
+// displayState is the agent's state as a dashboard shows it.
+func (a *agent) displayState(s *Sim) AgentState {
+	switch a.phase {
+	case phAcquiring:
+		return AgentWaiting
+	case phHolding, phStalled:
+		if a.rec >= 0 && s.hist.leases[a.rec].lapsed() {
+			return AgentZombie
+		}
+		if a.phase == phStalled || s.now < a.stallUntil {
+			return AgentStalled
+		}
+		return AgentHolding
+	}
+	if a.denied {
+		return AgentWaiting
+	}
+	return AgentIdle
+}
+
+func (s *Sim) setState(a *agent, st AgentState) {
+	if a.state != st {
+		a.state = st
+		a.lane.push(Segment{From: s.now, State: st})
+	}
+}
+
+// --- scripted timelines ---
+
+func (s *Sim) script(act Action) {
+	i, _ := s.sc.agentIndex(act.Agent)
+	a := &s.agents[i]
+	switch act.Do {
+	case ActAcquire:
+		ri := 0
+		if act.Resource != "" {
+			ri, _ = s.sc.resourceIndex(act.Resource)
+		}
+		s.startAcquire(a, ri, act.RequestDelay, act.ReplyDelay)
+	case ActCheck:
+		s.check(a)
+	case ActStall:
+		if a.acting() {
+			a.phase = phStalled
+		}
+		s.setState(a, a.displayState(s))
+		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: act.Duration})
+		s.schedule(s.now+act.Duration, timer{kind: tStallEnd, agent: int32(a.idx)})
+	case ActWrite:
+		if a.lease == nil || !a.checked {
+			s.emit(Event{Kind: CheckFailed, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Reason: "write-skipped"})
+			return
+		}
+		s.write(a)
+	case ActRenew:
+		if a.lease != nil && !a.renewing {
+			s.sendRenewal(a, act.RequestDelay, act.ReplyDelay)
+		}
+	case ActRelease:
+		if a.lease != nil {
+			s.sendRelease(a)
+			s.giveUp(a, false)
+		}
+	}
+}
+
+// stallEnd ends a scripted stall (gen 0) or a live one (gen 1).
+func (s *Sim) stallEnd(a *agent, gen uint32) {
+	if gen == 0 && a.phase == phStalled && a.scripted {
+		a.phase = phHolding
+	}
+	s.emit(Event{Kind: StallEnded, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+	s.setState(a, a.displayState(s))
+}
+
+// --- live interventions ---
+
+// Intervene applies iv now (its At is set to the current virtual instant)
+// and records it, so the run can be replayed with Interventions.
+func (s *Sim) Intervene(iv Intervention) error {
+	iv.At = s.now
+	if err := s.sc.checkIntervention(iv); err != nil {
+		return fmt.Errorf("%w: intervention: %v", ErrInvalidScenario, err)
+	}
+	s.sc.Interventions = append(s.sc.Interventions, iv)
+	s.apply(iv)
+	return nil
+}
+
+// Interventions returns the interventions applied so far, replayed or live.
+func (s *Sim) Interventions() []Intervention {
+	return append([]Intervention(nil), s.sc.Interventions...)
+}
+
+// Scenario returns the scenario being run, with the live interventions
+// recorded so far: running it again replays this run.
+func (s *Sim) Scenario() Scenario {
+	sc := s.sc
+	sc.Interventions = s.Interventions()
+	return sc
+}
+
+func (s *Sim) apply(iv Intervention) {
+	ivc := iv
+	agentIdx := -1
+	if iv.Agent != "" {
+		agentIdx = s.agentIndexOf(iv.Agent)
+	}
+	s.emit(Event{Kind: Intervened, Agent: agentIdx, Resource: -1, Other: -1, Intervention: &ivc})
+	switch iv.Kind {
+	case StallAgent:
+		a := &s.agents[agentIdx]
+		a.stallUntil = max(a.stallUntil, s.now+iv.Duration)
+		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: iv.Duration})
+		s.schedule(a.stallUntil, timer{kind: tStallEnd, agent: int32(a.idx), gen: 1})
+		s.setState(a, a.displayState(s))
+	case SetDropRate:
+		s.dropRequests, s.dropReplies = iv.Value, iv.Value
+	case RestartCoordinator:
+		s.restart(iv.Persist)
+	case TogglePush:
+		s.push = !s.push
+	}
+}
+
+// --- lanes ---
+
+const laneSegments, laneMarks = 64, 32
+
+// laneRing keeps an agent's recent states and writes for the timeline.
+type laneRing struct {
+	segs  [laneSegments]Segment
+	nseg  int
+	marks [laneMarks]Mark
+	nmark int
+}
+
+func (l *laneRing) push(seg Segment) {
+	l.segs[l.nseg%laneSegments] = seg
+	l.nseg++
+}
+
+func (l *laneRing) mark(m Mark) {
+	l.marks[l.nmark%laneMarks] = m
+	l.nmark++
+}
+
+// noteRefusal keeps the newest MaxSnapshotRefusals refusals for snapshots.
+func (s *Sim) noteRefusal(r leasefence.Rejection) {
+	if len(s.refusals) == 2*MaxSnapshotRefusals {
+		s.refusals = append(s.refusals[:0], s.refusals[MaxSnapshotRefusals:]...)
+	}
+	s.refusals = append(s.refusals, RefusalView{At: s.now, Rejection: r})
+}

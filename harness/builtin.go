@@ -1,0 +1,164 @@
+package harness
+
+import (
+	"slices"
+	"time"
+)
+
+// DefaultScenario is the built-in scenario the lab runs when given none:
+// small enough to watch, and a stale write is refused in its first seconds.
+const DefaultScenario = "overlap"
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// builtins are the named scenarios. Each is a function so callers get a
+// fresh copy they may change.
+var builtins = map[string]func() Scenario{
+	"overlap": func() Scenario {
+		return Scenario{
+			Name:        "overlap",
+			Description: "4 agents on 1 resource; 1 write in 4 stalls past the TTL, so leases are reassigned under stalled holders",
+			Seed:        1, Duration: time.Minute, Agents: 4, Resources: 1, TTL: time.Second,
+			ClockSkew: 10 * time.Millisecond,
+			Agent: Behaviour{
+				Think: Uniform(50*time.Millisecond, 300*time.Millisecond),
+				Stall: Dist{Min: 10 * time.Millisecond, Max: 100 * time.Millisecond, TailP: 0.25,
+					TailMin: 1200 * time.Millisecond, TailMax: 2500 * time.Millisecond},
+				WorkGap: Uniform(20*time.Millisecond, 80*time.Millisecond), WritesPerLease: 3, RenewAt: 0.5,
+			},
+			Network: Network{RequestDelay: Uniform(time.Millisecond, 5*time.Millisecond), ReplyDelay: Uniform(time.Millisecond, 5*time.Millisecond)},
+		}
+	},
+	"gap": func() Scenario {
+		return Scenario{
+			Name:        "gap",
+			Description: "the design note's check-to-write gap: A checks at 950ms, stalls, writes at 1400ms; B took over at 1000ms",
+			Seed:        1, Duration: 3 * time.Second, Agents: 2, Resources: 1, TTL: time.Second,
+			Agent: Behaviour{WritesPerLease: 1},
+			Script: []Action{
+				{At: 0, Agent: "agent-1", Do: ActAcquire},
+				{At: 950 * time.Millisecond, Agent: "agent-1", Do: ActCheck},
+				{At: 950 * time.Millisecond, Agent: "agent-1", Do: ActStall, Duration: 450 * time.Millisecond},
+				{At: 1000 * time.Millisecond, Agent: "agent-2", Do: ActAcquire},
+				{At: 1010 * time.Millisecond, Agent: "agent-2", Do: ActCheck},
+				{At: 1010 * time.Millisecond, Agent: "agent-2", Do: ActWrite},
+				{At: 1400 * time.Millisecond, Agent: "agent-1", Do: ActWrite},
+			},
+		}
+	},
+	"renewal": func() Scenario {
+		return Scenario{
+			Name: "renewal",
+			Description: "the design note's renewal anchoring, 100ms in: A renews at 100ms, the coordinator extends at 140ms " +
+				"to 1140ms, the reply lands at 1000ms; naive A believes until 2000ms, the client until 1100ms",
+			Seed: 1, Duration: 3 * time.Second, Agents: 2, Resources: 1, TTL: time.Second,
+			Agent: Behaviour{WritesPerLease: 1},
+			Script: []Action{
+				{At: 0, Agent: "agent-1", Do: ActAcquire},
+				{At: 100 * time.Millisecond, Agent: "agent-1", Do: ActRenew,
+					RequestDelay: dur(40 * time.Millisecond), ReplyDelay: dur(860 * time.Millisecond)},
+				{At: 1200 * time.Millisecond, Agent: "agent-2", Do: ActAcquire},
+				{At: 1210 * time.Millisecond, Agent: "agent-2", Do: ActCheck},
+				{At: 1210 * time.Millisecond, Agent: "agent-2", Do: ActWrite},
+				{At: 1500 * time.Millisecond, Agent: "agent-1", Do: ActCheck},
+				{At: 1500 * time.Millisecond, Agent: "agent-1", Do: ActWrite},
+			},
+		}
+	},
+	"crowd": func() Scenario {
+		return Scenario{
+			Name:        "crowd",
+			Description: "50 agents on 5 resources with long-tail stalls (1 in 20 takes 1.5-4s, like a model call)",
+			Seed:        1, Duration: 2 * time.Minute, Agents: 50, Resources: 5, TTL: 2 * time.Second,
+			ClockSkew: 20 * time.Millisecond,
+			Agent: Behaviour{
+				Think: Uniform(50*time.Millisecond, 500*time.Millisecond),
+				Stall: Dist{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.05,
+					TailMin: 1500 * time.Millisecond, TailMax: 4 * time.Second},
+				WorkGap: Uniform(10*time.Millisecond, 100*time.Millisecond), WritesPerLease: 3, RenewAt: 0.5, Release: true,
+			},
+			Network: Network{RequestDelay: Uniform(time.Millisecond, 10*time.Millisecond), ReplyDelay: Uniform(time.Millisecond, 10*time.Millisecond)},
+		}
+	},
+	"lost-replies": func() Scenario {
+		sc := base("lost-replies", "1 reply in 5 is lost; clients resend the same request id, and no retry burns a fence while its grant is live")
+		sc.Network.DropReplies = 0.2
+		sc.Network.RetryAfter = 50 * time.Millisecond
+		sc.Network.MaxRetries = 5
+		return sc
+	},
+	"drift": func() Scenario {
+		sc := base("drift", "agent clocks run 2% slow with a 1ms skew budget: holders believe past the coordinator's expiry")
+		sc.ClockSkew = time.Millisecond
+		sc.Clocks.DriftPPM = Range{Min: -20000, Max: -20000}
+		return sc
+	},
+	"drift-inside": func() Scenario {
+		sc := base("drift-inside", "agent clocks run 2% slow with a 25ms skew budget on a 1s TTL: containment holds")
+		sc.ClockSkew = 25 * time.Millisecond
+		sc.Clocks.DriftPPM = Range{Min: -20000, Max: -20000}
+		return sc
+	},
+	"restart-lost": func() Scenario {
+		sc := base("restart-lost", "the coordinator restarts at 10s without persisting its fence counter: the new holder's writes are refused")
+		sc.Restarts = []Restart{{At: 10 * time.Second}}
+		return sc
+	},
+	"restart-persisted": func() Scenario {
+		sc := base("restart-persisted", "the coordinator restarts at 10s and resumes from its last issued fence")
+		sc.Restarts = []Restart{{At: 10 * time.Second, Persist: true}}
+		return sc
+	},
+	"partition": func() Scenario {
+		sc := base("partition", "agent-1 is cut off from the coordinator from 5s to 15s, mid-lease")
+		sc.Partitions = []Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second}}
+		return sc
+	},
+	"duplicates": func() Scenario {
+		sc := base("duplicates", "1 request in 3 is delivered twice")
+		sc.Network.Duplicate = 0.3
+		return sc
+	},
+	"push": func() Scenario {
+		sc := base("push", "the coordinator pushes each new fence to the gate (Admit) 2ms after minting it")
+		sc.Push = Push{Enabled: true, Delay: Const(2 * time.Millisecond)}
+		return sc
+	},
+}
+
+// base is the small contended world the fault scenarios start from.
+func base(name, desc string) Scenario {
+	return Scenario{
+		Name: name, Description: desc,
+		Seed: 1, Duration: 30 * time.Second, Agents: 6, Resources: 2, TTL: time.Second,
+		ClockSkew: 5 * time.Millisecond,
+		Agent: Behaviour{
+			Think: Uniform(20*time.Millisecond, 200*time.Millisecond),
+			Stall: Dist{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.1,
+				TailMin: 900 * time.Millisecond, TailMax: 2 * time.Second},
+			WorkGap: Uniform(10*time.Millisecond, 50*time.Millisecond), WritesPerLease: 3, RenewAt: 0.5, Release: true,
+		},
+		Network: Network{RequestDelay: Uniform(time.Millisecond, 8*time.Millisecond), ReplyDelay: Uniform(time.Millisecond, 8*time.Millisecond)},
+	}
+}
+
+// Builtin returns a fresh copy of the named built-in scenario.
+func Builtin(name string) (Scenario, bool) {
+	f, ok := builtins[name]
+	if !ok {
+		return Scenario{}, false
+	}
+	return f(), true
+}
+
+// BuiltinNames lists the built-in scenarios, the default first, then by name.
+func BuiltinNames() []string {
+	names := make([]string, 0, len(builtins))
+	for n := range builtins {
+		if n != DefaultScenario {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return append([]string{DefaultScenario}, names...)
+}

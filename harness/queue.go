@@ -1,0 +1,87 @@
+package harness
+
+import "time"
+
+// timerKind is what a scheduled timer does when it fires.
+type timerKind uint8
+
+const (
+	tAgentStep     timerKind = iota + 1 // an agent's next step (gen-checked)
+	tStallEnd                           // a scripted or live stall ends
+	tRetry                              // an acquire's reply did not come in time (gen-checked)
+	tRenew                              // renewal point of a lease (gen-checked)
+	tDeliverRequest                     // a message reaches the coordinator
+	tDeliverReply                       // a reply reaches its agent
+	tExpiry                             // a lease's coordinator expiry instant
+	tPush                               // the coordinator's Admit reaches a gate
+	tRestart                            // a scheduled coordinator restart
+	tPartitionBegin
+	tPartitionEnd
+	tScript       // a scripted action
+	tIntervention // a recorded intervention replayed
+)
+
+// timer is one pending event of the discrete-event engine. It is a plain
+// value kept in a slice heap, so scheduling allocates nothing once the heap
+// has grown to the run's working size.
+type timer struct {
+	at    time.Duration
+	seq   uint64 // insertion order: ties fire first-in, first-out
+	kind  timerKind
+	agent int32
+	arg   int32  // a message slot, resource, or index into the scenario
+	gen   uint32 // the agent generation the timer belongs to
+	fence uint64
+}
+
+func (t *timer) less(u *timer) bool {
+	if t.at != u.at {
+		return t.at < u.at
+	}
+	return t.seq < u.seq
+}
+
+// timerQueue is a binary min-heap of timers ordered by (at, seq).
+type timerQueue []timer
+
+func (q *timerQueue) push(t timer) {
+	*q = append(*q, t)
+	h := *q
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h[i].less(&h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *timerQueue) pop() timer {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].less(&h[l]) {
+			m = r
+		}
+		if !h[m].less(&h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+func (q timerQueue) peek() *timer { return &q[0] }

@@ -1,0 +1,452 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Scenario is everything that decides a run: the same Scenario (seed
+// included) gives the same run, event for event. The zero values of the
+// optional fields mean "off". Validate reports every field out of range.
+type Scenario struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Seed        uint64 `json:"seed"`
+	// Duration is how long the run lasts in virtual (true) time.
+	Duration time.Duration `json:"duration"`
+
+	Agents    int        `json:"agents"`
+	Resources int        `json:"resources"`
+	Pick      PickPolicy `json:"pick,omitempty"` // how an agent picks the resource of its next attempt
+
+	TTL time.Duration `json:"ttl"`
+	// ClockSkew is every client's ClockSkew: the drift budget subtracted
+	// from each deadline.
+	ClockSkew time.Duration `json:"clock_skew,omitempty"`
+
+	Agent   Behaviour `json:"agent"`
+	Network Network   `json:"network,omitempty"`
+	Clocks  Clocks    `json:"clocks,omitempty"`
+
+	Partitions []Partition `json:"partitions,omitempty"`
+	Restarts   []Restart   `json:"restarts,omitempty"`
+	Push       Push        `json:"push,omitempty"`
+
+	// Script replaces the behaviour of the agents it names with exact
+	// actions at exact instants; unnamed agents behave as Agent says.
+	Script []Action `json:"script,omitempty"`
+	// Interventions are live interventions recorded during a paced run,
+	// replayed at the virtual instants they were made.
+	Interventions []Intervention `json:"interventions,omitempty"`
+}
+
+// PickPolicy says how an agent chooses the resource of each attempt.
+type PickPolicy string
+
+// The pick policies.
+const (
+	// PickRandom draws a resource uniformly for every attempt (the default).
+	PickRandom PickPolicy = "random"
+	// PickFixed binds agent i to resource i mod Resources.
+	PickFixed PickPolicy = "fixed"
+	// PickRoundRobin walks the resources in order, from a start that
+	// depends on the agent.
+	PickRoundRobin PickPolicy = "round-robin"
+)
+
+// Behaviour is what an unscripted agent does, in a loop: think, acquire,
+// then for each write check its lease, stall, and write; renew when the
+// renewal point comes; after the last write release or let the lease lapse.
+type Behaviour struct {
+	Think          Dist `json:"think"`                   // between attempts, and after a denial when the outcome gives no retry hint
+	Stall          Dist `json:"stall"`                   // between the validity check and the write: the gap
+	WorkGap        Dist `json:"work_gap,omitempty"`      // between two writes of one lease
+	WritesPerLease int  `json:"writes_per_lease"`        // >= 1
+	// RenewAt renews when this fraction of the TTL has passed since the
+	// lease was anchored (0 never renews; 0.5 renews at half-life).
+	RenewAt float64 `json:"renew_at,omitempty"`
+	// Release releases the lease after the last write; otherwise the agent
+	// lets it expire.
+	Release bool `json:"release,omitempty"`
+}
+
+// Network is the agent-to-coordinator link, and the client's retries.
+type Network struct {
+	RequestDelay Dist    `json:"request_delay,omitempty"`
+	ReplyDelay   Dist    `json:"reply_delay,omitempty"`
+	DropRequests float64 `json:"drop_requests,omitempty"` // probability, [0,1]
+	DropReplies  float64 `json:"drop_replies,omitempty"`  // probability, [0,1]
+	Duplicate    float64 `json:"duplicate,omitempty"`     // probability a request is delivered twice
+	// RetryAfter is how long a client waits for an acquire reply before it
+	// resends the same request (same request id); 0 never retries, and the
+	// agent gives up waiting after 4 x the TTL.
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	MaxRetries int           `json:"max_retries,omitempty"`
+}
+
+// Clocks sets how each agent's clock relates to true time: reading =
+// offset + true*(1 + ppm/1e6). Each agent draws its drift and offset
+// uniformly from the ranges (with the run's seed); Agent overrides by name.
+type Clocks struct {
+	DriftPPM Range                 `json:"drift_ppm,omitempty"`
+	Offset   DurationRange         `json:"offset,omitempty"`
+	Agent    map[string]AgentClock `json:"agent,omitempty"`
+	// CoordinatorDriftPPM is the coordinator's own drift.
+	CoordinatorDriftPPM float64 `json:"coordinator_drift_ppm,omitempty"`
+}
+
+// AgentClock pins one agent's clock.
+type AgentClock struct {
+	DriftPPM float64       `json:"drift_ppm"`
+	Offset   time.Duration `json:"offset"`
+}
+
+// Range is a closed interval of numbers.
+type Range struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// DurationRange is a closed interval of durations.
+type DurationRange struct {
+	Min time.Duration `json:"min"`
+	Max time.Duration `json:"max"`
+}
+
+// Partition cuts one agent off from the coordinator (both directions)
+// from From until To.
+type Partition struct {
+	Agent string        `json:"agent"`
+	From  time.Duration `json:"from"`
+	To    time.Duration `json:"to"`
+}
+
+// Restart restarts the coordinator at At. With Persist the new coordinator
+// resumes from the last IssuedFence; without it, from zero, and it reissues
+// fences the resources have already superseded.
+type Restart struct {
+	At      time.Duration `json:"at"`
+	Persist bool          `json:"persist,omitempty"`
+}
+
+// Push is the coordinator pushing each newly minted fence to the resource's
+// gate (FenceGate.Admit), which closes most of the window in which a stale
+// holder can write before the new holder has.
+type Push struct {
+	Enabled bool    `json:"enabled,omitempty"`
+	Delay   Dist    `json:"delay,omitempty"`
+	Drop    float64 `json:"drop,omitempty"`
+}
+
+// Dist is a distribution of durations with an optional long tail: mostly
+// uniform in [Min, Max], and with probability TailP uniform in
+// [TailMin, TailMax] instead (a model call that takes longer than the
+// lease). Min == Max is a constant; the zero Dist is always 0.
+type Dist struct {
+	Min     time.Duration `json:"min,omitempty"`
+	Max     time.Duration `json:"max,omitempty"`
+	TailP   float64       `json:"tail_p,omitempty"`
+	TailMin time.Duration `json:"tail_min,omitempty"`
+	TailMax time.Duration `json:"tail_max,omitempty"`
+}
+
+// Const is the distribution that is always d.
+func Const(d time.Duration) Dist { return Dist{Min: d, Max: d} }
+
+// Uniform is the distribution uniform in [lo, hi].
+func Uniform(lo, hi time.Duration) Dist { return Dist{Min: lo, Max: hi} }
+
+// ActionKind is one step of a scripted timeline.
+type ActionKind string
+
+// The scripted actions.
+const (
+	ActAcquire ActionKind = "acquire" // send an acquire for Resource
+	ActCheck   ActionKind = "check"   // the validity check (HasExpired, or the naive now < expiresAt)
+	ActStall   ActionKind = "stall"   // stalled for Duration (a GC pause, a model call)
+	ActWrite   ActionKind = "write"   // write, if the last check passed
+	ActRenew   ActionKind = "renew"   // send a renewal of the current lease
+	ActRelease ActionKind = "release" // send a release of the current lease
+)
+
+// Action is one scripted step: agent Agent does Do at virtual instant At.
+// RequestDelay and ReplyDelay, when set, replace the network's draw for the
+// message this action sends.
+type Action struct {
+	At           time.Duration  `json:"at"`
+	Agent        string         `json:"agent"`
+	Do           ActionKind     `json:"do"`
+	Resource     string         `json:"resource,omitempty"` // acquire: defaults to the first resource
+	Duration     time.Duration  `json:"duration,omitempty"` // stall
+	RequestDelay *time.Duration `json:"request_delay,omitempty"`
+	ReplyDelay   *time.Duration `json:"reply_delay,omitempty"`
+}
+
+// InterventionKind is a live intervention in a paced run.
+type InterventionKind string
+
+// The live interventions.
+const (
+	// StallAgent stalls agent Agent for Duration from now: its next write
+	// (or the one in progress) lands that much later.
+	StallAgent InterventionKind = "stall-agent"
+	// SetDropRate sets both drop probabilities to Value.
+	SetDropRate InterventionKind = "set-drop-rate"
+	// RestartCoordinator restarts the coordinator (Persist as in Restart).
+	RestartCoordinator InterventionKind = "restart-coordinator"
+	// TogglePush turns the gate push on or off.
+	TogglePush InterventionKind = "toggle-push"
+)
+
+// Intervention is a live change to a running simulation, applied at virtual
+// instant At. Interventions are recorded, so a steered run replays.
+type Intervention struct {
+	At       time.Duration    `json:"at"`
+	Kind     InterventionKind `json:"kind"`
+	Agent    string           `json:"agent,omitempty"`
+	Duration time.Duration    `json:"duration,omitempty"`
+	Value    float64          `json:"value,omitempty"`
+	Persist  bool             `json:"persist,omitempty"`
+}
+
+// Limits on a scenario, to refuse runs that would not finish or not fit.
+const (
+	MaxAgents    = 100_000
+	MaxResources = 100_000
+	MaxDuration  = 24 * time.Hour
+	// MaxDriftPPM keeps clock arithmetic exact: 10% fast or slow.
+	MaxDriftPPM = 100_000
+)
+
+// ErrInvalidScenario is wrapped by every error Validate returns.
+var ErrInvalidScenario = errors.New("invalid scenario")
+
+// FieldError names the scenario field that is out of range.
+type FieldError struct {
+	Field   string // as spelled in a scenario file, e.g. "network.drop_replies"
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// Is reports whether target is ErrInvalidScenario.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidScenario }
+
+// AgentName is the name of agent i (0-based): "agent-1", "agent-2", ...
+func AgentName(i int) string { return fmt.Sprintf("agent-%d", i+1) }
+
+// ResourceName is the name of resource i (0-based): "res-1", "res-2", ...
+func ResourceName(i int) string { return fmt.Sprintf("res-%d", i+1) }
+
+// Validate returns nil or an error joining one *FieldError per problem.
+func (s *Scenario) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if s.Name == "" {
+		bad("name", "is required")
+	}
+	if s.Duration <= 0 || s.Duration > MaxDuration {
+		bad("duration", "must be in (0, %v], got %v", MaxDuration, s.Duration)
+	}
+	if s.Agents < 1 || s.Agents > MaxAgents {
+		bad("agents", "must be in [1, %d], got %d", MaxAgents, s.Agents)
+	}
+	if s.Resources < 1 || s.Resources > MaxResources {
+		bad("resources", "must be in [1, %d], got %d", MaxResources, s.Resources)
+	}
+	switch s.Pick {
+	case "", PickRandom, PickFixed, PickRoundRobin:
+	default:
+		bad("pick", "must be random, fixed or round-robin, got %q", s.Pick)
+	}
+	if s.TTL <= 0 {
+		bad("ttl", "must be > 0, got %v", s.TTL)
+	}
+	if s.ClockSkew < 0 || (s.TTL > 0 && s.ClockSkew >= s.TTL) {
+		bad("clock_skew", "must be in [0, ttl), got %v", s.ClockSkew)
+	}
+
+	checkDist(bad, "agent.think", s.Agent.Think)
+	checkDist(bad, "agent.stall", s.Agent.Stall)
+	checkDist(bad, "agent.work_gap", s.Agent.WorkGap)
+	if s.Agent.WritesPerLease < 1 {
+		bad("agent.writes_per_lease", "must be >= 1, got %d", s.Agent.WritesPerLease)
+	}
+	if !(s.Agent.RenewAt >= 0 && s.Agent.RenewAt < 1) {
+		bad("agent.renew_at", "must be in [0, 1), got %v", s.Agent.RenewAt)
+	}
+
+	n := s.Network
+	checkDist(bad, "network.request_delay", n.RequestDelay)
+	checkDist(bad, "network.reply_delay", n.ReplyDelay)
+	checkProb(bad, "network.drop_requests", n.DropRequests)
+	checkProb(bad, "network.drop_replies", n.DropReplies)
+	checkProb(bad, "network.duplicate", n.Duplicate)
+	if n.RetryAfter < 0 {
+		bad("network.retry_after", "must be >= 0, got %v", n.RetryAfter)
+	}
+	if n.MaxRetries < 0 {
+		bad("network.max_retries", "must be >= 0, got %d", n.MaxRetries)
+	}
+
+	c := s.Clocks
+	checkPPM(bad, "clocks.drift_ppm.min", c.DriftPPM.Min)
+	checkPPM(bad, "clocks.drift_ppm.max", c.DriftPPM.Max)
+	if c.DriftPPM.Min > c.DriftPPM.Max {
+		bad("clocks.drift_ppm", "min %v is above max %v", c.DriftPPM.Min, c.DriftPPM.Max)
+	}
+	if c.Offset.Min > c.Offset.Max {
+		bad("clocks.offset", "min %v is above max %v", c.Offset.Min, c.Offset.Max)
+	}
+	checkPPM(bad, "clocks.coordinator_drift_ppm", c.CoordinatorDriftPPM)
+	for name, ac := range c.Agent {
+		if _, ok := s.agentIndex(name); !ok {
+			bad("clocks.agent."+name, "names no agent (agents are agent-1 to agent-%d)", s.Agents)
+		}
+		checkPPM(bad, "clocks.agent."+name+".drift_ppm", ac.DriftPPM)
+	}
+
+	for i, p := range s.Partitions {
+		f := fmt.Sprintf("partitions[%d]", i)
+		if _, ok := s.agentIndex(p.Agent); !ok {
+			bad(f+".agent", "names no agent: %q", p.Agent)
+		}
+		if p.From < 0 || p.To <= p.From {
+			bad(f, "needs 0 <= from < to, got from %v to %v", p.From, p.To)
+		}
+	}
+	for i, r := range s.Restarts {
+		if r.At <= 0 || r.At > s.Duration {
+			bad(fmt.Sprintf("restarts[%d].at", i), "must be in (0, duration], got %v", r.At)
+		}
+	}
+	checkDist(bad, "push.delay", s.Push.Delay)
+	checkProb(bad, "push.drop", s.Push.Drop)
+
+	for i, a := range s.Script {
+		f := fmt.Sprintf("script[%d]", i)
+		if _, ok := s.agentIndex(a.Agent); !ok {
+			bad(f+".agent", "names no agent: %q", a.Agent)
+		}
+		if a.At < 0 || a.At > s.Duration {
+			bad(f+".at", "must be in [0, duration], got %v", a.At)
+		}
+		switch a.Do {
+		case ActAcquire:
+			if a.Resource != "" {
+				if _, ok := s.resourceIndex(a.Resource); !ok {
+					bad(f+".resource", "names no resource: %q", a.Resource)
+				}
+			}
+		case ActStall:
+			if a.Duration <= 0 {
+				bad(f+".duration", "a stall needs a duration > 0")
+			}
+		case ActCheck, ActWrite, ActRenew, ActRelease:
+		default:
+			bad(f+".do", "must be acquire, check, stall, write, renew or release, got %q", a.Do)
+		}
+		if a.RequestDelay != nil && *a.RequestDelay < 0 {
+			bad(f+".request_delay", "must be >= 0")
+		}
+		if a.ReplyDelay != nil && *a.ReplyDelay < 0 {
+			bad(f+".reply_delay", "must be >= 0")
+		}
+	}
+	for i, iv := range s.Interventions {
+		if err := s.checkIntervention(iv); err != nil {
+			bad(fmt.Sprintf("interventions[%d]", i), "%v", err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Scenario) checkIntervention(iv Intervention) error {
+	if iv.At < 0 {
+		return fmt.Errorf("at must be >= 0, got %v", iv.At)
+	}
+	switch iv.Kind {
+	case StallAgent:
+		if _, ok := s.agentIndex(iv.Agent); !ok {
+			return fmt.Errorf("names no agent: %q", iv.Agent)
+		}
+		if iv.Duration <= 0 {
+			return fmt.Errorf("a stall needs a duration > 0")
+		}
+	case SetDropRate:
+		if !(iv.Value >= 0 && iv.Value <= 1) {
+			return fmt.Errorf("drop rate must be in [0, 1], got %v", iv.Value)
+		}
+	case RestartCoordinator, TogglePush:
+	default:
+		return fmt.Errorf("unknown kind %q", iv.Kind)
+	}
+	return nil
+}
+
+func checkDist(bad func(string, string, ...any), field string, d Dist) {
+	if d.Min < 0 || d.Max < d.Min {
+		bad(field, "needs 0 <= min <= max, got min %v max %v", d.Min, d.Max)
+	}
+	if !(d.TailP >= 0 && d.TailP <= 1) {
+		bad(field+".tail_p", "must be in [0, 1], got %v", d.TailP)
+	}
+	if d.TailP > 0 && (d.TailMin < 0 || d.TailMax < d.TailMin) {
+		bad(field, "needs 0 <= tail_min <= tail_max, got tail_min %v tail_max %v", d.TailMin, d.TailMax)
+	}
+}
+
+func checkProb(bad func(string, string, ...any), field string, p float64) {
+	if !(p >= 0 && p <= 1) {
+		bad(field, "must be a probability in [0, 1], got %v", p)
+	}
+}
+
+func checkPPM(bad func(string, string, ...any), field string, ppm float64) {
+	if math.IsNaN(ppm) || math.Abs(ppm) > MaxDriftPPM {
+		bad(field, "must be within ±%d ppm, got %v", MaxDriftPPM, ppm)
+	}
+}
+
+// agentIndex maps "agent-N" back to N-1.
+func (s *Scenario) agentIndex(name string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(name, "agent-%d", &n); err != nil || AgentName(n-1) != name || n < 1 || n > s.Agents {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// resourceIndex maps "res-N" back to N-1.
+func (s *Scenario) resourceIndex(name string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(name, "res-%d", &n); err != nil || ResourceName(n-1) != name || n < 1 || n > s.Resources {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// DriftWithinBudget reports whether the skew budget covers the worst
+// clock drift of the scenario: the condition under which the client
+// guarantees that a holder's window lies inside the coordinator's.
+//
+// An agent clock running at rate 1+a anchors at the send instant s and
+// believes until s + (TTL-skew)/(1+a) in true time; a coordinator at rate
+// 1+c processing at p >= s expires at p + TTL/(1+c). Containment for every
+// p >= s needs skew >= TTL*(c-a)/(1+c), worst for the slowest agent.
+func (s *Scenario) DriftWithinBudget() bool {
+	slowest := s.Clocks.DriftPPM.Min
+	for _, ac := range s.Clocks.Agent {
+		slowest = math.Min(slowest, ac.DriftPPM)
+	}
+	c := s.Clocks.CoordinatorDriftPPM / 1e6
+	need := float64(s.TTL) * (c - slowest/1e6) / (1 + c)
+	return float64(s.ClockSkew) >= need
+}

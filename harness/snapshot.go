@@ -1,0 +1,222 @@
+package harness
+
+import (
+	"math"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// AgentState is what an agent is doing, as a dashboard shows it.
+type AgentState uint8
+
+// The agent states. Each has a word and a one-letter glyph, so no state is
+// shown by colour alone.
+const (
+	AgentIdle      AgentState = iota // thinking between attempts
+	AgentWaiting                     // an acquire is in flight or was denied
+	AgentHolding                     // holds a lease it believes valid
+	AgentStalled                     // stalled between its check and its write
+	AgentZombie                      // believes its lease valid, but the coordinator has expired it
+	numAgentStates
+)
+
+var agentStateNames = [numAgentStates]string{"idle", "waiting", "holding", "stalled", "believes-expired"}
+var agentStateGlyphs = [numAgentStates]byte{'.', '?', '#', '~', '!'}
+
+func (s AgentState) String() string {
+	if s < numAgentStates {
+		return agentStateNames[s]
+	}
+	return "unknown"
+}
+
+// Glyph is the state's one-character mark for timelines: . idle, ? waiting,
+// # holding, ~ stalled, ! believes-expired.
+func (s AgentState) Glyph() byte {
+	if s < numAgentStates {
+		return agentStateGlyphs[s]
+	}
+	return ' '
+}
+
+// Snapshot is a consistent copy of one simulation's state at one virtual
+// instant, for a dashboard to draw. It shares nothing with the simulation.
+type Snapshot struct {
+	Scenario string
+	Seed     uint64
+	Mode     Mode
+	Now      time.Duration // true (virtual) time
+	Duration time.Duration // the scenario's end
+	Done     bool
+	Events   uint64
+	Push     bool    // the gate push is on
+	DropRate float64 // the current request drop probability
+
+	Totals    Totals
+	Holders   []HolderView   // one per resource, in resource order
+	Gates     []GateView     // one per resource (fenced mode), in resource order
+	Agents    []AgentView    // one per agent, in agent order
+	Refusals  []RefusalView  // the newest refusals, oldest first (at most MaxSnapshotRefusals)
+	Lanes     []Lane         // one per agent, over the last TimelineWindow of virtual time
+	Window    time.Duration  // the span the lanes cover, ending at Now
+}
+
+// MaxSnapshotRefusals is how many refusals a Snapshot carries.
+const MaxSnapshotRefusals = 200
+
+// TimelineWindow is how much recent virtual time the lanes of a Snapshot cover.
+const TimelineWindow = 10 * time.Second
+
+// Totals are running counters of one simulation.
+type Totals struct {
+	Acquisitions    int
+	Renewals        int
+	Expiries        int
+	CommitsAdmitted int
+	CommitsRefused  int
+	// StaleWritesLanded is counted live at the resource: a write that
+	// landed after a write of a higher fence.
+	StaleWritesLanded int
+	MessagesLost      int
+}
+
+// HolderView is a resource's lease as the coordinator and its holder see it.
+type HolderView struct {
+	Resource string
+	Holder   string // "" when the coordinator has no live lease
+	Fence    leasefence.Fence
+	// CoordinatorLeft is the time until the coordinator expires the lease
+	// (<= 0: expired).
+	CoordinatorLeft time.Duration
+	// BeliefLeft is the time until the holder's own deadline, in true time
+	// (<= 0: it no longer believes).
+	BeliefLeft time.Duration
+	State      AgentState // the holder's state
+}
+
+// GateView is one resource's gate.
+type GateView struct {
+	Resource    string
+	FloorFence  leasefence.Fence
+	FloorHolder string
+	Admitted    int
+	Refused     int
+}
+
+// AgentView is one agent.
+type AgentView struct {
+	Name     string
+	State    AgentState
+	Resource string // the resource it holds or wants, or ""
+	Fence    leasefence.Fence
+}
+
+// RefusalView is one refused write, at the true instant it was refused.
+type RefusalView struct {
+	At time.Duration
+	leasefence.Rejection
+}
+
+// Lane is one agent's recent history: the states it went through, each
+// from its start instant until the next segment's (the last until Now).
+type Lane struct {
+	Agent    string
+	Segments []Segment
+	// Marks are the writes in the window: admitted, refused, or landed
+	// stale.
+	Marks []Mark
+}
+
+// Segment is a run of one state in a Lane.
+type Segment struct {
+	From  time.Duration
+	State AgentState
+}
+
+// MarkKind is what happened to a write.
+type MarkKind uint8
+
+// The kinds of write mark.
+const (
+	MarkAdmitted MarkKind = iota
+	MarkRefused
+	MarkStale // landed after a higher fence's write
+)
+
+// Mark is one write in a Lane.
+type Mark struct {
+	At   time.Duration
+	Kind MarkKind
+}
+
+// Snapshot copies the simulation's state for a dashboard.
+func (s *Sim) Snapshot() Snapshot {
+	snap := Snapshot{
+		Scenario: s.sc.Name, Seed: s.sc.Seed, Mode: s.mode, Now: s.now, Duration: s.sc.Duration,
+		Done: s.done, Events: s.events, Push: s.push, DropRate: s.dropRequests,
+		Totals: s.live, Window: TimelineWindow,
+	}
+	snap.Holders = make([]HolderView, len(s.resources))
+	for i := range s.resources {
+		res := &s.resources[i]
+		h := HolderView{Resource: res.name}
+		if res.current >= 0 {
+			rec := &s.hist.leases[res.current]
+			if !rec.lapsed() {
+				a := &s.agents[rec.agent]
+				h.Holder, h.Fence, h.CoordinatorLeft = a.name, rec.fence, rec.coordEnd-s.now
+				h.State = a.state
+				if a.rec == res.current {
+					h.BeliefLeft = rec.beliefEnd - s.now
+				}
+			}
+		}
+		snap.Holders[i] = h
+		if res.gate != nil {
+			f := res.gate.Floor()
+			snap.Gates = append(snap.Gates, GateView{Resource: res.name, FloorFence: f.Fence, FloorHolder: f.Holder,
+				Admitted: res.admitted, Refused: res.refused})
+		}
+	}
+	snap.Agents = make([]AgentView, len(s.agents))
+	snap.Lanes = make([]Lane, len(s.agents))
+	from := s.now - TimelineWindow
+	for i := range s.agents {
+		a := &s.agents[i]
+		v := AgentView{Name: a.name, State: a.state, Fence: a.fence()}
+		if a.resource >= 0 && a.phase != phIdle {
+			v.Resource = s.resources[a.resource].name
+		}
+		snap.Agents[i] = v
+		snap.Lanes[i] = a.lane.window(a.name, from)
+	}
+	tail := s.refusals[max(0, len(s.refusals)-MaxSnapshotRefusals):]
+	snap.Refusals = append([]RefusalView(nil), tail...)
+	return snap
+}
+
+// window copies the lane's segments and marks from instant from on; the
+// segment in force at from is included, starting at from.
+func (l *laneRing) window(name string, from time.Duration) Lane {
+	lane := Lane{Agent: name}
+	first := max(0, l.nseg-laneSegments)
+	for k := first; k < l.nseg; k++ {
+		seg := l.segs[k%laneSegments]
+		next := time.Duration(math.MaxInt64)
+		if k+1 < l.nseg {
+			next = l.segs[(k+1)%laneSegments].From
+		}
+		if next <= from {
+			continue
+		}
+		seg.From = max(seg.From, from)
+		lane.Segments = append(lane.Segments, seg)
+	}
+	for k := max(0, l.nmark-laneMarks); k < l.nmark; k++ {
+		if m := l.marks[k%laneMarks]; m.At >= from {
+			lane.Marks = append(lane.Marks, m)
+		}
+	}
+	return lane
+}

@@ -1,0 +1,187 @@
+package harness
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SwarmRanges are the ranges a swarm draws each seed's fault knobs from, so
+// that thousands of seeds explore thousands of fault mixes.
+type SwarmRanges struct {
+	Drop      Range // both drop probabilities
+	Duplicate Range
+	DelayMax  DurationRange // the upper end of each network delay
+	DriftPPM  Range         // per-agent drift bounds; the skew covers them unless Uncovered
+	Uncovered float64       // probability a seed's skew does not cover its drift
+	TailP     Range         // probability a stall is long
+	TailMax   Range         // a long stall's upper end, in TTLs
+	Restarts  int           // at most this many coordinator restarts
+	Persist   float64       // probability a restart keeps the fence counter
+	Push      float64       // probability the gate push is on
+}
+
+// DefaultSwarmRanges are the swarm's ranges unless told otherwise.
+var DefaultSwarmRanges = SwarmRanges{
+	Drop:      Range{0, 0.2},
+	Duplicate: Range{0, 0.2},
+	DelayMax:  DurationRange{time.Millisecond, 50 * time.Millisecond},
+	DriftPPM:  Range{-5000, 5000},
+	Uncovered: 0.2,
+	TailP:     Range{0, 0.3},
+	TailMax:   Range{1, 4},
+	Restarts:  2,
+	Persist:   0.5,
+	Push:      0.5,
+}
+
+// SwarmScenario is base with its seed set to seed and its fault knobs drawn
+// from ranges with that seed: the exact scenario a swarm runs for seed.
+func SwarmScenario(base Scenario, ranges SwarmRanges, seed uint64) Scenario {
+	sc := base
+	sc.Seed = seed
+	r := rand.New(rand.NewPCG(seed, 0x5eed5a4a))
+	in := func(x Range) float64 { return x.Min + r.Float64()*(x.Max-x.Min) }
+	drop := in(ranges.Drop)
+	sc.Network.DropRequests, sc.Network.DropReplies = drop, in(ranges.Drop)
+	sc.Network.Duplicate = in(ranges.Duplicate)
+	hi := ranges.DelayMax.Min + time.Duration(r.Float64()*float64(ranges.DelayMax.Max-ranges.DelayMax.Min))
+	sc.Network.RequestDelay = Uniform(0, hi)
+	sc.Network.ReplyDelay = Uniform(0, hi)
+	if sc.Network.RetryAfter == 0 {
+		sc.Network.RetryAfter, sc.Network.MaxRetries = 4*hi+time.Millisecond, 3
+	}
+	lo := in(ranges.DriftPPM)
+	sc.Clocks.DriftPPM = Range{Min: min(lo, 0), Max: max(lo, 0)}
+	sc.ClockSkew = 0
+	need := time.Duration(float64(sc.TTL)*-sc.Clocks.DriftPPM.Min/1e6) + time.Microsecond
+	if r.Float64() >= ranges.Uncovered {
+		sc.ClockSkew = min(need, sc.TTL/2)
+	}
+	sc.Agent.Stall.TailP = in(ranges.TailP)
+	sc.Agent.Stall.TailMin = sc.TTL / 2
+	sc.Agent.Stall.TailMax = time.Duration(in(ranges.TailMax) * float64(sc.TTL))
+	sc.Restarts = nil
+	for range r.IntN(ranges.Restarts + 1) {
+		at := time.Duration(r.Int64N(int64(sc.Duration))) + 1
+		sc.Restarts = append(sc.Restarts, Restart{At: at, Persist: r.Float64() < ranges.Persist})
+	}
+	sc.Push.Enabled = r.Float64() < ranges.Push
+	if sc.Push.Enabled && sc.Push.Delay == (Dist{}) {
+		sc.Push.Delay = Uniform(0, hi)
+	}
+	return sc
+}
+
+// SwarmOptions configures Swarm.
+type SwarmOptions struct {
+	Seeds     int    // how many seeds
+	FirstSeed uint64 // seeds run FirstSeed, FirstSeed+1, ...
+	Jobs      int    // parallel runs; 0 means GOMAXPROCS
+	Ranges    *SwarmRanges
+	// Progress, if set, is called after each seed with the count done.
+	Progress func(done, total int)
+}
+
+// SwarmFailure is a seed whose fenced mode broke an invariant.
+type SwarmFailure struct {
+	Seed       uint64   `json:"seed"`
+	Scenario   Scenario `json:"scenario"`
+	Violations []string `json:"violations"`
+}
+
+// SwarmResult summarises a swarm.
+type SwarmResult struct {
+	Seeds            int            `json:"seeds"`
+	Failures         []SwarmFailure `json:"failures"`
+	NaiveStaleWrites int            `json:"naive_stale_writes"`
+	NaiveSeedsStale  int            `json:"naive_seeds_with_stale_writes"`
+	FencedRefusals   int            `json:"fenced_refusals"`
+	Events           uint64         `json:"events"`
+	Elapsed          time.Duration  `json:"elapsed_ns"`
+}
+
+// EventsPerSecond is the swarm's throughput over all its jobs.
+func (r *SwarmResult) EventsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Events) / r.Elapsed.Seconds()
+}
+
+// Swarm runs base over many seeds, each with its own knobs drawn by
+// SwarmScenario, both modes each, on Jobs goroutines. Failures come back in
+// seed order. If ctx ends it returns what it had, with ctx.Err().
+func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult, error) {
+	if err := base.Validate(); err != nil {
+		return nil, err
+	}
+	ranges := DefaultSwarmRanges
+	if opts.Ranges != nil {
+		ranges = *opts.Ranges
+	}
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	start := time.Now()
+	results := make([]*Result, opts.Seeds)
+	scenarios := make([]Scenario, opts.Seeds)
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, jobs)
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= opts.Seeds || ctx.Err() != nil {
+					return
+				}
+				sc := SwarmScenario(base, ranges, opts.FirstSeed+uint64(i))
+				res, err := Run(ctx, sc, RunOptions{})
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				results[i], scenarios[i] = res, sc
+				n := int(done.Add(1))
+				if opts.Progress != nil {
+					opts.Progress(n, opts.Seeds)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	out := &SwarmResult{Elapsed: time.Since(start)}
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		out.Seeds++
+		out.Events += res.Events
+		if n := res.Modes[Naive]; n != nil {
+			out.NaiveStaleWrites += n.StaleWritesLanded
+			if n.StaleWritesLanded > 0 {
+				out.NaiveSeedsStale++
+			}
+		}
+		if f := res.Modes[Fenced]; f != nil {
+			out.FencedRefusals += f.CommitsRefused
+			if len(f.Violations) > 0 {
+				out.Failures = append(out.Failures, SwarmFailure{Seed: scenarios[i].Seed, Scenario: scenarios[i], Violations: f.Violations})
+			}
+		}
+	}
+	if err := <-errs; err != nil {
+		return out, err
+	}
+	return out, ctx.Err()
+}
