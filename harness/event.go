@@ -25,25 +25,25 @@ type Kind uint8
 // The events a simulation reports. Agent and Resource are -1 where they do
 // not apply.
 const (
-	RequestSent     Kind = iota + 1 // Request: which; Token for renew/release
-	RequestDropped                  // lost on the way to the coordinator (or partitioned)
-	ReplyDropped                    // lost on the way back
-	RequestDuplicated               // delivered twice
-	RequestRetried                  // an acquire resent with the same request id
-	Acquired                        // the agent completed an acquire: Fence, Deadline (true time it believes until)
-	Denied                          // acquire refused: Reason, Other (HeldBy), Dur (RetryAfter)
-	Renewed                         // renewal completed: Fence, Deadline
-	RenewRefused                    // Reason
-	Expired                         // the coordinator's lease expired unrenewed, at this true instant
-	Released                        // the coordinator released the lease
-	CheckPassed                     // the agent's validity check passed
-	CheckFailed                     // the check failed: the agent gives the lease up
-	StallBegan                      // Dur: how long
+	RequestSent       Kind = iota + 1 // Request: which; Token for renew/release
+	RequestDropped                    // lost on the way to the coordinator (or partitioned)
+	ReplyDropped                      // lost on the way back
+	RequestDuplicated                 // delivered twice
+	RequestRetried                    // an acquire resent with the same request id
+	Acquired                          // the agent completed an acquire: Fence, Deadline (true time it believes until)
+	Denied                            // acquire refused: Reason, Other (HeldBy), Dur (RetryAfter)
+	Renewed                           // renewal completed: Fence, Deadline
+	RenewRefused                      // Reason
+	Expired                           // the coordinator's lease expired unrenewed, at this true instant
+	Released                          // the coordinator released the lease
+	CheckPassed                       // the agent's validity check passed
+	CheckFailed                       // the check failed: the agent gives the lease up
+	StallBegan                        // Dur: how long
 	StallEnded
-	CommitAdmitted  // fenced: the gate admitted the write and it landed; naive: the write landed
-	CommitRefused   // fenced: the gate refused: Other/OtherFence is the floor
-	AdmitPushed     // the coordinator's push reached the gate: Fence, Other/OtherFence is the floor after
-	PushDropped     // the push was lost
+	CommitAdmitted       // fenced: the gate admitted the write and it landed; naive: the write landed
+	CommitRefused        // fenced: the gate refused: Other/OtherFence is the floor
+	AdmitPushed          // the coordinator's push reached the gate: Fence, Other/OtherFence is the floor after
+	PushDropped          // the push was lost
 	CoordinatorRestarted // Fence: the fence it resumes after; Persist in Reason ("persisted"/"lost")
 	PartitionBegan
 	PartitionEnded

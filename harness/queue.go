@@ -6,15 +6,15 @@ import "time"
 type timerKind uint8
 
 const (
-	tAgentStep     timerKind = iota + 1 // an agent's next step (gen-checked)
-	tStallEnd                           // a scripted or live stall ends
-	tRetry                              // an acquire's reply did not come in time (gen-checked)
-	tRenew                              // renewal point of a lease (gen-checked)
-	tDeliverRequest                     // a message reaches the coordinator
-	tDeliverReply                       // a reply reaches its agent
-	tExpiry                             // a lease's coordinator expiry instant
-	tPush                               // the coordinator's Admit reaches a gate
-	tRestart                            // a scheduled coordinator restart
+	tAgentStep      timerKind = iota + 1 // an agent's next step (gen-checked)
+	tStallEnd                            // a scripted or live stall ends
+	tRetry                               // an acquire's reply did not come in time (gen-checked)
+	tRenew                               // renewal point of a lease (gen-checked)
+	tDeliverRequest                      // a message reaches the coordinator
+	tDeliverReply                        // a reply reaches its agent
+	tExpiry                              // a lease's coordinator expiry instant
+	tPush                                // the coordinator's Admit reaches a gate
+	tRestart                             // a scheduled coordinator restart
 	tPartitionBegin
 	tPartitionEnd
 	tScript       // a scripted action

@@ -60,10 +60,10 @@ const (
 // then for each write check its lease, stall, and write; renew when the
 // renewal point comes; after the last write release or let the lease lapse.
 type Behaviour struct {
-	Think          Dist `json:"think"`                   // between attempts, and after a denial when the outcome gives no retry hint
-	Stall          Dist `json:"stall"`                   // between the validity check and the write: the gap
-	WorkGap        Dist `json:"work_gap,omitempty"`      // between two writes of one lease
-	WritesPerLease int  `json:"writes_per_lease"`        // >= 1
+	Think          Dist `json:"think"`              // between attempts, and after a denial when the outcome gives no retry hint
+	Stall          Dist `json:"stall"`              // between the validity check and the write: the gap
+	WorkGap        Dist `json:"work_gap,omitempty"` // between two writes of one lease
+	WritesPerLease int  `json:"writes_per_lease"`   // >= 1
 	// RenewAt renews when this fraction of the TTL has passed since the
 	// lease was anchored (0 never renews; 0.5 renews at half-life).
 	RenewAt float64 `json:"renew_at,omitempty"`

@@ -13,11 +13,11 @@ type AgentState uint8
 // The agent states. Each has a word and a one-letter glyph, so no state is
 // shown by colour alone.
 const (
-	AgentIdle      AgentState = iota // thinking between attempts
-	AgentWaiting                     // an acquire is in flight or was denied
-	AgentHolding                     // holds a lease it believes valid
-	AgentStalled                     // stalled between its check and its write
-	AgentZombie                      // believes its lease valid, but the coordinator has expired it
+	AgentIdle    AgentState = iota // thinking between attempts
+	AgentWaiting                   // an acquire is in flight or was denied
+	AgentHolding                   // holds a lease it believes valid
+	AgentStalled                   // stalled between its check and its write
+	AgentZombie                    // believes its lease valid, but the coordinator has expired it
 	numAgentStates
 )
 
@@ -53,13 +53,13 @@ type Snapshot struct {
 	Push     bool    // the gate push is on
 	DropRate float64 // the current request drop probability
 
-	Totals    Totals
-	Holders   []HolderView   // one per resource, in resource order
-	Gates     []GateView     // one per resource (fenced mode), in resource order
-	Agents    []AgentView    // one per agent, in agent order
-	Refusals  []RefusalView  // the newest refusals, oldest first (at most MaxSnapshotRefusals)
-	Lanes     []Lane         // one per agent, over the last TimelineWindow of virtual time
-	Window    time.Duration  // the span the lanes cover, ending at Now
+	Totals   Totals
+	Holders  []HolderView  // one per resource, in resource order
+	Gates    []GateView    // one per resource (fenced mode), in resource order
+	Agents   []AgentView   // one per agent, in agent order
+	Refusals []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
+	Lanes    []Lane        // one per agent, over the last TimelineWindow of virtual time
+	Window   time.Duration // the span the lanes cover, ending at Now
 }
 
 // MaxSnapshotRefusals is how many refusals a Snapshot carries.
