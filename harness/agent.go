@@ -58,6 +58,7 @@ type agent struct {
 	rec        int32
 	partitions int
 	stallUntil time.Duration // a live stall
+	laneRes    int32         // the resource of the lane's current segment
 
 	lane laneRing
 }
@@ -96,7 +97,8 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 		return fmt.Errorf("harness: client for %s: %w", a.name, err)
 	}
 	a.client = c
-	a.lane.push(Segment{From: 0, State: AgentIdle})
+	a.laneRes = -1
+	a.lane.push(Segment{From: 0, State: AgentIdle, Resource: -1})
 	return nil
 }
 
@@ -422,7 +424,7 @@ func (s *Sim) write(a *agent) bool {
 	s.hist.writes = append(s.hist.writes, writeRec{at: s.now, agent: int32(a.idx), resource: int32(a.resource),
 		rec: a.rec, fence: t.Fence, refused: true})
 	s.act(a)
-	a.lane.mark(Mark{At: s.now, Kind: MarkRefused})
+	a.lane.mark(Mark{At: s.now, Kind: MarkRefused, Resource: int32(a.resource)})
 	s.emit(Event{Kind: CommitRefused, Agent: a.idx, Resource: a.resource, Fence: t.Fence,
 		Other: s.agentIndexOf(floor.FloorHolder), OtherFence: floor.FloorFence})
 	return false
@@ -435,10 +437,10 @@ func (s *Sim) land(a *agent, f leasefence.Fence) {
 	stale := f < res.maxLanded
 	if stale {
 		s.live.StaleWritesLanded++
-		a.lane.mark(Mark{At: s.now, Kind: MarkStale})
+		a.lane.mark(Mark{At: s.now, Kind: MarkStale, Resource: int32(a.resource)})
 	} else {
 		res.maxLanded, res.landedBy = f, int32(a.idx)
-		a.lane.mark(Mark{At: s.now, Kind: MarkAdmitted})
+		a.lane.mark(Mark{At: s.now, Kind: MarkAdmitted, Resource: int32(a.resource)})
 	}
 	res.admitted++
 	s.live.CommitsAdmitted++
@@ -521,9 +523,13 @@ func (a *agent) displayState(s *Sim) AgentState {
 }
 
 func (s *Sim) setState(a *agent, st AgentState) {
-	if a.state != st {
-		a.state = st
-		a.lane.push(Segment{From: s.now, State: st})
+	res := int32(-1)
+	if st != AgentIdle {
+		res = int32(a.resource)
+	}
+	if a.state != st || a.laneRes != res {
+		a.state, a.laneRes = st, res
+		a.lane.push(Segment{From: s.now, State: st, Resource: res})
 	}
 }
 

@@ -167,13 +167,19 @@ func check(in checkInput) *Report {
 				refusedAt[w.resource] = append(refusedAt[w.resource], w)
 			}
 		}
+		gens := make(map[genKey][]int32, len(in.leases))
+		for i := range in.leases {
+			l := &in.leases[i]
+			k := genKey{l.resource, l.fence, in.agentName(l.agent)}
+			gens[k] = append(gens[k], int32(i))
+		}
 		for ri, log := range in.rejections {
 			for k, rej := range log {
 				var w *writeRec
 				if k < len(refusedAt[ri]) {
 					w = &refusedAt[ri][k]
 				}
-				if w == nil || in.agentName(w.agent) != rej.Holder || w.fence != rej.Fence || !explained(in, w, rej, actEnd) {
+				if w == nil || in.agentName(w.agent) != rej.Holder || w.fence != rej.Fence || !explained(in, gens, w, rej, actEnd) {
 					r.UnexplainedRefusals++
 					at := time.Duration(-1)
 					if w != nil {
@@ -198,20 +204,20 @@ func check(in checkInput) *Report {
 	return r
 }
 
-// explained reports whether a refusal had a cause: the refused holder and
-// the floor's holder both acted on the resource at one instant (the floor's
-// lease counted from when the coordinator minted it, since a push can raise
-// the floor before its holder hears of the grant), the floor is the refused
+// explained reports whether a refusal had a cause: the refused holder acted
+// on the resource while the floor's lease was live at the coordinator or its
+// holder acted on it (counted from when the coordinator minted it, since a
+// push can raise the floor before its holder hears of the grant), the floor is the refused
 // holder's own newer lease, or the refused fence was reissued by a
 // coordinator that restarted without its counter.
-func explained(in checkInput, w *writeRec, rej leasefence.Rejection, actEnd func(*leaseRec) time.Duration) bool {
+func explained(in checkInput, gens map[genKey][]int32, w *writeRec, rej leasefence.Rejection, actEnd func(*leaseRec) time.Duration) bool {
 	if w.rec < 0 {
 		return false
 	}
 	refused := &in.leases[w.rec]
-	for i := range in.leases {
+	for _, i := range gens[genKey{w.resource, rej.FloorFence, rej.FloorHolder}] {
 		f := &in.leases[i]
-		if f.resource != w.resource || f.fence != rej.FloorFence || in.agentName(f.agent) != rej.FloorHolder || f.granted > w.at {
+		if f.granted > w.at {
 			continue
 		}
 		switch {
@@ -219,11 +225,18 @@ func explained(in checkInput, w *writeRec, rej leasefence.Rejection, actEnd func
 			return true
 		case f.epoch < refused.epoch:
 			return true // refused fence reissued after a restart that lost the counter
-		case f.granted <= w.at && refused.start <= max(actEnd(f), w.at):
-			return true
+		case refused.start <= max(actEnd(f), f.coordEnd):
+			return true // the floor's lease was live, or its holder acting, while the refused holder acted
 		}
 	}
 	return false
+}
+
+// genKey finds the lease generations a gate's floor may name.
+type genKey struct {
+	resource int32
+	fence    leasefence.Fence
+	holder   string
 }
 
 // violations names the invariants the fenced mode promises under sc's

@@ -46,6 +46,9 @@ type Sim struct {
 	push         bool
 	pushRNG      *rand.Rand
 
+	agentByName    map[string]int
+	resourceByName map[string]int
+
 	hist     history
 	live     Totals
 	refusals []RefusalView // the newest refusals, for snapshots
@@ -103,9 +106,11 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		return nil, err
 	}
 	s.resources = make([]resource, sc.Resources)
+	s.resourceByName = make(map[string]int, sc.Resources)
 	for i := range s.resources {
 		r := &s.resources[i]
 		r.name = ResourceName(i)
+		s.resourceByName[r.name] = i
 		r.landedBy = -1
 		r.current = -1
 		if mode == Fenced {
@@ -118,7 +123,9 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		scripted[i] = true
 	}
 	s.agents = make([]agent, sc.Agents)
+	s.agentByName = make(map[string]int, sc.Agents)
 	for i := range s.agents {
+		s.agentByName[AgentName(i)] = i
 		if err := s.initAgent(i, scripted[i]); err != nil {
 			return nil, err
 		}
@@ -409,7 +416,7 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 		return
 	}
 	g := out.Grant
-	ri, _ := s.sc.resourceIndex(g.Token.Resource)
+	ri := s.resourceOf(g.Token.Resource)
 	res := &s.resources[ri]
 	if res.current >= 0 {
 		if rec := &s.hist.leases[res.current]; rec.epoch == s.epoch && rec.fence == g.Token.Fence {
@@ -437,7 +444,7 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 }
 
 func (s *Sim) coordinatorExtended(g leasefence.Grant) {
-	ri, _ := s.sc.resourceIndex(g.Token.Resource)
+	ri := s.resourceOf(g.Token.Resource)
 	res := &s.resources[ri]
 	rec := &s.hist.leases[res.current]
 	rec.coordEnd = s.coordTrue(g.CoordinatorExpiresAt)
@@ -445,7 +452,7 @@ func (s *Sim) coordinatorExtended(g leasefence.Grant) {
 }
 
 func (s *Sim) coordinatorReleased(t leasefence.Token) {
-	ri, _ := s.sc.resourceIndex(t.Resource)
+	ri := s.resourceOf(t.Resource)
 	rec := &s.hist.leases[s.resources[ri].current]
 	rec.coordEnd = s.now
 	rec.released = true
@@ -540,39 +547,38 @@ func inverse(r, offset time.Duration, rate float64, forward func(time.Duration) 
 }
 
 func (s *Sim) agentIndexOf(name string) int {
-	if i, ok := s.sc.agentIndex(name); ok {
+	if i, ok := s.agentByName[name]; ok {
 		return i
 	}
 	return -1
 }
 
+func (s *Sim) resourceOf(name string) int { return s.resourceByName[name] }
+
 // --- the digest ---
 
-// digest is FNV-1a over a fixed binary encoding of each event: cheap, and
-// the same on every platform.
+// digest folds each event into a 64-bit hash a word at a time (multiply,
+// xor-shift): cheap on the hot path, and the same on every platform.
 type digest struct{ h uint64 }
 
-func newDigest() digest { return digest{h: 14695981039346656037} }
-
-func (d *digest) bytes(b []byte) {
-	for _, c := range b {
-		d.h ^= uint64(c)
-		d.h *= 1099511628211
-	}
-}
+func newDigest() digest { return digest{h: 0xcbf29ce484222325} }
 
 func (d *digest) u64(v uint64) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	d.bytes(b[:])
+	h := (d.h ^ v) * 0x100000001b3
+	d.h = h ^ h>>29
 }
 
 func (d *digest) str(v string) {
 	d.u64(uint64(len(v)))
-	for i := 0; i < len(v); i++ {
-		d.h ^= uint64(v[i])
-		d.h *= 1099511628211
+	for len(v) >= 8 {
+		d.u64(binary.LittleEndian.Uint64([]byte(v[:8])))
+		v = v[8:]
 	}
+	var tail uint64
+	for i := 0; i < len(v); i++ {
+		tail |= uint64(v[i]) << (8 * i)
+	}
+	d.u64(tail)
 }
 
 func (d *digest) add(e *Event) {

@@ -110,6 +110,11 @@ type AgentView struct {
 	State    AgentState
 	Resource string // the resource it holds or wants, or ""
 	Fence    leasefence.Fence
+	// BeliefLeft is the time until the agent's own deadline for the lease
+	// it holds, in true time (<= 0, or no lease: it does not believe). A
+	// believes-expired agent shows how far its belief outlives the
+	// coordinator's.
+	BeliefLeft time.Duration
 }
 
 // RefusalView is one refused write, at the true instant it was refused.
@@ -132,6 +137,10 @@ type Lane struct {
 type Segment struct {
 	From  time.Duration
 	State AgentState
+	// Resource is the index (ResourceName) of the resource the agent held
+	// or wanted during the segment, or -1 while it was idle: a dashboard
+	// folds lanes per resource with it. int32 keeps lanes compact.
+	Resource int32
 }
 
 // MarkKind is what happened to a write.
@@ -146,8 +155,9 @@ const (
 
 // Mark is one write in a Lane.
 type Mark struct {
-	At   time.Duration
-	Kind MarkKind
+	At       time.Duration
+	Kind     MarkKind
+	Resource int32 // index (ResourceName) of the resource written
 }
 
 // Snapshot copies the simulation's state for a dashboard.
@@ -185,6 +195,9 @@ func (s *Sim) Snapshot() Snapshot {
 	for i := range s.agents {
 		a := &s.agents[i]
 		v := AgentView{Name: a.name, State: a.state, Fence: a.fence()}
+		if a.rec >= 0 {
+			v.BeliefLeft = s.hist.leases[a.rec].beliefEnd - s.now
+		}
 		if a.resource >= 0 && a.phase != phIdle {
 			v.Resource = s.resources[a.resource].name
 		}
