@@ -41,15 +41,18 @@ func (t *timer) less(u *timer) bool {
 	return t.seq < u.seq
 }
 
-// timerQueue is a binary min-heap of timers ordered by (at, seq).
+// timerQueue is a 4-ary min-heap of timers ordered by (at, seq): shallower
+// than a binary heap, so a pop touches fewer cache lines.
 type timerQueue []timer
+
+const arity = 4
 
 func (q *timerQueue) push(t timer) {
 	*q = append(*q, t)
 	h := *q
 	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !h[i].less(&h[p]) {
 			break
 		}
@@ -66,13 +69,15 @@ func (q *timerQueue) pop() timer {
 	h = h[:last]
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= len(h) {
+		first := arity*i + 1
+		if first >= len(h) {
 			break
 		}
-		m := l
-		if r := l + 1; r < len(h) && h[r].less(&h[l]) {
-			m = r
+		m := first
+		for c := first + 1; c < min(first+arity, len(h)); c++ {
+			if h[c].less(&h[m]) {
+				m = c
+			}
 		}
 		if !h[m].less(&h[i]) {
 			break
