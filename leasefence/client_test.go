@@ -845,8 +845,16 @@ func TestClientTrace(t *testing.T) {
 // one client and one coordinator under -race.
 func TestClientConcurrent(t *testing.T) {
 	coord := newCoordinator(t, leasefence.NewMonotonicClock("coordinator"), time.Hour)
-	client := newClient(t, leasefence.NewMonotonicClock("agent"), "agent", 0)
 	const goroutines, rounds = 8, 100
+	// A record big enough for every request: with the default bound, a
+	// goroutine descheduled between begin and complete can see its request
+	// forgotten after the others have begun 1024 more (the documented limit).
+	client, err := leasefence.NewClient(leasefence.ClientOptions{
+		Clock: leasefence.NewMonotonicClock("agent"), Holder: "agent", RequestRecord: 2 * goroutines * rounds,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {

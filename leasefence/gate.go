@@ -110,7 +110,10 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	}
 
 	g.mu.Lock()
-	floor := g.floor
+	var floor Token // the floor t is judged against, for the trace only
+	if observe {
+		floor = g.floor
+	}
 	if err := g.judgeLocked(t); err != nil {
 		g.mu.Unlock()
 		g.reportRefusal(t, floor, err, false, start)
@@ -121,7 +124,9 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 			return err
 		}
 		// The floor may have risen while we waited.
-		floor = g.floor
+		if observe {
+			floor = g.floor
+		}
 		if err := g.judgeLocked(t); err != nil {
 			g.wakeLocked()
 			g.mu.Unlock()
@@ -133,7 +138,14 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	g.raiseLocked(t)
 	g.mu.Unlock()
 
-	return g.runWrite(ctx, t, floor, write, start)
+	g.wctx.Context = ctx
+	if observe {
+		return g.runWriteTraced(t, floor, write, start)
+	}
+	// The untraced path passes and builds no trace values: at this size
+	// they would cost as much as the rest of Commit.
+	defer g.endWrite()
+	return write(&g.wctx)
 }
 
 // commitNested handles a Commit made from inside a running write of this
@@ -162,17 +174,12 @@ func (g *FenceGate) commitNested(ctx context.Context, t Token, write func(ctx co
 	return err
 }
 
-// runWrite runs an admitted write while the caller owns the gate, and gives
-// the gate up however write ends.
-func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, start Instant) (err error) {
-	g.wctx.Context = ctx
+// runWriteTraced runs an admitted write while the caller owns the gate,
+// reports it, and gives the gate up however write ends.
+func (g *FenceGate) runWriteTraced(t, floor Token, write func(ctx context.Context) error, start Instant) (err error) {
 	panicked := true
 	defer func() {
-		g.wctx.Context = writeReturned
-		g.mu.Lock()
-		g.busy = false
-		g.wakeLocked()
-		g.mu.Unlock()
+		g.endWrite()
 		if panicked {
 			g.reportCommit(CommitInfo{Token: t, Admitted: true, Floor: floor, Panicked: true, Start: start})
 		}
@@ -181,6 +188,15 @@ func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx
 	panicked = false
 	g.reportCommit(CommitInfo{Token: t, Admitted: true, Floor: floor, Err: err, Start: start})
 	return err
+}
+
+// endWrite gives the gate up after a write, however the write ended.
+func (g *FenceGate) endWrite() {
+	g.wctx.Context = writeReturned
+	g.mu.Lock()
+	g.busy = false
+	g.wakeLocked()
+	g.mu.Unlock()
 }
 
 // waitLocked waits, with g.mu held on entry and on a nil return, until a

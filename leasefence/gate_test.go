@@ -482,7 +482,10 @@ func TestGateCommitFromInsideWithAnotherCtx(t *testing.T) {
 	// admissible one waits, so it can only end by its ctx.
 	g := leasefence.NewFenceGate("r")
 	err := g.Commit(t.Context(), tok("r", "a", 5), func(context.Context) error {
-		err := g.Commit(context.Background(), tok("r", "old", 4), func(context.Context) error { return nil })
+		// The guard only turns a would-be deadlock into a failure.
+		guardCtx, cancelGuard := context.WithTimeout(context.Background(), guard)
+		defer cancelGuard()
+		err := g.Commit(guardCtx, tok("r", "old", 4), func(context.Context) error { return nil })
 		wantStale(t, err, rej(1, "old", 4, "a", 5))
 
 		ctx, cancel := context.WithCancel(context.Background())

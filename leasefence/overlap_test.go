@@ -303,9 +303,10 @@ func TestCheckToWriteGap(t *testing.T) {
 				return
 			}
 
-			// The coordinator, at the same true instant as the write, has
-			// let A go and hands the lease to B, whose write raises the
-			// floor; A's next write, checked just as "validly", is refused.
+			// At that same true instant the coordinator has let A go and
+			// hands the lease to B, whose write raises the floor: from then
+			// on A's writes are refused at the resource, whatever its own
+			// check said.
 			coordClock.Advance(ms(1000))
 			outB, err := coord.Acquire(leasefence.AcquireRequest{RequestID: "b-1", Holder: "agent-b", Resource: "r"})
 			if err != nil || !outB.OK {
