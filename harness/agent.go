@@ -291,7 +291,7 @@ func (s *Sim) believe(a *agent, l *leasefence.Lease) time.Duration {
 func (s *Sim) denied(a *agent, out leasefence.AcquireOutcome) {
 	s.hist.denials++
 	s.emit(Event{Kind: Denied, Agent: a.idx, Resource: a.resource, Other: s.agentIndexOf(out.HeldBy),
-		Reason: out.Reason, Dur: out.RetryAfter})
+		RequestID: a.acq.RequestID, Reason: out.Reason, Dur: out.RetryAfter})
 	if a.scripted {
 		a.phase = phIdle
 		s.setState(a, AgentIdle)
@@ -356,7 +356,8 @@ func (s *Sim) renewed(a *agent, g leasefence.Grant) {
 }
 
 func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
-	s.emit(Event{Kind: RenewRefused, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Reason: reason})
+	s.emit(Event{Kind: RenewRefused, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1,
+		RequestID: a.renew.RequestID, Reason: reason})
 	if a.scripted {
 		return
 	}

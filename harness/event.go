@@ -47,7 +47,8 @@ const (
 	CoordinatorRestarted // Fence: the fence it resumes after; Persist in Reason ("persisted"/"lost")
 	PartitionBegan
 	PartitionEnded
-	Intervened // a live intervention: Intervention
+	Intervened     // a live intervention: Intervention
+	ReleaseRefused // the coordinator refused a release: Reason (the lease had expired, or was superseded)
 	numKinds
 )
 
@@ -59,7 +60,7 @@ var kindNames = [numKinds]string{
 	StallBegan: "stall-began", StallEnded: "stall-ended", CommitAdmitted: "commit-admitted",
 	CommitRefused: "commit-refused", AdmitPushed: "admit-pushed", PushDropped: "push-dropped",
 	CoordinatorRestarted: "coordinator-restarted", PartitionBegan: "partition-began",
-	PartitionEnded: "partition-ended", Intervened: "intervened",
+	PartitionEnded: "partition-ended", Intervened: "intervened", ReleaseRefused: "release-refused",
 }
 
 func (k Kind) String() string {

@@ -189,8 +189,10 @@ type InterventionKind string
 
 // The live interventions.
 const (
-	// StallAgent stalls agent Agent for Duration from now: its next write
-	// (or the one in progress) lands that much later.
+	// StallAgent pauses agent Agent for Duration from now, as a GC pause
+	// would: whatever it was about to do happens that much later. A write
+	// whose check already passed still lands after the pause (the gap); an
+	// agent paused between writes checks its lease again afterwards.
 	StallAgent InterventionKind = "stall-agent"
 	// SetDropRate sets both drop probabilities to Value.
 	SetDropRate InterventionKind = "set-drop-rate"

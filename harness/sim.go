@@ -388,8 +388,13 @@ func (s *Sim) deliverRequest(m int32) {
 		}
 	case KindRelease:
 		msg.relOut, err = s.coord.Release(msg.release)
-		if err == nil && msg.relOut.OK {
+		switch {
+		case err != nil:
+		case msg.relOut.OK:
 			s.coordinatorReleased(msg.release)
+		default:
+			s.emit(Event{Kind: ReleaseRefused, Agent: int(msg.agent), Resource: s.resourceOf(msg.release.Resource),
+				Fence: msg.release.Fence, Other: -1, Reason: msg.relOut.Reason})
 		}
 	}
 	if err != nil {

@@ -1,0 +1,185 @@
+// Lab is a laboratory for leases with fencing tokens: it runs many agents
+// that take leases on shared resources, through faults (stalls longer than
+// the lease, lost and duplicated messages, clock drift, partitions,
+// coordinator restarts), in two modes on the same faults: naive (check
+// "now < expiresAt", then write) and fenced (write through the resource's
+// leasefence.FenceGate). It shows, counts and checks what each mode let
+// through.
+//
+// Usage:
+//
+//	lab [command] [arguments]
+//
+// The commands are:
+//
+//	watch      the live dashboard, naive and fenced side by side (the default command)
+//	run        one headless run: a report per mode, or JSON, or an HTML page
+//	swarm      many seeds with fault knobs drawn per seed, on all cores
+//	fixtures   run every fixture file of a directory, as tests
+//	scenarios  list the built-in scenarios
+//
+// Every command takes --help. Flags and arguments may come in any order
+// (`lab run gap --seed 3` or `lab run --seed 3 gap`); usage and errors go to
+// standard error.
+//
+// # lab, lab watch
+//
+//	lab watch [scenario|file] [--speed X] [--mode M] [--save PATH] [knob flags]
+//
+// The dashboard: both modes on one virtual clock, paced to wall time (speed
+// in virtual seconds per wall second, 1 by default), with pause, single
+// steps and live interventions (stall an agent, drop messages, restart the
+// coordinator, toggle the gate push; ? lists the keys). The default
+// scenario, overlap, refuses a stale write within its first two seconds.
+// --save writes the scenario with your interventions to a file, which
+// `lab run` replays exactly. When standard output is not a terminal (a
+// pipe, CI), there is no dashboard: the scenario runs headless and the
+// report of `lab run` is printed, with its exit status.
+//
+// # lab run
+//
+//	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH]
+//	        [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none] [--swarm] [knob flags]
+//
+// One run, as fast as it goes. The text report has a column of counters
+// per mode, the first counterexamples of each mode (when, which resource,
+// which holders and fences, what happened), the verdict, the digest, and a
+// paragraph on how to read it. A long run draws a progress bar on standard
+// error when that is a terminal.
+//
+// --html writes a self-contained page (no scripts, no external assets): one
+// lane per agent over virtual time showing when it held a lease, believed
+// in a lease the coordinator had let go, stalled and waited; partitions,
+// lost messages and coordinator restarts; every write as a mark (a circle
+// landed, a cross refused, a triangle landed stale), each refused or stale
+// write linked to the newer write that outranked it; naive above fenced.
+// Shapes and patterns carry every distinction, so it reads without colour.
+//
+// --trace sends the run to OpenTelemetry: one trace per lease generation,
+// timestamped from the wall time of the run's start plus virtual time (see
+// package tracing). OTLP respects OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_PROTOCOL and OTEL_SERVICE_NAME; a local Jaeger takes
+// `--trace otlp=http://localhost:4318`. Spans are flushed before the command
+// exits, Ctrl-C included; spans a collector did not take are counted on
+// standard error, and never fail the run.
+//
+// --swarm runs the scenario `lab swarm` runs for the seed: the base scenario
+// (the argument and the knob flags) with its fault knobs drawn from --seed
+// by harness.SwarmScenario. It is how a failing swarm seed is reproduced.
+//
+// # Knob flags
+//
+// watch, run and swarm take a flag for every knob of harness.Scenario.
+// Flags are applied after the file or built-in, in the order given, so a
+// flag always wins; a value out of range is an error naming the flag.
+//
+//	--seed N  --agents N  --resources N  --duration D  --pick random|fixed|round-robin
+//	--ttl D  --skew D (every client's ClockSkew)
+//	--think DIST  --stall DIST  --work-gap DIST  --writes N  --renew-at F  --release[=false]
+//	--request-delay DIST  --reply-delay DIST  --drop-requests P  --drop-replies P
+//	--duplicate P  --retry-after D  --max-retries N
+//	--drift-ppm MIN:MAX (or one value)  --offset MIN:MAX  --coordinator-drift-ppm PPM
+//	--partition AGENT@FROM-TO (repeatable)  --restart AT[:persist] (repeatable)
+//	--push[=false]  --push-delay DIST  --push-drop P
+//
+// Durations are Go durations (950ms, 1.5s). A DIST is "50ms" (constant),
+// "10ms-50ms" (uniform), or "10ms-50ms,5%:1.5s-4s" (uniform, but with
+// probability 5% uniform in [1.5s, 4s] instead: a long tail). A list flag
+// (--partition, --restart) replaces the file's list at its first use and
+// adds to it after; "none" empties it.
+//
+// # Scenario and fixture files
+//
+// A scenario file is YAML whose keys are harness.Scenario's JSON names,
+// starting from a built-in (`builtin: crowd`) or spelled out in full; a
+// fixture file adds seeds and expectations on the report. Both are strict:
+// unknown keys, wrong types and values out of range are errors naming the
+// file, the line and the field, e.g.
+//
+//	fixtures/gap.yaml:7: scenario.network.drop_replies: must be a probability in [0, 1], got 1.5
+//
+// The format is documented in package scenario (go doc ./scenario). `lab
+// run FILE` runs a scenario file, or a fixture file's scenario with its
+// first seed.
+//
+// # lab fixtures
+//
+//	lab fixtures [dir|file ...] [--junit PATH] [-v] [--jobs N]
+//
+// Runs every fixture file (*.yaml, *.yml) of the directories (default
+// ./fixtures) and the files named: each fixture's scenario over each of its
+// seeds, each expectation checked on every seed. One line per fixture,
+// "PASS name (seeds, time)" or "FAIL ..." followed by each failed
+// expectation as "file:line: seed S: field: want W, got G"; a file that
+// does not load is "BROKEN name (file)" with its errors, and the others
+// still run. The last line is "N passed, N failed" (a broken file counts as
+// failed). --junit writes JUnit XML for CI. In CI:
+//
+//	go run ./cmd/lab fixtures fixtures --junit out/junit.xml
+//
+// # lab swarm
+//
+//	lab swarm [scenario|file] --seeds N [--first-seed S] [--jobs J] [--json] [knob flags]
+//
+// Runs N seeds, both modes each, on J goroutines (all cores by default),
+// each seed with its own fault mix drawn from the seed (drops, duplicates,
+// delays, drift and whether the skew budget covers it, long stalls,
+// restarts, the push). It prints each seed whose fenced mode broke an
+// invariant, with the command that reproduces it (`lab run ... --seed=S
+// --swarm`), then the seeds run, the fenced failures, the naive stale
+// writes, the fenced refusals and the events per second. A progress bar is
+// drawn on standard error when it is a terminal.
+//
+// # The JSON report
+//
+// `lab run --json` prints one object, harness.Result as it marshals:
+//
+//	{
+//	  "scenario": "gap",              // the scenario's name
+//	  "seed": 1,
+//	  "digest": "987f9300237435ab",   // 16 hex digits: equal digests, the same run event for event
+//	  "virtual_duration_ms": 3000,    // the scenario's duration
+//	  "events": 24,                   // events simulated, all modes
+//	  "drift_within_budget": true,    // the skew budget covers the worst drift
+//	  "interrupted": true,            // only when Ctrl-C cut the run short
+//	  "modes": {
+//	    "fenced": { ... },            // present when the mode ran
+//	    "naive":  { ... }
+//	  }
+//	}
+//
+// Each mode's object has "mode", "digest", "events" and these integer
+// counters: acquisitions, renewals, denials, expiries, releases,
+// fences_minted, retries, messages_lost, checks_failed, pushes_applied,
+// commits_admitted, commits_refused, stale_writes_landed (a write landed
+// after a higher fence's; fenced promises 0), overlaps (two holders acting
+// on one resource at one instant), silent_overlaps (the older write landed
+// last, with no error), refused_overlaps, containment_breaches (a holder
+// believed after the coordinator's expiry; fenced promises 0 while drift is
+// within the skew budget), fence_reuses (only a restart that lost the
+// counter), unexplained_refusals (always 0 unless the gate is wrong). Then
+// "per_resource" (a list of {resource, commits_admitted, commits_refused,
+// stale_writes_landed, overlaps, silent_overlaps, floor_fence,
+// floor_holder}), "counterexamples" (a list, at most 5 of each kind, of
+// {kind, at_ms, resource, holder, fence, other, other_fence, detail}, kind
+// one of stale-write, silent-overlap, refused-write, containment-breach,
+// fence-reuse, unexplained-refusal) and, only when the fenced mode broke an
+// invariant, "violations" (a list of sentences). Fields are only ever
+// added; a name is never changed or removed.
+//
+// `lab swarm --json` prints harness.SwarmResult with "reproduce" on each
+// failure and "events_per_second".
+//
+// # Exit status
+//
+//	0    the fenced mode held its invariants (every seed; every fixture passed)
+//	1    the fenced mode broke an invariant: a bug in the library, reported loudly on
+//	     standard error with the command that reproduces it; or a fixture failed
+//	2    bad input: a flag, a scenario name, a file (nothing ran); a fixture file
+//	     that does not load
+//	130  interrupted by Ctrl-C
+//
+// Ctrl-C (SIGINT, or SIGTERM) stops the simulation: the command still
+// flushes its traces, writes its HTML and prints the report of what ran,
+// marked INTERRUPTED. A second Ctrl-C kills it at once.
+package main

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasefence/lab/scenario"
+)
+
+const fixturesAbout = `Runs every fixture file (*.yaml, *.yml) of a directory (default ./fixtures), or
+the files named, as tests: each fixture's scenario over each of its seeds, each
+expectation checked against every seed's report (see go doc ./scenario for the
+format). It prints one line per fixture, PASS or FAIL with its name, seeds and
+time, and on FAIL the expectations that failed with what was found instead; a
+file that does not load is reported as BROKEN with its errors, and the others
+still run. It closes with the line "N passed, N failed".
+
+--junit writes a JUnit XML report for CI systems.
+
+Exit status: 0 when every fixture passed, 1 when one failed, 2 when a file is
+broken (or another input is bad), 130 when interrupted.`
+
+// maxFailureLines is how many failed expectations a FAIL line lists
+// without -v.
+const maxFailureLines = 8
+
+// fixtureRun is one fixture file's fate, for the summary and JUnit.
+type fixtureRun struct {
+	file    string
+	fixture *scenario.Fixture
+	outcome *scenario.Outcome
+	loadErr error
+}
+
+func (r *fixtureRun) name() string {
+	if r.fixture != nil {
+		return r.fixture.Name
+	}
+	return strings.TrimSuffix(filepath.Base(r.file), filepath.Ext(r.file))
+}
+
+func (r *fixtureRun) passed() bool { return r.loadErr == nil && r.outcome != nil && r.outcome.Passed() }
+
+// fixtures is `lab fixtures`.
+func (a *app) fixtures(ctx context.Context, args []string) int {
+	fs := a.newFlagSet("fixtures", "[dir|file ...] [--junit PATH] [-v]", fixturesAbout)
+	junit := fs.String("junit", "", "write a JUnit XML report to `PATH` (creating its directory)")
+	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
+	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if *jobs < 0 {
+		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))
+	}
+	if len(pos) == 0 {
+		pos = []string{"fixtures"}
+	}
+	files, err := fixtureFiles(pos)
+	if err != nil {
+		return a.badInput("fixtures", err)
+	}
+	var junitFile *os.File
+	if *junit != "" {
+		// Created first: a report that cannot be written fails before
+		// anything runs.
+		if err := os.MkdirAll(filepath.Dir(*junit), 0o755); err != nil {
+			return a.badInput("fixtures", fmt.Errorf("--junit: %w", err))
+		}
+		if junitFile, err = os.Create(*junit); err != nil {
+			return a.badInput("fixtures", fmt.Errorf("--junit: %w", err))
+		}
+		defer junitFile.Close()
+	}
+
+	start := time.Now()
+	var runs []*fixtureRun
+	for _, f := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		r := &fixtureRun{file: f}
+		runs = append(runs, r)
+		if r.fixture, r.loadErr = scenario.LoadFixture(f); r.loadErr != nil {
+			a.printBroken(r)
+			continue
+		}
+		prog := a.newProgress(r.fixture.Name)
+		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: *jobs, Progress: func(done, total int) {
+			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
+		}})
+		prog.clear()
+		a.printFixture(r, *verbose)
+	}
+
+	passed, failed, broken := 0, 0, 0
+	for _, r := range runs {
+		switch {
+		case r.loadErr != nil:
+			broken++
+			failed++
+		case r.passed():
+			passed++
+		default:
+			failed++
+		}
+	}
+	interrupted := ctx.Err() != nil
+	if junitFile != nil {
+		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
+		} else if err := junitFile.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
+		}
+	}
+	if broken > 0 {
+		fmt.Fprintf(a.stdout, "%d of them could not be loaded (BROKEN above).\n", broken)
+	}
+	if interrupted {
+		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %d fixture files ran.\n", len(runs), len(files))
+	}
+	fmt.Fprintf(a.stdout, "%d passed, %d failed\n", passed, failed)
+	switch {
+	case broken > 0:
+		return exitUsage
+	case failed > 0:
+		return exitFailed
+	case interrupted:
+		return exitInterrupted
+	}
+	return exitOK
+}
+
+// fixtureFiles expands directories to their *.yaml and *.yml files, in
+// name order; files named outright are taken as they are.
+func fixtureFiles(args []string) ([]string, error) {
+	var files []string
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, arg)
+			continue
+		}
+		entries, err := os.ReadDir(arg)
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+				found = append(found, filepath.Join(arg, e.Name()))
+			}
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s holds no fixture files (*.yaml, *.yml)", arg)
+		}
+		slices.Sort(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+func (a *app) printBroken(r *fixtureRun) {
+	fmt.Fprintf(a.stdout, "BROKEN %s (%s)\n", r.name(), r.file)
+	for _, line := range strings.Split(r.loadErr.Error(), "\n") {
+		fmt.Fprintf(a.stdout, "    %s\n", line)
+	}
+}
+
+func (a *app) printFixture(r *fixtureRun, verbose bool) {
+	o := r.outcome
+	verdict := "PASS"
+	if !o.Passed() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(a.stdout, "%s %s (%s, %s)\n", verdict, r.fixture.Name, seedsText(r.fixture.Seeds), o.Elapsed.Round(time.Millisecond))
+	if verbose {
+		for _, e := range r.fixture.Expect {
+			fmt.Fprintf(a.stdout, "    checks %s: %s\n", e.Field, e.Want)
+		}
+	}
+	if o.Err != nil {
+		msg := o.Err.Error()
+		if errors.Is(o.Err, context.Canceled) {
+			msg = fmt.Sprintf("interrupted after %d of %d seeds", len(o.Seeds), len(r.fixture.Seeds))
+		}
+		fmt.Fprintf(a.stdout, "    %s\n", msg)
+	}
+	failures := o.Failures()
+	for i, f := range failures {
+		if i == maxFailureLines && !verbose {
+			fmt.Fprintf(a.stdout, "    ... and %d more failures (-v lists them all)\n", len(failures)-i)
+			break
+		}
+		loc := r.file
+		if f.Expectation.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", r.file, f.Expectation.Line)
+		}
+		fmt.Fprintf(a.stdout, "    %s: %s\n", loc, f)
+	}
+}
+
+// seedsText writes a fixture's seeds briefly: "seed 1", "seeds 1-200",
+// "seeds 1, 5, 9".
+func seedsText(seeds []uint64) string {
+	if len(seeds) == 1 {
+		return fmt.Sprintf("seed %d", seeds[0])
+	}
+	contiguous := true
+	for i := 1; i < len(seeds); i++ {
+		contiguous = contiguous && seeds[i] == seeds[i-1]+1
+	}
+	if contiguous {
+		return fmt.Sprintf("seeds %d-%d", seeds[0], seeds[len(seeds)-1])
+	}
+	parts := make([]string, 0, 6)
+	for i, s := range seeds {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("... (%d seeds)", len(seeds)))
+			break
+		}
+		parts = append(parts, fmt.Sprint(s))
+	}
+	return "seeds " + strings.Join(parts, ", ")
+}

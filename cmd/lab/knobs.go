@@ -1,0 +1,340 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/scenario"
+)
+
+// knob is a flag that changes one harness knob of the scenario. Knobs are
+// applied after the scenario is loaded, in the order given, so a flag
+// always wins over the file or the built-in.
+type knob struct {
+	name, metavar, usage string
+	// field is the scenario field the knob sets, as Validate names it, so
+	// that an out-of-range value is reported against the flag.
+	field string
+	// parse reads the flag's text into a change of the scenario; it checks
+	// syntax, and Validate checks the range.
+	parse  func(s string) (func(*harness.Scenario), error)
+	isBool bool
+	// list knobs (partitions, restarts) replace the scenario's list on
+	// their first use and append on the next; "none" empties it.
+	list bool
+}
+
+// knobs lists every harness knob a flag can set.
+func knobs() []knob {
+	return []knob{
+		{name: "seed", metavar: "N", usage: "the run's seed (the same seed gives the same run, event for event)", field: "seed",
+			parse: uintKnob(func(sc *harness.Scenario, v uint64) { sc.Seed = v })},
+		{name: "agents", metavar: "N", usage: "how many agents", field: "agents",
+			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Agents = v })},
+		{name: "resources", metavar: "N", usage: "how many resources", field: "resources",
+			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Resources = v })},
+		{name: "duration", metavar: "D", usage: "how long the run lasts in virtual time, e.g. 30s", field: "duration",
+			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.Duration = v })},
+		{name: "pick", metavar: "POLICY", usage: "how an agent picks a resource: random, fixed or round-robin", field: "pick",
+			parse: func(s string) (func(*harness.Scenario), error) {
+				return func(sc *harness.Scenario) { sc.Pick = harness.PickPolicy(s) }, nil
+			}},
+		{name: "ttl", metavar: "D", usage: "the lease TTL", field: "ttl",
+			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.TTL = v })},
+		{name: "skew", metavar: "D", usage: "every client's ClockSkew: the drift budget taken off each deadline", field: "clock_skew",
+			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.ClockSkew = v })},
+		{name: "think", metavar: "DIST", usage: "an agent's pause between attempts, e.g. 50ms-300ms", field: "agent.think",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.Think = d })},
+		{name: "stall", metavar: "DIST", usage: "the stall between the validity check and the write, e.g. 10ms-50ms,5%:1.5s-4s", field: "agent.stall",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.Stall = d })},
+		{name: "work-gap", metavar: "DIST", usage: "the pause between two writes of one lease", field: "agent.work_gap",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.WorkGap = d })},
+		{name: "writes", metavar: "N", usage: "writes per lease", field: "agent.writes_per_lease",
+			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Agent.WritesPerLease = v })},
+		{name: "renew-at", metavar: "F", usage: "renew when this fraction of the TTL has passed (0 never renews)", field: "agent.renew_at",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Agent.RenewAt = v })},
+		{name: "release", usage: "release the lease after the last write (--release=false lets it expire)", field: "agent.release", isBool: true,
+			parse: boolKnob(func(sc *harness.Scenario, v bool) { sc.Agent.Release = v })},
+		{name: "request-delay", metavar: "DIST", usage: "network delay agent -> coordinator", field: "network.request_delay",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Network.RequestDelay = d })},
+		{name: "reply-delay", metavar: "DIST", usage: "network delay coordinator -> agent", field: "network.reply_delay",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Network.ReplyDelay = d })},
+		{name: "drop-requests", metavar: "P", usage: "probability a request is lost, in [0, 1]", field: "network.drop_requests",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.DropRequests = v })},
+		{name: "drop-replies", metavar: "P", usage: "probability a reply is lost, in [0, 1]", field: "network.drop_replies",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.DropReplies = v })},
+		{name: "duplicate", metavar: "P", usage: "probability a request is delivered twice, in [0, 1]", field: "network.duplicate",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.Duplicate = v })},
+		{name: "retry-after", metavar: "D", usage: "resend an unanswered acquire (same request id) after D; 0 never retries", field: "network.retry_after",
+			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.Network.RetryAfter = v })},
+		{name: "max-retries", metavar: "N", usage: "how many times an acquire is resent", field: "network.max_retries",
+			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Network.MaxRetries = v })},
+		{name: "drift-ppm", metavar: "MIN:MAX", usage: "agent clock drift in ppm, drawn per agent; one value for all, e.g. -20000", field: "clocks.drift_ppm",
+			parse: func(s string) (func(*harness.Scenario), error) {
+				r, err := scenario.ParseRange(s)
+				return func(sc *harness.Scenario) { sc.Clocks.DriftPPM = r }, err
+			}},
+		{name: "offset", metavar: "MIN:MAX", usage: "agent clock offset, drawn per agent, e.g. -50ms:50ms", field: "clocks.offset",
+			parse: func(s string) (func(*harness.Scenario), error) {
+				r, err := scenario.ParseDurationRange(s)
+				return func(sc *harness.Scenario) { sc.Clocks.Offset = r }, err
+			}},
+		{name: "coordinator-drift-ppm", metavar: "PPM", usage: "the coordinator's own clock drift", field: "clocks.coordinator_drift_ppm",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Clocks.CoordinatorDriftPPM = v })},
+		{name: "partition", metavar: "AGENT@FROM-TO", usage: "cut an agent off the coordinator, e.g. agent-1@5s-15s (repeatable; none for no partitions)", field: "partitions", list: true,
+			parse: partitionKnob},
+		{name: "restart", metavar: "AT[:persist]", usage: "restart the coordinator at AT, keeping its fence counter with :persist (repeatable; none for no restarts)", field: "restarts", list: true,
+			parse: restartKnob},
+		{name: "push", usage: "the coordinator pushes each new fence to the gate (Admit)", field: "push.enabled", isBool: true,
+			parse: boolKnob(func(sc *harness.Scenario, v bool) { sc.Push.Enabled = v })},
+		{name: "push-delay", metavar: "DIST", usage: "how long the push takes to reach the gate", field: "push.delay",
+			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Push.Delay = d })},
+		{name: "push-drop", metavar: "P", usage: "probability a push is lost", field: "push.drop",
+			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Push.Drop = v })},
+	}
+}
+
+func uintKnob(set func(*harness.Scenario, uint64)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, errors.New("must be an integer >= 0")
+		}
+		return func(sc *harness.Scenario) { set(sc, v) }, nil
+	}
+}
+
+func intKnob(set func(*harness.Scenario, int)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, errors.New("must be an integer")
+		}
+		return func(sc *harness.Scenario) { set(sc, v) }, nil
+	}
+}
+
+func floatKnob(set func(*harness.Scenario, float64)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, errors.New("must be a finite number")
+		}
+		return func(sc *harness.Scenario) { set(sc, v) }, nil
+	}
+}
+
+func boolKnob(set func(*harness.Scenario, bool)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, errors.New("must be true or false")
+		}
+		return func(sc *harness.Scenario) { set(sc, v) }, nil
+	}
+}
+
+func durKnob(set func(*harness.Scenario, time.Duration)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, errors.New("must be a duration such as 950ms or 1.5s")
+		}
+		return func(sc *harness.Scenario) { set(sc, v) }, nil
+	}
+}
+
+func distKnob(set func(*harness.Scenario, harness.Dist)) func(string) (func(*harness.Scenario), error) {
+	return func(s string) (func(*harness.Scenario), error) {
+		d, err := scenario.ParseDist(s)
+		if err != nil {
+			return nil, err
+		}
+		return func(sc *harness.Scenario) { set(sc, d) }, nil
+	}
+}
+
+// partitionKnob reads AGENT@FROM-TO.
+func partitionKnob(s string) (func(*harness.Scenario), error) {
+	agent, span, ok := strings.Cut(s, "@")
+	from, to, ok2 := strings.Cut(span, "-")
+	if !ok || !ok2 || agent == "" {
+		return nil, errors.New("must be AGENT@FROM-TO, e.g. agent-1@5s-15s")
+	}
+	f, err1 := time.ParseDuration(from)
+	t, err2 := time.ParseDuration(to)
+	if err1 != nil || err2 != nil {
+		return nil, errors.New("FROM and TO must be durations, e.g. agent-1@5s-15s")
+	}
+	p := harness.Partition{Agent: agent, From: f, To: t}
+	return func(sc *harness.Scenario) { sc.Partitions = append(sc.Partitions, p) }, nil
+}
+
+// restartKnob reads AT, AT:persist or AT:lost.
+func restartKnob(s string) (func(*harness.Scenario), error) {
+	at, mode, hasMode := strings.Cut(s, ":")
+	d, err := time.ParseDuration(at)
+	if err != nil {
+		return nil, errors.New("must be AT[:persist], e.g. 10s or 10s:persist")
+	}
+	r := harness.Restart{At: d}
+	switch {
+	case !hasMode || mode == "lost":
+	case mode == "persist":
+		r.Persist = true
+	default:
+		return nil, fmt.Errorf("%q must be persist or lost", mode)
+	}
+	return func(sc *harness.Scenario) { sc.Restarts = append(sc.Restarts, r) }, nil
+}
+
+// scenarioFlags chooses and changes the scenario of watch, run and swarm.
+type scenarioFlags struct {
+	changes  []change
+	given    []givenFlag // as typed, in order: for the command that reproduces a run
+	listUsed map[string]bool
+}
+
+type change struct {
+	knob  *knob
+	apply func(*harness.Scenario)
+}
+
+type givenFlag struct{ name, value string }
+
+// register adds every knob flag to fs.
+func (sf *scenarioFlags) register(fs *flag.FlagSet) {
+	sf.listUsed = make(map[string]bool)
+	for _, k := range knobs() {
+		fs.Var(&knobValue{k: &k, sf: sf}, k.name, k.usage)
+	}
+}
+
+type knobValue struct {
+	k  *knob
+	sf *scenarioFlags
+}
+
+func (v *knobValue) String() string { return "" }
+
+func (v *knobValue) IsBoolFlag() bool { return v.k != nil && v.k.isBool }
+
+func (v *knobValue) Set(s string) error {
+	k, sf := v.k, v.sf
+	var apply func(*harness.Scenario)
+	if k.list && s == "none" {
+		apply = func(*harness.Scenario) {}
+	} else {
+		var err error
+		if apply, err = k.parse(s); err != nil {
+			return err
+		}
+	}
+	if k.list && !sf.listUsed[k.name] {
+		sf.listUsed[k.name] = true
+		add := apply
+		apply = func(sc *harness.Scenario) {
+			switch k.field {
+			case "partitions":
+				sc.Partitions = nil
+			case "restarts":
+				sc.Restarts = nil
+			}
+			add(sc)
+		}
+	}
+	sf.changes = append(sf.changes, change{knob: k, apply: apply})
+	sf.given = append(sf.given, givenFlag{k.name, s})
+	return nil
+}
+
+// apply changes sc by every knob flag given, then validates it, reporting
+// an out-of-range value against the flag that set it.
+func (sf *scenarioFlags) apply(sc *harness.Scenario, source string) error {
+	for _, c := range sf.changes {
+		c.apply(sc)
+	}
+	return sf.validate(sc, source)
+}
+
+func (sf *scenarioFlags) validate(sc *harness.Scenario, source string) error {
+	err := sc.Validate()
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	var all []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	} else {
+		all = []error{err}
+	}
+	for _, e := range all {
+		var fe *harness.FieldError
+		if !errors.As(e, &fe) {
+			errs = append(errs, e)
+			continue
+		}
+		if k := sf.knobFor(fe.Field); k != nil {
+			errs = append(errs, fmt.Errorf("--%s: %s", k.name, fe.Problem))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s: %s", source, fe.Field, fe.Problem))
+	}
+	return errors.Join(errs...)
+}
+
+// knobFor is the last knob given that set field or a field around it.
+func (sf *scenarioFlags) knobFor(field string) *knob {
+	for i := len(sf.changes) - 1; i >= 0; i-- {
+		k := sf.changes[i].knob
+		if k.field == field || strings.HasPrefix(field, k.field+".") || strings.HasPrefix(field, k.field+"[") ||
+			strings.HasPrefix(k.field, field+".") {
+			return k
+		}
+	}
+	return nil
+}
+
+// args renders the knob flags as given, for a command line that
+// reproduces the run.
+func (sf *scenarioFlags) args() []string {
+	out := make([]string, 0, len(sf.given))
+	for _, g := range sf.given {
+		out = append(out, "--"+g.name+"="+g.value)
+	}
+	return out
+}
+
+// loadScenario resolves a scenario argument: a built-in name, or a
+// scenario or fixture file. The empty argument is the default scenario.
+// It returns the scenario and how to name its source in messages.
+func loadScenario(arg string) (harness.Scenario, string, error) {
+	if arg == "" {
+		arg = harness.DefaultScenario
+	}
+	if sc, ok := harness.Builtin(arg); ok && !looksLikePath(arg) {
+		return sc, arg, nil
+	}
+	if !looksLikePath(arg) {
+		if _, err := os.Stat(arg); err != nil {
+			return harness.Scenario{}, arg, fmt.Errorf("no built-in scenario or file is called %q (the built-ins are: %s; run lab scenarios)",
+				arg, strings.Join(harness.BuiltinNames(), ", "))
+		}
+	}
+	sc, err := scenario.Load(arg)
+	return sc, arg, err
+}
+
+func looksLikePath(s string) bool {
+	ext := filepath.Ext(s)
+	return strings.ContainsRune(s, filepath.Separator) || strings.ContainsRune(s, '/') || ext == ".yaml" || ext == ".yml"
+}

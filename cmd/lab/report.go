@@ -1,0 +1,251 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// reportRow is one line of the report's table: a counter of each mode's
+// report, by its JSON name.
+type reportRow struct {
+	label string
+	get   func(*harness.Report) int
+}
+
+var reportRows = []reportRow{
+	{"acquisitions", func(r *harness.Report) int { return r.Acquisitions }},
+	{"renewals", func(r *harness.Report) int { return r.Renewals }},
+	{"denials", func(r *harness.Report) int { return r.Denials }},
+	{"expiries", func(r *harness.Report) int { return r.Expiries }},
+	{"releases", func(r *harness.Report) int { return r.Releases }},
+	{"fences minted", func(r *harness.Report) int { return r.FencesMinted }},
+	{"retries", func(r *harness.Report) int { return r.Retries }},
+	{"messages lost", func(r *harness.Report) int { return r.MessagesLost }},
+	{"checks failed", func(r *harness.Report) int { return r.ChecksFailed }},
+	{"pushes applied", func(r *harness.Report) int { return r.PushesApplied }},
+	{"commits admitted", func(r *harness.Report) int { return r.CommitsAdmitted }},
+	{"commits refused", func(r *harness.Report) int { return r.CommitsRefused }},
+	{"stale writes landed", func(r *harness.Report) int { return r.StaleWritesLanded }},
+	{"overlaps", func(r *harness.Report) int { return r.Overlaps }},
+	{"silent overlaps", func(r *harness.Report) int { return r.SilentOverlaps }},
+	{"refused overlaps", func(r *harness.Report) int { return r.RefusedOverlaps }},
+	{"containment breaches", func(r *harness.Report) int { return r.ContainmentBreaches }},
+	{"fence reuses", func(r *harness.Report) int { return r.FenceReuses }},
+	{"unexplained refusals", func(r *harness.Report) int { return r.UnexplainedRefusals }},
+}
+
+// maxShownCounterexamples is how many counterexamples per mode the text
+// report shows (the JSON has every one the harness kept).
+const maxShownCounterexamples = 6
+
+// stopInfo says how far an interrupted run got; the zero value means it
+// ran to its end.
+type stopInfo struct {
+	interrupted bool
+	at          time.Duration // the virtual instant it was stopped at, if known
+	by          string        // what stopped it; "" means Ctrl-C
+}
+
+// writeTextReport writes the human report of a run: a header, one column
+// per mode of counters, the first counterexamples of each mode, the
+// verdict, and how to read it all.
+func writeTextReport(w io.Writer, sc harness.Scenario, res *harness.Result, stop stopInfo) {
+	modes := resultModes(res)
+	fmt.Fprintf(w, "%s · seed %d · %v of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
+		time.Duration(res.VirtualDurationMS)*time.Millisecond, res.Events, res.Digest)
+	if sc.Description != "" {
+		fmt.Fprintf(w, "%s\n", sc.Description)
+	}
+	if stop.interrupted {
+		by := stop.by
+		if by == "" {
+			by = "Ctrl-C"
+		}
+		fmt.Fprintf(w, "INTERRUPTED at %v of virtual time: the counts below cover only what ran before %s.\n", stop.at.Truncate(time.Millisecond), by)
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintf(w, "  %-22s", "")
+	for _, m := range modes {
+		fmt.Fprintf(w, " %8s", m)
+	}
+	fmt.Fprintln(w)
+	for _, row := range reportRows {
+		fmt.Fprintf(w, "  %-22s", row.label)
+		for _, m := range modes {
+			fmt.Fprintf(w, " %8d", row.get(res.Modes[m]))
+		}
+		fmt.Fprintln(w)
+	}
+
+	for _, m := range modes {
+		cx := slices.Clone(res.Modes[m].Counterexamples)
+		fmt.Fprintln(w)
+		if len(cx) == 0 {
+			fmt.Fprintf(w, "%s: no counterexamples.\n", m)
+			continue
+		}
+		slices.SortStableFunc(cx, func(a, b harness.Counterexample) int {
+			switch {
+			case a.AtMS < b.AtMS:
+				return -1
+			case a.AtMS > b.AtMS:
+				return 1
+			}
+			return 0
+		})
+		shown := min(len(cx), maxShownCounterexamples)
+		fmt.Fprintf(w, "%s: first counterexamples (%d of %d kept; --json has them all):\n", m, shown, len(cx))
+		for _, c := range cx[:shown] {
+			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", formatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
+			fmt.Fprintf(w, "  %10s  %s\n", "", c.Detail)
+		}
+	}
+
+	fmt.Fprintln(w)
+	writeVerdict(w, res)
+	fmt.Fprintln(w)
+	fmt.Fprint(w, howToRead)
+}
+
+// resultModes lists the modes of a result in report order.
+func resultModes(res *harness.Result) []harness.Mode {
+	var modes []harness.Mode
+	for _, m := range harness.Modes {
+		if _, ok := res.Modes[m]; ok {
+			modes = append(modes, m)
+		}
+	}
+	return modes
+}
+
+func describeParties(c harness.Counterexample) string {
+	s := fmt.Sprintf("%s (fence %d)", c.Holder, c.Fence)
+	if c.Other != "" {
+		s += fmt.Sprintf(" vs %s (fence %d)", c.Other, c.OtherFence)
+	}
+	return s
+}
+
+// formatMS writes a counterexample's instant as milliseconds, as exact as
+// the report has it.
+func formatMS(ms float64) string { return strconv.FormatFloat(ms, 'f', -1, 64) + "ms" }
+
+// writeVerdict writes the verdict paragraphs, wrapped for a terminal.
+func writeVerdict(w io.Writer, res *harness.Result) {
+	for _, p := range verdictParagraphs(res) {
+		fmt.Fprintln(w, wrap(p, 80))
+	}
+}
+
+// verdictParagraphs says whether the fenced mode kept its promises, and
+// what the naive mode did on the same faults.
+func verdictParagraphs(res *harness.Result) []string {
+	var ps []string
+	if f, ok := res.Modes[harness.Fenced]; ok {
+		switch {
+		case res.Failed():
+			ps = append(ps, "VERDICT: THE FENCED MODE BROKE ITS INVARIANTS. This is a bug in the leasefence library: "+
+				strings.Join(f.Violations, "; ")+".")
+		case res.DriftWithinBudget:
+			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
+				"every refusal is explained by an overlap or a lost fence counter, and no holder believed past "+
+				"the coordinator's expiry (drift is within the skew budget).")
+		default:
+			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
+				"and every refusal is explained by an overlap or a lost fence counter. "+
+				fmt.Sprintf("Drift here exceeds the skew budget, so containment breaches (%d) are expected and are not a violation: ", f.ContainmentBreaches)+
+				"the skew budget is an assumption, not a measurement.")
+		}
+	}
+	if n, ok := res.Modes[harness.Naive]; ok {
+		ps = append(ps, fmt.Sprintf("The naive mode landed %s; %s silent.", plural(n.StaleWritesLanded, "stale write"),
+			plural(n.SilentOverlaps, "of its overlaps was", "of its overlaps were")))
+	}
+	return ps
+}
+
+// plural writes "1 stale write", "2 stale writes"; with a second form,
+// that form for n != 1.
+func plural(n int, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// wrap breaks text into lines of at most width columns at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	col := 0
+	for i, word := range strings.Fields(text) {
+		if i > 0 {
+			if col+1+len(word) > width {
+				b.WriteByte('\n')
+				col = 0
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(word)
+		col += len(word)
+	}
+	return b.String()
+}
+
+// howToRead is the report's closing paragraph.
+const howToRead = `How to read this: both modes run the same agents on the same faults; only the
+write path differs. A naive agent checks "now < expiresAt" and writes; a fenced
+agent writes through the resource's FenceGate with its lease's fence. An overlap
+is two agents acting as holders of one resource at once (a stall or a lost
+message makes it; no lease can prevent it). In naive mode an overlap whose
+older write lands last is silent: a stale write, with no error anywhere. In
+fenced mode that write is refused and logged, so "commits refused" should track
+"refused overlaps", and "stale writes landed" must stay 0. A containment breach
+is a holder believing in a lease after the coordinator let it go. Each
+counterexample is dated when it began (an overlap: when the second holder took
+the lease). The digest identifies the run: the same scenario and seed give the
+same digest, event for event.
+`
+
+// jsonResult is the JSON report: harness.Result's fields, and whether the
+// run was cut short. The schema is documented in the package doc.
+type jsonResult struct {
+	*harness.Result
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+func writeJSONReport(w io.Writer, res *harness.Result, stop stopInfo) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(jsonResult{Result: res, Interrupted: stop.interrupted})
+}
+
+// shellQuote quotes an argument for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,%+", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func commandLine(args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

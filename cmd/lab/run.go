@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tracing"
+)
+
+const runAbout = `Runs a scenario headless, as fast as it goes, in both modes (or one) on the same
+faults, and prints a report: a column of counters per mode, the first
+counterexamples with their times, holders and fences, the verdict and the digest.
+
+The scenario is a built-in name (see lab scenarios), a scenario file or a
+fixture file (its scenario, with its first seed); the default is ` + harness.DefaultScenario + `.
+Every harness knob can be set by a flag; flags win over the file.
+
+--json prints the JSON report instead (schema: go doc ./cmd/lab). --html writes
+a self-contained page of the run's timeline. --trace sends the run to an OTLP
+collector (e.g. Jaeger) or a file. --swarm runs the scenario the swarm runs for
+--seed: the command lab swarm prints for a failing seed.
+
+Exit status: 0 when the fenced mode held its invariants, 1 when it broke one
+(a bug in the library), 2 for bad input, 130 when interrupted.`
+
+// runConfig is everything a run needs, checked before it starts.
+type runConfig struct {
+	sc      harness.Scenario
+	modes   []harness.Mode
+	json    bool
+	trace   tracing.Config
+	html    *os.File // created before the run, so a bad path fails first
+	command []string // the command line that reproduces the run
+}
+
+// runCmd is `lab run`.
+func (a *app) runCmd(ctx context.Context, args []string) int {
+	fs := a.newFlagSet("run", "[scenario|file] [flags]", runAbout)
+	var sf scenarioFlags
+	sf.register(fs)
+	mode := fs.String("mode", "both", "which modes to run: fenced, naive or both")
+	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
+	trace := fs.String("trace", "none", "send the run's trace to otlp[=URL], otlp-http[=URL], otlp-grpc[=URL], file=PATH, or none")
+	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
+	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 1 {
+		return a.badInput("run", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+	}
+	var arg string
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	cfg, err := prepareRun(arg, &sf, *mode, *trace, *htmlPath, *swarm)
+	if err != nil {
+		return a.badInput("run", err)
+	}
+	cfg.json = *asJSON
+	cfg.command = append([]string{"lab", "run"}, args...)
+	return a.execute(ctx, cfg)
+}
+
+// prepareRun checks everything a run needs before anything runs.
+func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath string, swarm bool) (*runConfig, error) {
+	sc, source, err := loadScenario(arg)
+	if err != nil {
+		return nil, err
+	}
+	if err := sf.apply(&sc, source); err != nil {
+		return nil, err
+	}
+	if swarm {
+		sc = harness.SwarmScenario(sc, harness.DefaultSwarmRanges, sc.Seed)
+		if err := sc.Validate(); err != nil {
+			return nil, fmt.Errorf("the swarm's scenario for seed %d: %w", sc.Seed, err)
+		}
+	}
+	modes, err := harness.ParseModes(mode)
+	if err != nil {
+		return nil, fmt.Errorf("--mode: must be fenced, naive or both, got %q", mode)
+	}
+	tc, err := tracing.ParseExporter(trace)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	cfg := &runConfig{sc: sc, modes: modes, trace: tc}
+	if htmlPath != "" {
+		f, err := os.Create(htmlPath)
+		if err != nil {
+			return nil, fmt.Errorf("--html: %w", err)
+		}
+		cfg.html = f
+	}
+	return cfg, nil
+}
+
+// execute runs cfg, reports, and returns the exit code.
+func (a *app) execute(ctx context.Context, cfg *runConfig) int {
+	if cfg.html != nil {
+		defer cfg.html.Close()
+	}
+	sink, err := startTracing(ctx, cfg.trace, cfg.sc)
+	if err != nil {
+		if cfg.html != nil {
+			os.Remove(cfg.html.Name()) // nothing ran: leave no empty page behind
+		}
+		return a.badInput("run", fmt.Errorf("--trace: %w", err))
+	}
+	var subs []harness.Subscriber
+	if sink != nil {
+		subs = append(subs, sink.rec)
+	}
+	var timeline *timelineRecorder
+	if cfg.html != nil {
+		timeline = newTimelineRecorder(cfg.sc)
+		subs = append(subs, timeline)
+	}
+	prog := a.newProgress("run " + cfg.sc.Name)
+	watcher := newRunWatcher(cfg.sc, cfg.modes, prog)
+	subs = append(subs, watcher)
+
+	res, runErr := harness.Run(ctx, cfg.sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	prog.clear()
+	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
+	if runErr != nil && !interrupted {
+		sink.finish(a.stderr)
+		return a.badInput("run", runErr)
+	}
+	if a.afterRun != nil {
+		a.afterRun(res)
+	}
+	sink.finish(a.stderr)
+	stop := stopInfo{interrupted: interrupted, at: watcher.lastAt}
+
+	if timeline != nil {
+		if err := writeHTML(cfg.html, cfg.sc, res, timeline, stop); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+		} else if err := cfg.html.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+		}
+	}
+	if cfg.json {
+		if err := writeJSONReport(a.stdout, res, stop); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
+		}
+	} else {
+		writeTextReport(a.stdout, cfg.sc, res, stop)
+	}
+	switch {
+	case res.Failed():
+		a.reportBug(res, commandLine(cfg.command...))
+		return exitFailed
+	case interrupted:
+		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.at.Truncate(time.Millisecond))
+		return exitInterrupted
+	}
+	return exitOK
+}
+
+// reportBug says, loudly and on stderr (so --json output stays
+// parseable), that the library broke a promise, and how to reproduce it.
+func (a *app) reportBug(res *harness.Result, reproduce string) {
+	fmt.Fprintf(a.stderr, `
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+!!  BUG IN LEASEFENCE: the fenced mode broke a safety invariant it promises.
+!!  This is not a problem with your scenario: the library is wrong.
+`)
+	for _, v := range res.Modes[harness.Fenced].Violations {
+		fmt.Fprintf(a.stderr, "!!    - %s\n", v)
+	}
+	fmt.Fprintf(a.stderr, `!!  Scenario %s, seed %d, digest %s. Reproduce it with:
+!!    %s
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+`, res.Scenario, res.Seed, res.Digest, reproduce)
+}
+
+// runWatcher follows a run for its progress line and remembers how far it
+// got, for the report of an interrupted run.
+type runWatcher struct {
+	modeIndex map[harness.Mode]int
+	nModes    int
+	duration  time.Duration
+	prog      *progress
+	n         int
+	lastAt    time.Duration
+}
+
+func newRunWatcher(sc harness.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
+	w := &runWatcher{modeIndex: make(map[harness.Mode]int), nModes: len(modes), duration: sc.Duration, prog: prog}
+	for i, m := range modes {
+		w.modeIndex[m] = i
+	}
+	return w
+}
+
+// Event implements harness.Subscriber.
+func (w *runWatcher) Event(e harness.Event) {
+	w.lastAt = e.At
+	w.n++
+	if w.n&0x3ff != 0 || !w.prog.enabled {
+		return
+	}
+	frac := (float64(w.modeIndex[e.Mode]) + float64(e.At)/float64(w.duration)) / float64(w.nModes)
+	w.prog.show(frac, fmt.Sprintf("%s %v/%v", e.Mode, e.At.Truncate(time.Second), w.duration))
+}

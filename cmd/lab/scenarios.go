@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// scenarios is `lab scenarios`: one line per built-in, the name first.
+func (a *app) scenarios(_ context.Context, args []string) int {
+	fs := a.newFlagSet("scenarios", "", `Lists the built-in scenarios, one a line: the name, then what it shows. The
+first is the default of lab and lab run.`)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 0 {
+		return a.badInput("scenarios", fmt.Errorf("takes no arguments, got %q", pos))
+	}
+	names := harness.BuiltinNames()
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		sc, _ := harness.Builtin(n)
+		fmt.Fprintf(a.stdout, "%-*s  %s\n", width, n, sc.Description)
+	}
+	return exitOK
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// timelineRecorder is a harness.Subscriber that keeps the whole history a
+// page needs: every agent's states over the run, every write, and every
+// fault. (A Snapshot's lanes keep only recent history.) The agents' states
+// are rebuilt from the events by the rules the simulation itself follows
+// (harness agent.go): holding from an acquisition until the agent gives
+// the lease up, stalled between a stall's start and end, believing an
+// expired lease once the coordinator lets it go while the agent still
+// acts, waiting while an acquire is out or was denied.
+type timelineRecorder struct {
+	sc       harness.Scenario
+	scripted map[int]bool
+	modes    map[harness.Mode]*modeTimeline
+}
+
+func newTimelineRecorder(sc harness.Scenario) *timelineRecorder {
+	r := &timelineRecorder{sc: sc, scripted: make(map[int]bool), modes: make(map[harness.Mode]*modeTimeline)}
+	for _, a := range sc.Script {
+		for i := range sc.Agents {
+			if harness.AgentName(i) == a.Agent {
+				r.scripted[i] = true
+			}
+		}
+	}
+	return r
+}
+
+// modeTimeline is one mode's recorded history.
+type modeTimeline struct {
+	mode     harness.Mode
+	agents   []agentTrack
+	writes   []writeMark
+	pushes   []pushMark
+	faults   []fault
+	restarts []restartMark
+	// floorBy finds the element (a write or a push) that raised a
+	// resource's gate floor (or, in naive mode, landed the highest fence)
+	// to a fence: the target of a refusal's link.
+	floorBy map[floorKey]string
+	epoch   int
+	lapsed  map[leaseKey]bool
+	end     time.Duration
+}
+
+type floorKey struct {
+	resource int
+	fence    leasefence.Fence
+}
+
+type leaseKey struct {
+	resource int
+	fence    leasefence.Fence
+	epoch    int
+}
+
+// agentTrack rebuilds one agent's state from its events.
+type agentTrack struct {
+	acquiring, acting, stalled, denied, lapsed, lost bool
+	resource                                         int
+	fence                                            leasefence.Fence
+	writes                                           int
+	// beliefEnd is the true instant until which the agent believes its
+	// lease valid (its deadline); past it, and with no write in flight, it
+	// no longer acts as the holder even if it has not yet noticed (a
+	// scripted agent never does). beliefOver records that.
+	beliefEnd  time.Duration
+	beliefOver bool
+	lastAct    time.Duration // the end of its last write or stall
+	stallFrom  time.Duration
+	stalls     [][2]time.Duration // every stall, drawn under the lane
+	segs       []laneSeg
+}
+
+// laneSeg is a run of one state in an agent's lane, with the lease it was
+// about (none when idle or waiting for a first grant).
+type laneSeg struct {
+	from     time.Duration
+	state    harness.AgentState
+	resource int
+	fence    leasefence.Fence
+}
+
+func (t *agentTrack) state() harness.AgentState {
+	switch {
+	case t.acquiring:
+		return harness.AgentWaiting
+	case t.acting && t.beliefOver:
+		return harness.AgentIdle
+	case t.acting && t.lapsed:
+		return harness.AgentZombie
+	case t.acting && t.stalled:
+		return harness.AgentStalled
+	case t.acting:
+		return harness.AgentHolding
+	case t.denied:
+		return harness.AgentWaiting
+	}
+	return harness.AgentIdle
+}
+
+// note appends a segment when the state (or the lease) changed at at.
+func (t *agentTrack) note(at time.Duration) {
+	seg := laneSeg{from: at, state: t.state(), resource: -1}
+	if t.acting && !t.beliefOver {
+		seg.resource, seg.fence = t.resource, t.fence
+	}
+	same := func(a, b laneSeg) bool { return a.state == b.state && a.resource == b.resource && a.fence == b.fence }
+	if n := len(t.segs); n > 0 {
+		last := &t.segs[n-1]
+		if same(*last, seg) {
+			return
+		}
+		if last.from == at { // two changes at one instant: the later one stands
+			*last = seg
+			if n > 1 && same(t.segs[n-2], seg) {
+				t.segs = t.segs[:n-1]
+			}
+			return
+		}
+	}
+	t.segs = append(t.segs, seg)
+}
+
+func (t *agentTrack) giveUp() {
+	t.acting, t.acquiring, t.lapsed, t.lost, t.denied, t.beliefOver = false, false, false, false, false, false
+}
+
+// settle ends the agent's belief at its deadline if now is past it and no
+// write is in flight (a stall): the checker's acting interval, from the
+// acquisition to the later of the deadline and the last write.
+func (t *agentTrack) settle(now time.Duration) {
+	if !t.acting || t.beliefOver || t.stalled || now <= t.beliefEnd {
+		return
+	}
+	at := max(t.beliefEnd, t.lastAct)
+	if n := len(t.segs); n > 0 {
+		at = max(at, t.segs[n-1].from)
+	}
+	t.beliefOver = true
+	t.note(at)
+}
+
+// writeMark is one write attempt.
+type writeMark struct {
+	id         string
+	at         time.Duration
+	agent      int
+	resource   int
+	fence      leasefence.Fence
+	kind       harness.MarkKind
+	other      int // the floor's holder (refused) or the newer writer (stale); -1 if none
+	otherFence leasefence.Fence
+	link       string // id of the write or push that raised the floor, if recorded
+}
+
+// pushMark is the coordinator's push (Admit) reaching a gate.
+type pushMark struct {
+	id       string
+	at       time.Duration
+	agent    int // the new holder the push announces
+	resource int
+	fence    leasefence.Fence
+	applied  bool // false: it arrived below the floor and changed nothing
+}
+
+// fault is a period or instant of trouble on one agent's lane.
+type fault struct {
+	agent    int
+	from, to time.Duration // to == from for an instant (a lost message)
+	label    string
+}
+
+type restartMark struct {
+	at      time.Duration
+	persist bool
+}
+
+// Event implements harness.Subscriber.
+func (r *timelineRecorder) Event(e harness.Event) {
+	m := r.modes[e.Mode]
+	if m == nil {
+		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, r.sc.Agents),
+			floorBy: make(map[floorKey]string), lapsed: make(map[leaseKey]bool)}
+		for i := range m.agents {
+			m.agents[i].segs = []laneSeg{{from: 0, state: harness.AgentIdle, resource: -1}}
+		}
+		r.modes[e.Mode] = m
+	}
+	m.end = max(m.end, e.At)
+	var t *agentTrack
+	if e.Agent >= 0 && e.Agent < len(m.agents) {
+		t = &m.agents[e.Agent]
+	}
+	scripted := r.scripted[e.Agent]
+	if t != nil {
+		t.settle(e.At)
+	}
+	switch e.Kind {
+	case harness.RequestSent:
+		switch e.Request {
+		case leasefence.KindAcquire:
+			t.acquiring, t.denied = true, false
+		case harness.KindRelease:
+			t.giveUp()
+		}
+	case harness.Acquired:
+		t.acquiring, t.acting, t.denied, t.lost, t.beliefOver = false, true, false, false, false
+		t.resource, t.fence, t.writes, t.beliefEnd = e.Resource, e.Fence, 0, e.Deadline
+		t.lapsed = m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}]
+	case harness.Renewed:
+		t.beliefEnd, t.beliefOver = e.Deadline, false
+	case harness.Denied:
+		t.acquiring = false
+		t.denied = !scripted
+	case harness.Expired, harness.Released:
+		m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}] = true
+		if t != nil && t.acting && t.resource == e.Resource && t.fence == e.Fence {
+			t.lapsed = true
+		}
+	case harness.CoordinatorRestarted:
+		m.epoch++
+		m.restarts = append(m.restarts, restartMark{at: e.At, persist: e.Reason == "persisted"})
+		for i := range m.agents {
+			if m.agents[i].acting {
+				m.agents[i].lapsed = true
+				m.agents[i].note(e.At)
+			}
+		}
+	case harness.CheckFailed:
+		if !scripted {
+			t.giveUp()
+		}
+	case harness.StallBegan:
+		if !t.stalled {
+			t.stalled, t.stallFrom = true, e.At
+		}
+	case harness.StallEnded:
+		if t.stalled {
+			t.stalls = append(t.stalls, [2]time.Duration{t.stallFrom, e.At})
+		}
+		t.stalled, t.lastAct = false, e.At
+	case harness.RenewRefused:
+		if !scripted {
+			if t.stalled {
+				t.lost = true // it learns when its stall ends, after its write
+			} else {
+				t.giveUp()
+			}
+		}
+	case harness.CommitAdmitted:
+		w := writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
+			fence: e.Fence, kind: harness.MarkAdmitted, other: -1}
+		if e.Reason == "stale" {
+			w.kind, w.other, w.otherFence = harness.MarkStale, e.Other, e.OtherFence
+			w.link = m.floorBy[floorKey{e.Resource, e.OtherFence}]
+		} else {
+			m.floorBy[floorKey{e.Resource, e.Fence}] = w.id
+		}
+		m.writes = append(m.writes, w)
+		t.lastAct = e.At
+		if !scripted {
+			t.writes++
+			if t.lost || t.writes >= r.sc.Agent.WritesPerLease {
+				t.giveUp()
+			}
+		}
+	case harness.CommitRefused:
+		m.writes = append(m.writes, writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent,
+			resource: e.Resource, fence: e.Fence, kind: harness.MarkRefused, other: e.Other, otherFence: e.OtherFence,
+			link: m.floorBy[floorKey{e.Resource, e.OtherFence}]})
+		t.lastAct = e.At
+		if !scripted {
+			t.giveUp()
+		}
+	case harness.AdmitPushed:
+		p := pushMark{id: fmt.Sprintf("%s-p%d", e.Mode, len(m.pushes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
+			fence: e.Fence, applied: e.Reason != "below-floor"}
+		if p.applied {
+			if _, written := m.floorBy[floorKey{e.Resource, e.Fence}]; !written {
+				m.floorBy[floorKey{e.Resource, e.Fence}] = p.id
+			}
+		}
+		m.pushes = append(m.pushes, p)
+	case harness.PartitionBegan:
+		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: -1, label: "partitioned"})
+	case harness.PartitionEnded:
+		for i := len(m.faults) - 1; i >= 0; i-- {
+			if f := &m.faults[i]; f.agent == e.Agent && f.to < 0 {
+				f.to = e.At
+				break
+			}
+		}
+	case harness.RequestDropped:
+		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "request lost"})
+	case harness.ReplyDropped:
+		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "reply lost"})
+	case harness.PushDropped:
+		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: fmt.Sprintf("push of fence %d lost", e.Fence)})
+	}
+	if t != nil {
+		t.note(e.At)
+	}
+}
+
+// finish closes what is still open at the run's end (or where it stopped).
+func (m *modeTimeline) finish(end time.Duration) {
+	for i := range m.faults {
+		if m.faults[i].to < 0 {
+			m.faults[i].to = end
+		}
+	}
+	for i := range m.agents {
+		t := &m.agents[i]
+		if t.stalled {
+			t.stalls = append(t.stalls, [2]time.Duration{t.stallFrom, end})
+			t.stalled = false
+		}
+		t.settle(end)
+	}
+}

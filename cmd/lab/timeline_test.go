@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+func recordTimeline(t *testing.T, name string) *timelineRecorder {
+	t.Helper()
+	sc, _ := harness.Builtin(name)
+	rec := newTimelineRecorder(sc)
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rec.modes {
+		m.finish(sc.Duration)
+	}
+	return rec
+}
+
+// lane writes an agent's lane as "state@from ..." for comparison.
+func lane(m *modeTimeline, agent int) string {
+	var parts []string
+	for _, s := range m.agents[agent].segs {
+		parts = append(parts, fmt.Sprintf("%s@%v", stateClass(s.state), s.from))
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestTimelineDesignNote checks the lanes rebuilt from the events against
+// the design note's two timelines.
+func TestTimelineDesignNote(t *testing.T) {
+	// The network of these scenarios has no delay: a request sent at t is
+	// answered at t, so the waiting in between takes no time and leaves no
+	// segment.
+	tests := []struct {
+		scenario string
+		mode     harness.Mode
+		agent    int
+		want     string
+	}{
+		// A holds from 0, checks at 950ms and stalls; the coordinator lets
+		// it go at 1000ms while its write is in flight; the write lands
+		// (naive) or is refused (fenced) at 1400ms and A stops acting.
+		{"gap", harness.Fenced, 0, "holding@0s stalled@950ms zombie@1s idle@1.4s"},
+		{"gap", harness.Naive, 0, "holding@0s stalled@950ms zombie@1s idle@1.4s"},
+		// B takes over at 1000ms and holds its 1s lease to the end of it.
+		{"gap", harness.Fenced, 1, "idle@0s holding@1s idle@2s"},
+		// Naive A dates its renewal from the reply: it believes until
+		// 2000ms, 860ms past the coordinator's 1140ms.
+		{"renewal", harness.Naive, 0, "holding@0s zombie@1.14s idle@2s"},
+		// The client anchors at the send instant: it believes until 1100ms,
+		// inside the coordinator's window.
+		{"renewal", harness.Fenced, 0, "holding@0s idle@1.1s"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%s/%s", tt.scenario, tt.mode, harness.AgentName(tt.agent)), func(t *testing.T) {
+			rec := recordTimeline(t, tt.scenario)
+			if got := lane(rec.modes[tt.mode], tt.agent); got != tt.want {
+				t.Errorf("lane\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTimelineWritesAndLinks(t *testing.T) {
+	rec := recordTimeline(t, "gap")
+	f := rec.modes[harness.Fenced]
+	if len(f.writes) != 2 {
+		t.Fatalf("writes = %+v", f.writes)
+	}
+	floor, refused := f.writes[0], f.writes[1]
+	if floor.kind != harness.MarkAdmitted || floor.agent != 1 || floor.at != 1010*time.Millisecond {
+		t.Errorf("first write = %+v", floor)
+	}
+	if refused.kind != harness.MarkRefused || refused.agent != 0 || refused.at != 1400*time.Millisecond || refused.link != floor.id {
+		t.Errorf("refused write = %+v, want a link to %s", refused, floor.id)
+	}
+	n := rec.modes[harness.Naive]
+	if stale := n.writes[1]; stale.kind != harness.MarkStale || stale.link != n.writes[0].id || stale.otherFence != 2 {
+		t.Errorf("naive stale write = %+v", stale)
+	}
+}
+
+func TestTimelineFaults(t *testing.T) {
+	rec := recordTimeline(t, "partition")
+	var band *fault
+	for i, f := range rec.modes[harness.Fenced].faults {
+		if f.label == "partitioned" {
+			band = &rec.modes[harness.Fenced].faults[i]
+		}
+	}
+	if band == nil || band.agent != 0 || band.from != 5*time.Second || band.to != 15*time.Second {
+		t.Errorf("partition band = %+v, want agent-1 from 5s to 15s", band)
+	}
+	rec = recordTimeline(t, "restart-lost")
+	if r := rec.modes[harness.Fenced].restarts; len(r) != 1 || r[0].at != 10*time.Second || r[0].persist {
+		t.Errorf("restarts = %+v", r)
+	}
+}

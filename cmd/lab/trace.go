@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tracing"
+)
+
+// traceFlushTimeout bounds how long the command waits, after a run, for
+// its spans to reach the collector: a collector that is down costs this
+// much at most, and the spans it did not take are counted and reported.
+const traceFlushTimeout = 10 * time.Second
+
+// traceSink is a run's tracing: the export pipeline and the recorder that
+// turns simulation events into spans.
+type traceSink struct {
+	pipe *tracing.Pipeline
+	rec  *tracing.SimRecorder
+}
+
+// startTracing sets up the pipeline cfg asks for, or returns nil for none.
+func startTracing(ctx context.Context, cfg tracing.Config, sc harness.Scenario) (*traceSink, error) {
+	if cfg.Exporter == tracing.ExporterNone || cfg.Exporter == "" {
+		return nil, nil
+	}
+	cfg.Attributes = append(cfg.Attributes, tracing.ScenarioAttributes(sc)...)
+	pipe, err := tracing.Setup(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(pipe.TracerProvider()))
+	return &traceSink{pipe: pipe, rec: rec}, nil
+}
+
+// finish ends every open span and flushes the pipeline, on a context of
+// its own: an interrupted run still delivers the spans it made. It says on
+// w where the spans went and how many were lost. A nil sink does nothing.
+func (t *traceSink) finish(w io.Writer) {
+	if t == nil {
+		return
+	}
+	t.rec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+	defer cancel()
+	if err := t.pipe.Shutdown(ctx); err != nil {
+		fmt.Fprintf(w, "lab: trace: %v\n", err)
+	}
+	if n := t.pipe.Dropped(); n > 0 {
+		fmt.Fprintf(w, "lab: trace: %d spans were not delivered to %s", n, t.pipe)
+		if err := t.pipe.ExportErr(); err != nil {
+			fmt.Fprintf(w, ": %v", err)
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "lab: trace: sent to %s\n", t.pipe)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/tui"
+)
+
+const watchAbout = `Shows a scenario live in the terminal, naive and fenced side by side on the same
+virtual clock and the same faults: the holders, each gate's floor, every agent's
+lane, and the refusals as they happen. The default scenario (` + harness.DefaultScenario + `) shows a
+stale write refused within its first seconds.
+
+The scenario is a built-in name, a scenario file or a fixture file; every harness
+knob can be set by a flag, as for lab run. In the dashboard: space pauses, n
+steps one event, +/- change the speed, ? lists every key (stall an agent, drop
+messages, restart the coordinator, toggle the gate push), q quits.
+
+When standard output is not a terminal (a pipe, CI), there is no dashboard: the
+same scenario runs headless and the plain report of lab run is printed, with
+lab run's exit status.`
+
+// watch is `lab watch`, and `lab` with no command.
+func (a *app) watch(ctx context.Context, args []string) int {
+	fs := a.newFlagSet("watch", "[scenario|file] [flags]", watchAbout)
+	var sf scenarioFlags
+	sf.register(fs)
+	speed := fs.Float64("speed", 1, "virtual seconds per wall second, in [0.01, 10000]")
+	mode := fs.String("mode", "both", "which modes to show: fenced, naive or both")
+	save := fs.String("save", "", "when the dashboard closes, write the scenario with your interventions to `PATH` (replay it with lab run PATH)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) > 1 {
+		return a.badInput("watch", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+	}
+	var arg string
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	if *speed < harness.MinSpeed || *speed > harness.MaxSpeed || *speed != *speed {
+		return a.badInput("watch", fmt.Errorf("--speed: must be in [%v, %v], got %v", harness.MinSpeed, harness.MaxSpeed, *speed))
+	}
+	cfg, err := prepareRun(arg, &sf, *mode, "none", "", false)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	// The run that reproduces this one is a lab run of the same scenario,
+	// knobs and modes (watch's own flags mean nothing to run).
+	cfg.command = []string{"lab", "run"}
+	if arg != "" {
+		cfg.command = append(cfg.command, arg)
+	}
+	cfg.command = append(cfg.command, sf.args()...)
+	if *mode != "both" {
+		cfg.command = append(cfg.command, "--mode="+*mode)
+	}
+
+	if !a.stdoutTTY {
+		fmt.Fprintf(a.stderr, "lab watch: standard output is not a terminal: running %s headless and printing its report.\n", cfg.sc.Name)
+		code := a.execute(ctx, cfg)
+		a.saveScenario(*save, cfg.sc)
+		return code
+	}
+	live, err := harness.NewLive(cfg.sc, cfg.modes, *speed)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	err = a.dashboard(ctx, live)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "lab watch: %v\n", err)
+		return exitFailed
+	}
+	a.saveScenario(*save, live.Scenario())
+	// The dashboard is gone: leave the report of what ran on the terminal.
+	res := live.Result()
+	stop := stopInfo{interrupted: !live.Done(), at: live.Now(), by: "the dashboard closed"}
+	writeTextReport(a.stdout, cfg.sc, res, stop)
+	if res.Failed() {
+		a.reportBug(res, commandLine(cfg.command...))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// saveScenario writes sc, with the interventions made in the dashboard,
+// as a scenario file that lab run replays; path "" saves nothing.
+func (a *app) saveScenario(path string, sc harness.Scenario) {
+	if path == "" {
+		return
+	}
+	if err := os.WriteFile(path, scenario.Format(sc), 0o644); err != nil {
+		fmt.Fprintf(a.stderr, "lab watch: --save: %v\n", err)
+		return
+	}
+	fmt.Fprintf(a.stderr, "lab watch: wrote the scenario to %s; replay it with: lab run %s\n", path, shellQuote(path))
+}
+
+// runDashboard is the real dashboard: the tui package on the process's
+// terminal.
+func runDashboard(ctx context.Context, live *harness.Live) error {
+	return tui.Run(ctx, live, tui.Options{})
+}

@@ -1,0 +1,38 @@
+package scenario_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/scenario"
+)
+
+// FuzzParse checks that the loader never panics, and that whatever it
+// accepts survives Format and Parse again unchanged. Fixture files go
+// through the same decoder, so ParseFixture must not panic either.
+func FuzzParse(f *testing.F) {
+	for _, name := range harness.BuiltinNames() {
+		sc, _ := harness.Builtin(name)
+		f.Add(scenario.Format(sc))
+		f.Add([]byte("builtin: " + name + "\n"))
+	}
+	f.Add([]byte("builtin: gap\nnetwork: {drop_replies: 0.5}\nagent: {stall: \"10ms-50ms,5%:1.5s-4s\"}\nclocks: {drift_ppm: -5:5, offset: -1ms:1ms}\n"))
+	f.Add([]byte("name: x\nscenario: {builtin: gap}\nseeds: {from: 1, count: 3}\nexpect: {fenced: {commits_refused: \">= overlaps\", timeline: [{at: 1.4s, kind: commit-refused}]}}\n"))
+	f.Add([]byte("builtin: crowd\nclocks:\n  agent:\n    agent-3: {drift_ppm: -100, offset: 5ms}\ninterventions:\n  - {at: 1s, kind: toggle-push}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = scenario.ParseFixture("fuzz.yaml", data)
+		sc, err := scenario.Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		text := scenario.Format(sc)
+		back, err := scenario.Parse("fuzz.yaml", text)
+		if err != nil {
+			t.Fatalf("Format wrote a file Parse refuses: %v\n%s", err, text)
+		}
+		if !reflect.DeepEqual(back, sc) {
+			t.Fatalf("round trip changed the scenario:\n%s\nbefore %+v\nafter  %+v", text, sc, back)
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// RunOptions configures Fixture.Run.
+type RunOptions struct {
+	// Jobs is how many seeds run at once; 0 means GOMAXPROCS.
+	Jobs int
+	// Progress, if set, is called after each seed with the count done. It
+	// is called from the goroutines running the seeds.
+	Progress func(done, total int)
+}
+
+// Outcome is what running a fixture found.
+type Outcome struct {
+	Fixture *Fixture
+	// Seeds holds one SeedOutcome per seed that ran to its end, in seed
+	// order.
+	Seeds   []SeedOutcome
+	Elapsed time.Duration
+	// Err is why the run stopped before every seed was checked (ctx ended),
+	// or nil.
+	Err error
+}
+
+// SeedOutcome is one seed's result and the expectations it failed.
+type SeedOutcome struct {
+	Seed     uint64
+	Result   *harness.Result
+	Failures []Failure
+}
+
+// Failure is one expectation one seed did not meet.
+type Failure struct {
+	Seed        uint64
+	Expectation Expectation
+	Got         string // what the report showed instead
+}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("seed %d: %s: want %s, got %s", f.Seed, f.Expectation.Field, f.Expectation.Want, f.Got)
+}
+
+// Passed reports whether every seed ran and met every expectation.
+func (o *Outcome) Passed() bool {
+	return o.Err == nil && len(o.Seeds) == len(o.Fixture.Seeds) && len(o.Failures()) == 0
+}
+
+// Failures lists every failed expectation, seed by seed.
+func (o *Outcome) Failures() []Failure {
+	var out []Failure
+	for _, s := range o.Seeds {
+		out = append(out, s.Failures...)
+	}
+	return out
+}
+
+// Run runs the fixture's scenario once per seed, in its modes, and checks
+// every expectation against every seed's result. If ctx ends, it returns
+// what it had, with Outcome.Err set.
+func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
+	start := time.Now()
+	jobs := opts.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	jobs = min(jobs, len(fx.Seeds))
+	var kinds []harness.Kind
+	for _, e := range fx.Expect {
+		kinds = append(kinds, e.Events...)
+	}
+	results := make([]*SeedOutcome, len(fx.Seeds))
+	var next, done atomic.Int64
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(fx.Seeds) || ctx.Err() != nil {
+					return
+				}
+				so, err := fx.runSeed(ctx, fx.Seeds[i], kinds)
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				results[i] = so
+				n := int(done.Add(1))
+				if opts.Progress != nil {
+					opts.Progress(n, len(fx.Seeds))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	out := &Outcome{Fixture: fx, Err: firstErr}
+	for _, so := range results {
+		if so != nil {
+			out.Seeds = append(out.Seeds, *so)
+		}
+	}
+	if out.Err == nil && len(out.Seeds) < len(fx.Seeds) {
+		out.Err = ctx.Err()
+	}
+	out.Elapsed = time.Since(start)
+	return out
+}
+
+// runSeed runs one seed and checks it; it records the events of the kinds
+// the timeline expectations read, and only those.
+func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []harness.Kind) (*SeedOutcome, error) {
+	sc := fx.Scenario
+	sc.Seed = seed
+	var events []harness.Event
+	opts := harness.RunOptions{Modes: fx.Modes}
+	if len(kinds) > 0 {
+		opts.Subscribers = []harness.Subscriber{harness.SubscriberFunc(func(e harness.Event) {
+			if slices.Contains(kinds, e.Kind) {
+				events = append(events, e)
+			}
+		})}
+	}
+	res, err := harness.Run(ctx, sc, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s seed %d: %w", fx.Name, seed, err)
+	}
+	so := &SeedOutcome{Seed: seed, Result: res}
+	for _, e := range fx.Expect {
+		if ok, got := e.Check(res, events); !ok {
+			so.Failures = append(so.Failures, Failure{Seed: seed, Expectation: e, Got: got})
+		}
+	}
+	return so, nil
+}

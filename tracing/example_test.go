@@ -1,0 +1,110 @@
+package tracing_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/tracing"
+)
+
+// Tracing a production coordinator, client and gate: set the hooks in their
+// options. Here the spans go to an in-memory recorder; in a service, pass
+// the TracerProvider your exporter feeds (or none, for the global one).
+func ExampleHooks() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	hooks := tracing.NewHooks(tracing.WithTracerProvider(tp))
+
+	clock := leasefence.NewManualClock("coordinator")
+	coord, _ := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: time.Second, Trace: hooks.Coordinator})
+	a, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-a", Trace: hooks.Client})
+	b, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-b", Trace: hooks.Client})
+	gate := leasefence.NewFenceGate("deploy-slot", leasefence.WithGateTrace(hooks.Gate))
+	write := func(context.Context) error { return nil }
+	acquire := func(c *leasefence.Client) *leasefence.Lease {
+		req, _ := c.BeginAcquire("deploy-slot")
+		out, _ := coord.Acquire(req)
+		lease, _ := c.CompleteAcquire(req, out.Grant)
+		return lease
+	}
+
+	leaseA := acquire(a)
+	clock.Advance(time.Second) // agent-a stalls past its TTL
+	leaseB := acquire(b)
+	_ = gate.Commit(context.Background(), leaseB.Token, write)
+	_ = gate.Commit(context.Background(), leaseA.Token, write) // refused: stale fence
+
+	for _, s := range spans.Ended() {
+		outcome := tracing.LeaseOutcome
+		if s.Name() == tracing.SpanFenceCommit {
+			outcome = tracing.FenceOutcome
+		}
+		var value string
+		for _, kv := range s.Attributes() {
+			if kv.Key == outcome {
+				value = kv.Value.AsString()
+			}
+		}
+		fmt.Printf("%-13s %-6s %-8s %s\n", s.Name(), s.SpanKind(), value, s.Status().Code)
+	}
+	// Output:
+	// lease acquire server granted  Unset
+	// lease acquire client granted  Unset
+	// lease acquire server granted  Unset
+	// lease acquire client granted  Unset
+	// fence commit  internal admitted Unset
+	// fence commit  internal refused  Error
+}
+
+// Recording a simulated run: one trace per lease generation, timestamps at
+// t0 plus the simulated instants. Setup's provider would export them.
+func ExampleNewSimRecorder() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
+	sc, _ := harness.Builtin("gap")
+	t0 := time.Now()
+	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(tp))
+	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []harness.Mode{harness.Fenced}, Subscribers: []harness.Subscriber{rec}})
+	rec.Close()
+
+	for _, s := range spans.Ended() {
+		var holder string
+		for _, kv := range s.Attributes() {
+			if kv.Key == tracing.LeaseHolder {
+				holder = kv.Value.AsString()
+			}
+		}
+		fmt.Printf("%-13s %s at %v, %d links, %s\n", s.Name(), holder, s.StartTime().Sub(t0), len(s.Links()), s.Status().Code)
+	}
+	// Output:
+	// lease acquire agent-1 at 0s, 0 links, Unset
+	// lease acquire agent-2 at 1s, 0 links, Unset
+	// fence commit  agent-2 at 1.01s, 0 links, Unset
+	// fence commit  agent-1 at 1.4s, 1 links, Error
+	// lease         agent-1 at 0s, 0 links, Unset
+	// lease         agent-2 at 1s, 0 links, Unset
+}
+
+// The values of the --trace flag.
+func ExampleParseExporter() {
+	for _, flag := range []string{"otlp", "otlp-grpc=http://collector:4317", "file=run.jsonl", "none", "jaeger"} {
+		cfg, err := tracing.ParseExporter(flag)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Printf("%s: exporter %s endpoint %q path %q\n", flag, cfg.Exporter, cfg.Endpoint, cfg.Path)
+	}
+	// Output:
+	// otlp: exporter otlp endpoint "" path ""
+	// otlp-grpc=http://collector:4317: exporter otlp-grpc endpoint "http://collector:4317" path ""
+	// file=run.jsonl: exporter file endpoint "" path "run.jsonl"
+	// none: exporter none endpoint "" path ""
+	// tracing: bad exporter "jaeger": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none
+}

@@ -1,0 +1,219 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// jaegerQuery is where the end-to-end test looks for Jaeger's query API.
+func jaegerQuery() string {
+	if q := os.Getenv("LEASEFENCE_JAEGER_QUERY"); q != "" {
+		return strings.TrimSuffix(q, "/")
+	}
+	return "http://127.0.0.1:16686"
+}
+
+// jaegerOTLP is where the test sends spans: the OTLP/HTTP receiver of the
+// Jaeger that scripts/jaeger.sh starts.
+func jaegerOTLP() string {
+	if e := os.Getenv("LEASEFENCE_JAEGER_OTLP"); e != "" {
+		return e
+	}
+	return "http://127.0.0.1:4318"
+}
+
+// The Jaeger v2 query API's answer (api/v3): OTLP-JSON spans of every
+// trace found, in one result.
+type jaegerTraces struct {
+	Result struct {
+		ResourceSpans []struct {
+			Resource struct {
+				Attributes []jaegerKV `json:"attributes"`
+			} `json:"resource"`
+			ScopeSpans []struct {
+				Spans []jaegerSpan `json:"spans"`
+			} `json:"scopeSpans"`
+		} `json:"resourceSpans"`
+	} `json:"result"`
+}
+
+type jaegerSpan struct {
+	TraceID      string     `json:"traceId"`
+	SpanID       string     `json:"spanId"`
+	ParentSpanID string     `json:"parentSpanId"`
+	Name         string     `json:"name"`
+	StartTime    string     `json:"startTimeUnixNano"`
+	Attributes   []jaegerKV `json:"attributes"`
+	Links        []struct {
+		TraceID string `json:"traceId"`
+		SpanID  string `json:"spanId"`
+	} `json:"links"`
+	Status struct {
+		Code json.RawMessage `json:"code"` // a number, or the enum's name
+	} `json:"status"`
+}
+
+type jaegerKV struct {
+	Key   string `json:"key"`
+	Value struct {
+		StringValue string `json:"stringValue"`
+		IntValue    string `json:"intValue"`
+	} `json:"value"`
+}
+
+func (s jaegerSpan) attr(k string) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == k {
+			return kv.Value.StringValue + kv.Value.IntValue
+		}
+	}
+	return ""
+}
+
+func (s jaegerSpan) isError() bool {
+	c := strings.Trim(string(s.Status.Code), `"`)
+	return c == "2" || c == "STATUS_CODE_ERROR"
+}
+
+// TestJaegerEndToEnd sends the gap scenario's traces to a real Jaeger over
+// OTLP/HTTP and reads them back from its query API. It needs a Jaeger:
+// scripts/jaeger.sh start.
+func TestJaegerEndToEnd(t *testing.T) {
+	query := jaegerQuery()
+	probe := &http.Client{Timeout: 2 * time.Second}
+	resp, err := probe.Get(query + "/api/v3/services")
+	if err != nil {
+		t.Skipf("no Jaeger at %s: start one with scripts/jaeger.sh start (%v)", query, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Skipf("no Jaeger at %s: start one with scripts/jaeger.sh start (GET /api/v3/services: %s)", query, resp.Status)
+	}
+	clearOTelEnv(t)
+
+	service := fmt.Sprintf("leasefence-e2e-%d", time.Now().UnixNano())
+	sc := builtin(t, "gap")
+	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLPHTTP, Endpoint: jaegerOTLP(), ServiceName: service,
+		Attributes: ScenarioAttributes(sc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	rec := NewSimRecorder(sc, t0, WithTracerProvider(p.TracerProvider()))
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.Dropped() != 0 {
+		t.Fatalf("%d spans dropped on the way to Jaeger: %v", p.Dropped(), p.ExportErr())
+	}
+
+	// Two generations in each of two modes; Jaeger needs a moment to make
+	// what it ingested queryable.
+	const wantTraces, wantSpans = 4, 12
+	params := url.Values{
+		"query.service_name":   {service},
+		"query.num_traces":     {"50"},
+		"query.start_time_min": {t0.Add(-time.Minute).Format(time.RFC3339Nano)},
+		"query.start_time_max": {t0.Add(time.Minute).Format(time.RFC3339Nano)},
+	}
+	tracesURL := query + "/api/v3/traces?" + params.Encode()
+	var spans []jaegerSpan
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		spans, err = fetchJaegerSpans(probe, tracesURL)
+		if err == nil && len(spans) == wantSpans {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s Jaeger has %d of %d spans (%v) at %s", len(spans), wantSpans, err, tracesURL)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+
+	traces := map[string]bool{}
+	leases := map[string]jaegerSpan{} // by span id
+	for _, s := range spans {
+		traces[strings.ToLower(s.TraceID)] = true
+		if s.Name == SpanLease {
+			leases[strings.ToLower(s.SpanID)] = s
+		}
+	}
+	if len(traces) != wantTraces {
+		t.Errorf("Jaeger has %d traces, want %d", len(traces), wantTraces)
+	}
+	var refused []jaegerSpan
+	for _, s := range spans {
+		if s.Name == SpanFenceCommit && s.attr(string(FenceOutcome)) == OutcomeRefused {
+			refused = append(refused, s)
+		}
+	}
+	if len(refused) != 1 {
+		t.Fatalf("%d refused fence commits in Jaeger, want 1", len(refused))
+	}
+	r := refused[0]
+	if !r.isError() || r.attr(string(ErrorType)) != ErrorStaleFence {
+		t.Errorf("refused commit: status %s, error.type %q; want Error and %q", r.Status.Code, r.attr(string(ErrorType)), ErrorStaleFence)
+	}
+	if len(r.Links) != 1 {
+		t.Fatalf("refused commit has %d links, want 1", len(r.Links))
+	}
+	newer, ok := leases[strings.ToLower(r.Links[0].SpanID)]
+	if !ok || !strings.EqualFold(newer.TraceID, r.Links[0].TraceID) {
+		t.Fatalf("refused commit links to %s/%s, not to a lease span", r.Links[0].TraceID, r.Links[0].SpanID)
+	}
+	if newer.attr(string(LeaseHolder)) != "agent-2" || newer.attr(string(LeaseFence)) != "2" || newer.attr(string(SimMode)) != "fenced" {
+		t.Errorf("the link leads to %s's lease with fence %s (%s), want agent-2's fence 2 (fenced)",
+			newer.attr(string(LeaseHolder)), newer.attr(string(LeaseFence)), newer.attr(string(SimMode)))
+	}
+	if want := fmt.Sprint(t0.Add(1400 * time.Millisecond).UnixNano()); r.StartTime != want {
+		t.Errorf("refused commit starts at %s, want t0+1400ms = %s", r.StartTime, want)
+	}
+}
+
+// fetchJaegerSpans returns every span of the query's answer; Jaeger answers
+// 404 while nothing matches.
+func fetchJaegerSpans(c *http.Client, u string) ([]jaegerSpan, error) {
+	resp, err := c.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var out jaegerTraces
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", body, err)
+	}
+	var spans []jaegerSpan
+	for _, rs := range out.Result.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			spans = append(spans, ss.Spans...)
+		}
+	}
+	return spans, nil
+}

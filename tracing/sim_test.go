@@ -1,0 +1,497 @@
+package tracing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/leasefence/lab/harness"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// t0 is a fixed wall time so that ids and timestamps are reproducible.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// recordRun runs sc with a SimRecorder on an in-memory provider and returns
+// the spans, in the order they ended.
+func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+	t.Helper()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
+	rec := NewSimRecorder(sc, start, WithTracerProvider(tp))
+	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	if started, ended := len(sr.Started()), len(sr.Ended()); started != ended {
+		t.Fatalf("%d spans started, %d ended: Close must end every span", started, ended)
+	}
+	return sr.Ended(), res
+}
+
+func builtin(t testing.TB, name string) harness.Scenario {
+	t.Helper()
+	sc, ok := harness.Builtin(name)
+	if !ok {
+		t.Fatalf("no built-in scenario %q", name)
+	}
+	return sc
+}
+
+func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
+	for _, kv := range s.Attributes() {
+		if kv.Key == k {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+// normSpan is a span with its ids replaced by labels (T1, S3) and its
+// times by milliseconds since t0: what the golden file holds.
+type normSpan struct {
+	Trace      string         `json:"trace"`
+	Span       string         `json:"span"`
+	Parent     string         `json:"parent,omitempty"`
+	Name       string         `json:"name"`
+	Kind       string         `json:"kind"`
+	StartMS    float64        `json:"start_ms"`
+	EndMS      float64        `json:"end_ms"`
+	Attributes map[string]any `json:"attributes"`
+	Events     []normEvent    `json:"events,omitempty"`
+	Links      []normLink     `json:"links,omitempty"`
+	Status     string         `json:"status"`
+}
+
+type normEvent struct {
+	Name       string         `json:"name"`
+	AtMS       float64        `json:"at_ms"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+}
+
+type normLink struct {
+	Trace      string         `json:"trace"`
+	Span       string         `json:"span"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+}
+
+func msSince(start, t time.Time) float64 { return float64(t.Sub(start)) / float64(time.Millisecond) }
+
+func attrMap(kvs []attribute.KeyValue) map[string]any {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(kvs))
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	return m
+}
+
+func normalize(spans []sdktrace.ReadOnlySpan, start time.Time) []normSpan {
+	traces, ids := map[trace.TraceID]string{}, map[trace.SpanID]string{}
+	for _, s := range spans {
+		sc := s.SpanContext()
+		if _, ok := traces[sc.TraceID()]; !ok {
+			traces[sc.TraceID()] = fmt.Sprintf("T%d", len(traces)+1)
+		}
+		ids[sc.SpanID()] = fmt.Sprintf("S%d", len(ids)+1)
+	}
+	out := make([]normSpan, 0, len(spans))
+	for _, s := range spans {
+		n := normSpan{
+			Trace: traces[s.SpanContext().TraceID()], Span: ids[s.SpanContext().SpanID()],
+			Name: s.Name(), Kind: s.SpanKind().String(),
+			StartMS: msSince(start, s.StartTime()), EndMS: msSince(start, s.EndTime()),
+			Attributes: attrMap(s.Attributes()),
+			Status:     s.Status().Code.String(),
+		}
+		if s.Status().Description != "" {
+			n.Status += ": " + s.Status().Description
+		}
+		if s.Parent().IsValid() {
+			n.Parent = ids[s.Parent().SpanID()]
+		}
+		for _, e := range s.Events() {
+			n.Events = append(n.Events, normEvent{Name: e.Name, AtMS: msSince(start, e.Time), Attributes: attrMap(e.Attributes)})
+		}
+		for _, l := range s.Links() {
+			n.Links = append(n.Links, normLink{Trace: traces[l.SpanContext.TraceID()], Span: ids[l.SpanContext.SpanID()],
+				Attributes: attrMap(l.Attributes)})
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func TestGapGolden(t *testing.T) {
+	spans, _ := recordRun(t, builtin(t, "gap"), t0)
+	got, err := json.MarshalIndent(normalize(spans, t0), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", "gap.json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("spans of the gap scenario differ from %s (go test -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+// TestGapTraceShape states the golden file's main facts as assertions: the
+// design note's timeline, one trace per generation, and the refused write
+// linked to the newer holder.
+func TestGapTraceShape(t *testing.T) {
+	spans, _ := recordRun(t, builtin(t, "gap"), t0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+	byMode := map[string]map[int64]sdktrace.ReadOnlySpan{} // mode -> fence -> "lease" root
+	traces := map[trace.TraceID]bool{}
+	for _, s := range spans {
+		traces[s.SpanContext().TraceID()] = true
+		if s.Name() == SpanLease {
+			mode := attr(s, SimMode).AsString()
+			if byMode[mode] == nil {
+				byMode[mode] = map[int64]sdktrace.ReadOnlySpan{}
+			}
+			byMode[mode][attr(s, LeaseFence).AsInt64()] = s
+		}
+	}
+	if len(traces) != 4 {
+		t.Fatalf("%d traces, want 4: two generations in each of two modes", len(traces))
+	}
+	for _, mode := range []harness.Mode{harness.Naive, harness.Fenced} {
+		leases := byMode[string(mode)]
+		a, b := leases[1], leases[2]
+		if a == nil || b == nil {
+			t.Fatalf("%s: want lease roots for fences 1 and 2, got %d", mode, len(leases))
+		}
+		if h := attr(a, LeaseHolder).AsString(); h != "agent-1" {
+			t.Errorf("%s: fence 1 held by %q, want agent-1", mode, h)
+		}
+		if !a.StartTime().Equal(at(0)) || !a.EndTime().Equal(at(1400)) {
+			t.Errorf("%s: agent-1's lease spans %v..%v, want 0ms..1400ms (acquire to its last write)", mode,
+				a.StartTime().Sub(t0), a.EndTime().Sub(t0))
+		}
+		if !b.StartTime().Equal(at(1000)) || !b.EndTime().Equal(at(2000)) {
+			t.Errorf("%s: agent-2's lease spans %v..%v, want 1000ms..2000ms (acquire to expiry)", mode,
+				b.StartTime().Sub(t0), b.EndTime().Sub(t0))
+		}
+		events := map[string]time.Time{}
+		for _, e := range a.Events() {
+			events[e.Name] = e.Time
+		}
+		for name, want := range map[string]time.Time{
+			EventCheckPassed: at(950), EventStallBegan: at(950), EventExpired: at(1000), EventStallEnded: at(1400),
+		} {
+			if got, ok := events[name]; !ok || !got.Equal(want) {
+				t.Errorf("%s: agent-1's lease event %q at %v, want %v", mode, name, got.Sub(t0), want.Sub(t0))
+			}
+		}
+
+		// agent-1's write at 1400ms: refused (fenced) or landed stale (naive),
+		// linked to agent-2's lease either way.
+		var commit sdktrace.ReadOnlySpan
+		for _, s := range spans {
+			if s.Name() == SpanFenceCommit && s.Parent().SpanID() == a.SpanContext().SpanID() {
+				commit = s
+			}
+		}
+		if commit == nil {
+			t.Fatalf("%s: no fence commit under agent-1's lease", mode)
+		}
+		if commit.SpanContext().TraceID() != a.SpanContext().TraceID() || !commit.StartTime().Equal(at(1400)) {
+			t.Errorf("%s: agent-1's commit at %v in trace %v, want 1400ms in its lease's trace", mode,
+				commit.StartTime().Sub(t0), commit.SpanContext().TraceID())
+		}
+		if len(commit.Links()) != 1 || commit.Links()[0].SpanContext.SpanID() != b.SpanContext().SpanID() ||
+			commit.Links()[0].SpanContext.TraceID() != b.SpanContext().TraceID() {
+			t.Errorf("%s: agent-1's commit links %v, want one link to agent-2's lease span %v", mode, commit.Links(), b.SpanContext())
+		}
+		if got := attr(commit, FenceFloor).AsInt64(); got != 2 {
+			t.Errorf("%s: fence.floor = %d, want 2", mode, got)
+		}
+		if got := attr(commit, FenceFloorHolder).AsString(); got != "agent-2" {
+			t.Errorf("%s: fence.floor_holder = %q, want agent-2", mode, got)
+		}
+		switch mode {
+		case harness.Fenced:
+			if commit.Status().Code != codes.Error || attr(commit, ErrorType).AsString() != ErrorStaleFence {
+				t.Errorf("fenced: refused commit has status %v and error.type %q, want Error and %q",
+					commit.Status(), attr(commit, ErrorType).AsString(), ErrorStaleFence)
+			}
+			if attr(commit, FenceOutcome).AsString() != OutcomeRefused {
+				t.Errorf("fenced: fence.outcome = %q, want %q", attr(commit, FenceOutcome).AsString(), OutcomeRefused)
+			}
+			if len(commit.Events()) != 1 || commit.Events()[0].Name != "exception" {
+				t.Errorf("fenced: refused commit events %v, want the recorded error", commit.Events())
+			}
+		case harness.Naive:
+			// The naive write lands silently: that is the point.
+			if commit.Status().Code != codes.Unset || attr(commit, FenceOutcome).AsString() != OutcomeStale {
+				t.Errorf("naive: stale write has status %v and fence.outcome %q, want Unset and %q",
+					commit.Status(), attr(commit, FenceOutcome).AsString(), OutcomeStale)
+			}
+		}
+	}
+}
+
+// TestEveryBuiltinTraceIsWellFormed checks every built-in scenario: each
+// child's parent is in its trace, each link points at a "lease" span, and
+// the span counts match what the harness reports.
+func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
+	for _, name := range harness.BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			sc := builtin(t, name)
+			if name == "crowd" {
+				sc.Duration = 20 * time.Second // the shape, not the volume
+			}
+			spans, res := recordRun(t, sc, t0)
+			byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+			for _, s := range spans {
+				if _, dup := byID[s.SpanContext().SpanID()]; dup {
+					t.Fatalf("span id %v used twice", s.SpanContext().SpanID())
+				}
+				byID[s.SpanContext().SpanID()] = s
+			}
+			type counts struct{ leases, denied, commits, refused int }
+			got := map[string]*counts{}
+			for _, s := range spans {
+				if s.EndTime().Before(s.StartTime()) {
+					t.Errorf("%s %v ends before it starts", s.Name(), s.SpanContext().SpanID())
+				}
+				root := s
+				if s.Parent().IsValid() {
+					p, ok := byID[s.Parent().SpanID()]
+					if !ok || p.SpanContext().TraceID() != s.SpanContext().TraceID() || p.Name() != SpanLease {
+						t.Fatalf("%s %v: parent %v is not a lease span of its trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
+					}
+					if s.StartTime().Before(p.StartTime()) || s.EndTime().After(p.EndTime()) {
+						t.Errorf("%s [%v, %v] lies outside its lease [%v, %v]", s.Name(), s.StartTime().Sub(t0), s.EndTime().Sub(t0),
+							p.StartTime().Sub(t0), p.EndTime().Sub(t0))
+					}
+					root = p
+				}
+				for _, l := range s.Links() {
+					if target, ok := byID[l.SpanContext.SpanID()]; !ok || target.Name() != SpanLease {
+						t.Errorf("%s links to %v, which is not a lease span", s.Name(), l.SpanContext.SpanID())
+					}
+				}
+				mode := attr(root, SimMode).AsString()
+				if got[mode] == nil {
+					got[mode] = &counts{}
+				}
+				c := got[mode]
+				switch {
+				case s.Name() == SpanLease:
+					c.leases++
+				case s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() == OutcomeDenied:
+					c.denied++
+				case s.Name() == SpanFenceCommit:
+					c.commits++
+					if attr(s, FenceOutcome).AsString() == OutcomeRefused {
+						c.refused++
+					}
+				}
+			}
+			for mode, rep := range res.Modes {
+				c := got[string(mode)]
+				if c == nil {
+					t.Fatalf("%s: no spans", mode)
+				}
+				if c.leases < rep.Acquisitions || c.leases > rep.FencesMinted {
+					t.Errorf("%s: %d lease traces, want between %d acquisitions and %d fences minted", mode, c.leases, rep.Acquisitions, rep.FencesMinted)
+				}
+				if c.denied != rep.Denials {
+					t.Errorf("%s: %d denied acquires, the report says %d", mode, c.denied, rep.Denials)
+				}
+				if c.commits != rep.CommitsAdmitted+rep.CommitsRefused || c.refused != rep.CommitsRefused {
+					t.Errorf("%s: %d commits (%d refused), the report says %d admitted and %d refused", mode,
+						c.commits, c.refused, rep.CommitsAdmitted, rep.CommitsRefused)
+				}
+			}
+		})
+	}
+}
+
+// A coordinator restarted without persistence reissues fences: the
+// generations are told apart by incarnation, and the new holder's refused
+// writes link to the old incarnation's lease.
+func TestRestartSeparatesGenerations(t *testing.T) {
+	spans, res := recordRun(t, builtin(t, "restart-lost"), t0)
+	if res.Modes[harness.Fenced].FenceReuses == 0 {
+		t.Fatal("restart-lost reused no fence: the scenario no longer shows what this test needs")
+	}
+	epochOf := map[trace.SpanID]int64{}
+	type gen struct {
+		mode     string
+		epoch    int64
+		resource string
+		fence    int64
+	}
+	seen := map[gen]int{}
+	for _, s := range spans {
+		if s.Name() == SpanLease {
+			epochOf[s.SpanContext().SpanID()] = attr(s, SimEpoch).AsInt64()
+			seen[gen{attr(s, SimMode).AsString(), attr(s, SimEpoch).AsInt64(), attr(s, LeaseResource).AsString(), attr(s, LeaseFence).AsInt64()}]++
+		}
+	}
+	for g, n := range seen {
+		if n > 1 {
+			t.Errorf("%+v has %d lease traces, want 1", g, n)
+		}
+	}
+	crossEpoch := 0
+	for _, s := range spans {
+		if s.Name() == SpanFenceCommit && s.Status().Code == codes.Error && len(s.Links()) == 1 {
+			if epochOf[s.Links()[0].SpanContext.SpanID()] < epochOf[s.Parent().SpanID()] {
+				crossEpoch++
+			}
+		}
+	}
+	if crossEpoch == 0 {
+		t.Error("no refused commit links to a lease of an earlier coordinator incarnation")
+	}
+}
+
+func TestSameSeedSameIDs(t *testing.T) {
+	sc := builtin(t, "overlap")
+	first, _ := recordRun(t, sc, t0)
+	second, _ := recordRun(t, sc, t0)
+	if len(first) != len(second) {
+		t.Fatalf("%d spans, then %d", len(first), len(second))
+	}
+	for i := range first {
+		a, b := first[i], second[i]
+		if a.SpanContext().TraceID() != b.SpanContext().TraceID() || a.SpanContext().SpanID() != b.SpanContext().SpanID() ||
+			a.Parent().SpanID() != b.Parent().SpanID() || a.Name() != b.Name() || !a.StartTime().Equal(b.StartTime()) ||
+			!a.EndTime().Equal(b.EndTime()) || !slices.Equal(a.Attributes(), b.Attributes()) {
+			t.Fatalf("span %d differs between two runs with the same seed and t0:\n%v %v %s\n%v %v %s", i,
+				a.SpanContext().TraceID(), a.SpanContext().SpanID(), a.Name(), b.SpanContext().TraceID(), b.SpanContext().SpanID(), b.Name())
+		}
+	}
+
+	// Another t0 is another run: a collector must not merge the two.
+	later, _ := recordRun(t, sc, t0.Add(time.Minute))
+	ids := map[trace.TraceID]bool{}
+	for _, s := range first {
+		ids[s.SpanContext().TraceID()] = true
+	}
+	for _, s := range later {
+		if ids[s.SpanContext().TraceID()] {
+			t.Fatalf("trace id %v reused by a run at another t0", s.SpanContext().TraceID())
+		}
+	}
+}
+
+func TestTracingDoesNotChangeTheRun(t *testing.T) {
+	for _, name := range []string{"gap", "overlap", "lost-replies", "restart-lost", "push"} {
+		sc := builtin(t, name)
+		plain, err := harness.Run(context.Background(), sc, harness.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, traced := recordRun(t, sc, t0)
+		if plain.Digest != traced.Digest {
+			t.Errorf("%s: digest %s without tracing, %s with", name, plain.Digest, traced.Digest)
+		}
+	}
+}
+
+// Without NewIDGenerator the provider's own ids are used, and the traces
+// keep their shape.
+func TestForeignIDGenerator(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	sc := builtin(t, "gap")
+	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	want, _ := recordRun(t, sc, t0)
+	got := sr.Ended()
+	if len(got) != len(want) {
+		t.Fatalf("%d spans, want %d", len(got), len(want))
+	}
+	ng, nw := normalize(got, t0), normalize(want, t0)
+	a, _ := json.Marshal(ng)
+	b, _ := json.Marshal(nw)
+	if !bytes.Equal(a, b) {
+		t.Errorf("with random ids the spans have another shape:\n%s\nwant\n%s", a, b)
+	}
+}
+
+func TestCloseIsIdempotentAndLate(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	sc := builtin(t, "gap")
+	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec.Event(harness.Event{Seq: 1, Mode: harness.Fenced, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1,
+		Request: "acquire", RequestID: "r1"})
+	rec.Close()
+	rec.Close()
+	rec.Event(harness.Event{Seq: 2, Mode: harness.Fenced, Kind: harness.Acquired, Agent: 0, Resource: 0, Other: -1,
+		Fence: 1, RequestID: "r1"})
+	ended := sr.Ended()
+	if len(ended) != 1 || ended[0].Name() != SpanLeaseAcquire || attr(ended[0], LeaseOutcome).AsString() != OutcomeUnanswered {
+		t.Fatalf("after Close: %d spans, want the one unanswered acquire", len(ended))
+	}
+	if len(sr.Started()) != 1 {
+		t.Errorf("an event after Close started a span")
+	}
+}
+
+// The design note's renewal anchoring, as the traces tell it: the renewal
+// reply lands at 1000ms; naive agent-1 then believes for another TTL (to
+// 2000ms), the client only until 1100ms, before the coordinator's expiry at
+// 1140ms.
+func TestRenewalBeliefs(t *testing.T) {
+	spans, _ := recordRun(t, builtin(t, "renewal"), t0)
+	modeOf := map[trace.SpanID]string{}
+	for _, s := range spans {
+		if s.Name() == SpanLease {
+			modeOf[s.SpanContext().SpanID()] = attr(s, SimMode).AsString()
+		}
+	}
+	want := map[string]int64{"naive": 1000, "fenced": 100}
+	for _, s := range spans {
+		if s.Name() != SpanLeaseRenew {
+			continue
+		}
+		mode := modeOf[s.Parent().SpanID()]
+		if got := attr(s, LeaseBelievedFor).AsInt64(); got != want[mode] {
+			t.Errorf("%s: after the renewal agent-1 believes for %dms, want %dms", mode, got, want[mode])
+		}
+		if s.StartTime().Sub(t0) != 100*time.Millisecond || s.EndTime().Sub(t0) != time.Second {
+			t.Errorf("%s: renewal spans %v..%v, want 100ms..1s", mode, s.StartTime().Sub(t0), s.EndTime().Sub(t0))
+		}
+		delete(want, mode)
+	}
+	if len(want) != 0 {
+		t.Errorf("no renewal span in %v", want)
+	}
+}

@@ -1,0 +1,136 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// runInfo is what does not change during a run.
+type runInfo struct {
+	name      string
+	seed      uint64
+	agents    int
+	resources int
+	ttl       time.Duration
+	modes     []harness.Mode
+}
+
+// headerPane is three lines: the scenario; the clock, the pace and the
+// fault knobs; and the focused mode's running totals (refusals and stale
+// writes are in the strip below, for both modes).
+type headerPane struct {
+	st    *styles
+	info  runInfo
+	width int
+	lines [3]string
+	view  string
+}
+
+// SetSize sets the width; the header is always three lines.
+func (p *headerPane) SetSize(width, _ int) {
+	p.width = width
+	p.draw()
+}
+
+// set rebuilds the lines from the focused snapshot and the Live's pace.
+func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, done bool, speed float64) {
+	st, info := p.st, p.info
+	p.lines[0] = st.Title.Render("leasefence lab") + "  " + st.Value.Render(info.name) +
+		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %v", info.seed,
+			plural(info.agents, "agent", "agents"), plural(info.resources, "resource", "resources"), info.ttl))
+
+	var run string
+	switch {
+	case done:
+		run = st.Done.Render("DONE")
+	case paused:
+		run = st.Paused.Render("PAUSED")
+	default:
+		run = st.Running.Render("RUNNING")
+	}
+	push := "off"
+	if snap.Push {
+		push = "on"
+	}
+	var views []string
+	for _, m := range info.modes {
+		if m == focus {
+			views = append(views, st.ViewOn.Render("["+string(m)+"]"))
+		} else {
+			views = append(views, st.ViewOff.Render(string(m)))
+		}
+	}
+	p.lines[1] = run + "  " + st.Value.Render("t "+fmtTime(snap.Now)) + st.Muted.Render(" / "+snap.Duration.String()) +
+		st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(speed)) +
+		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
+
+	t := snap.Totals
+	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %d admitted  %d lost  %d events",
+		t.Acquisitions, t.Renewals, t.Expiries, t.CommitsAdmitted, t.MessagesLost, snap.Events))
+	p.draw()
+}
+
+// View returns the three lines as last drawn.
+func (p *headerPane) View() string { return p.view }
+
+// draw cuts the lines to the width.
+func (p *headerPane) draw() {
+	p.view = cut(p.lines[0], p.width) + "\n" + cut(p.lines[1], p.width) + "\n" + cut(p.lines[2], p.width)
+}
+
+// stripPane is the one-line comparison: on the same faults, how many stale
+// writes landed silently in naive mode, and how many the gates refused in
+// fenced mode.
+type stripPane struct {
+	st    *styles
+	width int
+	line  string
+	view  string
+}
+
+// SetSize sets the width; the strip is one line.
+func (p *stripPane) SetSize(width, _ int) {
+	p.width = width
+	p.view = cut(p.line, p.width)
+}
+
+func (p *stripPane) set(modes []harness.Mode, snaps []harness.Snapshot) {
+	st := p.st
+	var naive, fenced string
+	for i, m := range modes {
+		t := snaps[i].Totals
+		switch m {
+		case harness.Naive:
+			s := st.Good
+			if t.StaleWritesLanded > 0 {
+				s = st.Stale
+			}
+			naive = st.Value.Render("naive: ") + s.Render(plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
+		case harness.Fenced:
+			s := st.Muted
+			if t.CommitsRefused > 0 {
+				s = st.Refused
+			}
+			landed := st.Good.Render(fmt.Sprintf("%d landed", t.StaleWritesLanded))
+			if t.StaleWritesLanded > 0 {
+				landed = st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.StaleWritesLanded))
+			}
+			fenced = st.Value.Render("fenced: ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
+		}
+	}
+	switch {
+	case naive != "" && fenced != "":
+		p.line = naive + st.Muted.Render("  vs  ") + fenced + st.Muted.Render("  (same faults)")
+	case naive != "":
+		p.line = naive + st.Muted.Render("  (run both modes to compare)")
+	default:
+		p.line = fenced + st.Muted.Render(" stale writes  (run both modes to compare)")
+	}
+	p.view = cut(p.line, p.width)
+}
+
+// View returns the line as last drawn.
+func (p *stripPane) View() string { return p.view }

@@ -1,0 +1,188 @@
+package tui
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/charmbracelet/bubbles/table"
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// holderRow is one line of the holders table: the coordinator's holder of
+// a resource, or an agent that still believes in an expired lease on it.
+type holderRow struct {
+	res    int
+	name   string // the resource
+	agent  string // "" when the resource is free
+	fence  leasefence.Fence
+	coord  time.Duration // time left at the coordinator
+	belief time.Duration // time left in the agent's own belief
+	state  harness.AgentState
+	zombie bool // listed because it believes past the coordinator's expiry
+}
+
+// holdersPane is the holders table: one row per resource with the
+// coordinator's holder, and under it every agent that believes it holds an
+// expired lease on that resource. Two rows on one resource is the overlap.
+// It owns the selection; only the visible rows are given to the table, so
+// a thousand agents cost what a screenful does.
+type holdersPane struct {
+	st            *styles
+	tbl           table.Model
+	width, height int
+	mode          harness.Mode
+	rows          []holderRow
+	cursor        int
+	zombies       int
+	view          string
+}
+
+var holderColumns = []table.Column{
+	{Title: "resource", Width: 9}, {Title: "holder", Width: 10}, {Title: "fence", Width: 6},
+	{Title: "coord left", Width: 10}, {Title: "belief left", Width: 11}, {Title: "state", Width: 18},
+}
+
+func newHoldersPane(st *styles) holdersPane {
+	return holdersPane{st: st, tbl: table.New(table.WithColumns(holderColumns), table.WithStyles(st.Table), table.WithFocused(true))}
+}
+
+// SetSize gives the pane its box; the first line is the title.
+func (p *holdersPane) SetSize(width, height int) {
+	p.width, p.height = width, height
+	p.tbl.SetWidth(width)
+	p.tbl.SetHeight(max(height-1, 2))
+	p.render()
+}
+
+// visible is how many rows fit under the title and the column headers.
+func (p *holdersPane) visible() int { return max(p.height-2, 1) }
+
+// setSnapshot rebuilds the rows from snap and puts the cursor back on sel.
+// It returns the selection as it now stands.
+func (p *holdersPane) setSnapshot(snap *harness.Snapshot, sel selection) selection {
+	p.mode = snap.Mode
+	zombies := make(map[string][]harness.AgentView)
+	p.zombies = 0
+	for _, a := range snap.Agents {
+		if a.State == harness.AgentZombie && a.Resource != "" {
+			zombies[a.Resource] = append(zombies[a.Resource], a)
+			p.zombies++
+		}
+	}
+	rows := make([]holderRow, 0, len(snap.Holders)+p.zombies)
+	for i, h := range snap.Holders {
+		r := holderRow{res: i, name: h.Resource, agent: h.Holder}
+		if h.Holder != "" {
+			r.fence, r.coord, r.belief, r.state = h.Fence, h.CoordinatorLeft, h.BeliefLeft, h.State
+		}
+		rows = append(rows, r)
+		for _, z := range zombies[h.Resource] {
+			rows = append(rows, holderRow{res: i, name: h.Resource, agent: z.Name, fence: z.Fence,
+				belief: z.BeliefLeft, state: z.State, zombie: true})
+		}
+	}
+	p.rows = rows
+	p.cursor = p.find(sel)
+	p.render()
+	return p.selection()
+}
+
+// find is the row of sel: its agent on its resource, else the resource's
+// first row.
+func (p *holdersPane) find(sel selection) int {
+	first := -1
+	for i, r := range p.rows {
+		if r.res != sel.res {
+			continue
+		}
+		if r.agent == sel.agent {
+			return i
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return max(first, 0)
+}
+
+// selection is the selected row as a selection.
+func (p *holdersPane) selection() selection {
+	if p.cursor >= len(p.rows) {
+		return selection{}
+	}
+	r := p.rows[p.cursor]
+	return selection{res: r.res, agent: r.agent}
+}
+
+// selected is the selected row, if any.
+func (p *holdersPane) selected() (holderRow, bool) {
+	if p.cursor >= len(p.rows) {
+		return holderRow{}, false
+	}
+	return p.rows[p.cursor], true
+}
+
+// moveTo puts the cursor on row i (clamped) and returns the selection.
+func (p *holdersPane) moveTo(i int) selection {
+	p.cursor = min(max(i, 0), max(len(p.rows)-1, 0))
+	p.render()
+	return p.selection()
+}
+
+// render hands the table the rows that fit, with a text marker on the
+// selected one (the table's highlight is lost without colour).
+func (p *holdersPane) render() {
+	n := p.visible()
+	off := window(len(p.rows), n, p.cursor)
+	end := min(off+n, len(p.rows))
+	rows := make([]table.Row, 0, end-off)
+	for i := off; i < end; i++ {
+		r := p.rows[i]
+		mark := "  "
+		if i == p.cursor {
+			mark = "> "
+		}
+		if r.agent == "" {
+			rows = append(rows, table.Row{mark + r.name, "-", "-", "-", "-", "free"})
+			continue
+		}
+		coord, belief := fmtLeft(r.coord), fmtLeft(r.belief)
+		if r.zombie || r.coord <= 0 {
+			coord = "expired"
+		}
+		if !r.zombie && r.belief <= 0 {
+			// The holder has stopped believing (it gave the lease up, or its
+			// grant is still on the way): nothing is left of its belief. A
+			// believes-expired agent keeps its signed figure: how long ago
+			// its own deadline passed while it still meant to write.
+			belief = "-"
+		}
+		rows = append(rows, table.Row{mark + r.name, r.agent, strconv.FormatUint(uint64(r.fence), 10),
+			coord, belief, stateWord(r.state)})
+	}
+	p.tbl.SetRows(rows)
+	if c := p.cursor - off; p.tbl.Cursor() != c { // each call renders every row: skip the second when it can
+		p.tbl.SetCursor(c)
+	}
+	p.view = p.draw()
+}
+
+func (p *holdersPane) title() string {
+	t := p.st.PaneTitle.Render("holders") + p.st.Muted.Render(" · "+string(p.mode))
+	if p.zombies > 0 {
+		t += p.st.Muted.Render(" · ") + p.st.Refused.Render(plural(p.zombies, "agent believes an expired lease", "agents believe expired leases"))
+	}
+	if len(p.rows) > p.visible() {
+		t += p.st.Muted.Render(" · " + strconv.Itoa(p.cursor+1) + "/" + strconv.Itoa(len(p.rows)))
+	}
+	return t
+}
+
+// draw draws the title and the table.
+func (p *holdersPane) draw() string {
+	return fit(titled(p.title(), p.tbl.View()), p.width, p.height)
+}
+
+// View returns the pane as last drawn.
+func (p *holdersPane) View() string { return p.view }

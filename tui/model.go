@@ -1,0 +1,408 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/leasefence/lab/harness"
+)
+
+// Smallest terminal the dashboard draws in.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// Model is the dashboard as a tea.Model. Update is fast and never touches
+// the Live: it queues the person's controls, and one tea.Cmd at a time
+// applies them and snapshots every mode. View only assembles panes that
+// were formatted when their data or size changed, and depends on nothing
+// but the model: virtual time, speed and pause, never the wall clock.
+type Model struct {
+	live   *harness.Live
+	tick   time.Duration
+	manual bool // no ticker: the tests send every frame themselves
+	info   runInfo
+	keys   keyMap
+	help   help.Model
+	st     *styles
+
+	width, height int
+	sized         bool
+
+	snaps  []harness.Snapshot // one per mode of info.modes, nil before the first
+	focus  int                // the mode in view, an index into info.modes
+	paused bool
+	done   bool
+	speed  float64
+	drop   float64 // the drop rate once the queued ops are applied
+
+	sel    selection
+	filter int // the log's resource, or -1 for all
+
+	status    string
+	statusErr bool
+
+	queue []op // controls not yet sent to the Live
+	busy  bool // a work command is in flight
+	dirty bool // a frame came while busy: snapshot again when it returns
+
+	gatesWidth int
+	helpView   string
+	mid        string // the gates and the log side by side
+	header     headerPane
+	strip      stripPane
+	holders    holdersPane
+	gates      gatesPane
+	log        logPane
+	timeline   timelinePane
+}
+
+var _ tea.Model = Model{}
+
+// New builds the dashboard for live, which must not be nil. It does not
+// start the Live's pacing (Run does, or the caller) and needs no terminal:
+// it draws nothing until the first tea.WindowSizeMsg. An out-of-range
+// Options.Tick is clamped into [MinTick, MaxTick]; Validate reports it.
+func New(live *harness.Live, opts Options) Model {
+	sc := live.Scenario()
+	st := defaultStyles()
+	m := Model{
+		live: live, tick: opts.tick(), keys: defaultKeys(), help: help.New(), st: st, filter: -1,
+		info:  runInfo{name: sc.Name, seed: sc.Seed, agents: sc.Agents, resources: sc.Resources, ttl: sc.TTL, modes: live.Modes()},
+		speed: live.Speed(), paused: live.Paused(), drop: sc.Network.DropRequests,
+		holders: newHoldersPane(st), gates: newGatesPane(st, sc.Agents, sc.Resources), log: logPane{st: st}, timeline: newTimelinePane(st),
+	}
+	m.help.Styles = st.Help
+	m.header = headerPane{st: st, info: m.info}
+	m.strip = stripPane{st: st}
+	for i, md := range m.info.modes {
+		if md == harness.Fenced {
+			m.focus = i // fenced first: it is the mode with something to show
+		}
+	}
+	return m
+}
+
+// Init asks for the first frame at once; the ticker takes over from there.
+func (m Model) Init() tea.Cmd {
+	return func() tea.Msg { return frameMsg{} }
+}
+
+// Update handles a message. It is fast: the Live is only touched by the
+// command it returns.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height, m.sized = msg.Width, msg.Height, true
+		m.layout()
+		m.refreshPanes()
+		return m, nil
+	case frameMsg:
+		var next tea.Cmd
+		if !m.manual {
+			next = tea.Every(m.tick, func(time.Time) tea.Msg { return frameMsg{} })
+		}
+		if msg.advance > 0 {
+			m.queue = append(m.queue, op{kind: opAdvance, d: msg.advance})
+		}
+		return m, tea.Batch(next, m.launch())
+	case workMsg:
+		m.busy = false
+		m.absorb(msg)
+		if len(m.queue) > 0 || m.dirty {
+			return m, m.launch()
+		}
+		return m, nil
+	case tea.KeyMsg:
+		return m.key(msg)
+	}
+	return m, nil
+}
+
+// launch sends the queued ops to the Live, unless a round is already in
+// flight; then the queue waits for it, and so does the frame.
+func (m *Model) launch() tea.Cmd {
+	if m.busy {
+		m.dirty = true
+		return nil
+	}
+	ops := m.queue
+	m.queue, m.busy, m.dirty = nil, true, false
+	var last time.Duration
+	if m.snaps != nil {
+		last = m.snaps[m.focus].Now
+	}
+	return work(m.live, m.info.modes, ops, last, m.snaps != nil)
+}
+
+// enqueue queues an op and launches it if nothing is in flight.
+func (m Model) enqueue(o op) (tea.Model, tea.Cmd) {
+	m.queue = append(m.queue, o)
+	return m, m.launch()
+}
+
+// absorb takes in what a round of work saw.
+func (m *Model) absorb(msg workMsg) {
+	m.paused, m.speed = msg.paused, msg.speed
+	if msg.err != nil {
+		m.status, m.statusErr = "error: "+msg.err.Error(), true
+	} else if msg.status != "" {
+		m.status, m.statusErr = msg.status, false
+	}
+	if msg.snaps != nil {
+		m.snaps = msg.snaps
+		m.done = true
+		for i := range m.snaps {
+			m.done = m.done && m.snaps[i].Done
+		}
+		if !hasDropOp(m.queue) {
+			m.drop = m.snaps[m.focus].DropRate
+		}
+	}
+	m.refreshPanes()
+}
+
+func hasDropOp(ops []op) bool {
+	for _, o := range ops {
+		if o.kind == opIntervene && o.iv.Kind == harness.SetDropRate {
+			return true
+		}
+	}
+	return false
+}
+
+// key handles a key press.
+func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m, tea.Quit
+	case key.Matches(msg, k.Help):
+		m.help.ShowAll = !m.help.ShowAll
+		m.layout()
+		m.refreshPanes()
+	case key.Matches(msg, k.Pause):
+		return m.enqueue(op{kind: opPause})
+	case key.Matches(msg, k.Faster):
+		return m.enqueue(op{kind: opSpeed, factor: 2})
+	case key.Matches(msg, k.Slower):
+		return m.enqueue(op{kind: opSpeed, factor: 0.5})
+	case key.Matches(msg, k.Step):
+		return m.enqueue(op{kind: opStep})
+	case key.Matches(msg, k.Up):
+		m.sel = m.holders.moveTo(m.holders.cursor - 1)
+		m.refreshPanes()
+	case key.Matches(msg, k.Down):
+		m.sel = m.holders.moveTo(m.holders.cursor + 1)
+		m.refreshPanes()
+	case key.Matches(msg, k.Top):
+		m.sel = m.holders.moveTo(0)
+		m.refreshPanes()
+	case key.Matches(msg, k.Bottom):
+		m.sel = m.holders.moveTo(math.MaxInt)
+		m.refreshPanes()
+	case key.Matches(msg, k.Stall):
+		return m.stall()
+	case key.Matches(msg, k.DropUp), key.Matches(msg, k.DropDown):
+		step := 0.05
+		if key.Matches(msg, k.DropDown) {
+			step = -step
+		}
+		m.drop = math.Round(min(max(m.drop+step, 0), 1)*100) / 100
+		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.SetDropRate, Value: m.drop},
+			what: fmt.Sprintf("drop rate set to %.2f", m.drop)})
+	case key.Matches(msg, k.Restart), key.Matches(msg, k.RestartKeep):
+		persist := key.Matches(msg, k.RestartKeep)
+		what := "coordinator restarted, fence counter lost"
+		if persist {
+			what = "coordinator restarted from its last fence"
+		}
+		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.RestartCoordinator, Persist: persist}, what: what})
+	case key.Matches(msg, k.Push):
+		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.TogglePush}, what: "gate push toggled"})
+	case key.Matches(msg, k.View):
+		m.focus = (m.focus + 1) % len(m.info.modes)
+		m.status, m.statusErr = "view: "+string(m.info.modes[m.focus]), false
+		m.refreshPanes()
+	case key.Matches(msg, k.Filter):
+		m.filter++
+		if m.filter >= m.info.resources {
+			m.filter = -1
+		}
+		m.refreshPanes()
+	case key.Matches(msg, k.LogUp):
+		m.log.scroll(-max(m.log.vp.Height-1, 1))
+		m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
+	case key.Matches(msg, k.LogDown):
+		m.log.scroll(max(m.log.vp.Height-1, 1))
+		m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
+	}
+	return m, nil
+}
+
+// stall stalls the selected row's agent for two TTLs: long enough for its
+// lease to expire under it and pass to another agent, so its next write
+// is stale.
+func (m Model) stall() (tea.Model, tea.Cmd) {
+	row, ok := m.holders.selected()
+	if !ok || row.agent == "" {
+		name := "nothing"
+		if ok {
+			name = row.name + " is free"
+		}
+		m.status, m.statusErr = "no holder to stall ("+name+"): select a row with a holder", true
+		return m, nil
+	}
+	d := 2 * m.info.ttl
+	return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.StallAgent, Agent: row.agent, Duration: d},
+		what: fmt.Sprintf("stalled %s (%s@%d) for %v", row.agent, row.name, row.fence, d)})
+}
+
+// layout sizes every pane for the terminal. Heights depend only on the
+// terminal, the help and the scenario's shape, never on the data, so the
+// panes do not jump about from frame to frame.
+func (m *Model) layout() {
+	if m.width < MinWidth || m.height < MinHeight {
+		return
+	}
+	m.help.Width = m.width
+	m.helpView = m.help.View(m.keys)
+	helpH := lipgloss.Height(m.helpView)
+	body := m.height - 4 - 1 - helpH // header and strip; status line; help
+	res, agents := m.info.resources, m.info.agents
+	// Each pane gets a title, a header and one row first; then rows go
+	// round to whoever still wants one, and the log takes what is left.
+	hold, mid, tl := split(body, res, res-1, agents-1)
+	if tl-2 < agents {
+		hold, mid, tl = split(body, res, res-1, res-1)
+	}
+	m.gatesWidth = min(m.gates.want, m.width/2)
+	m.header.SetSize(m.width, 3)
+	m.strip.SetSize(m.width, 1)
+	m.holders.SetSize(m.width, hold)
+	m.gates.SetSize(m.gatesWidth, mid)
+	m.log.SetSize(m.width-m.gatesWidth-1, mid)
+	m.timeline.SetSize(m.width, tl)
+}
+
+// split shares body lines among the holders, the gates and log, and the
+// timeline, each wanting three lines plus the extra rows given.
+func split(body, holdWant, midWant, tlWant int) (hold, mid, tl int) {
+	hold, mid, tl = 3, 3, 3
+	extra := body - 9
+	for extra > 0 && (holdWant > 0 || midWant > 0 || tlWant > 0) {
+		if tlWant > 0 && extra > 0 {
+			tl, tlWant, extra = tl+1, tlWant-1, extra-1
+		}
+		if holdWant > 0 && extra > 0 {
+			hold, holdWant, extra = hold+1, holdWant-1, extra-1
+		}
+		if midWant > 0 && extra > 0 {
+			mid, midWant, extra = mid+1, midWant-1, extra-1
+		}
+	}
+	return hold, mid + max(extra, 0), tl
+}
+
+// refreshPanes formats every pane from the focused snapshot.
+func (m *Model) refreshPanes() {
+	if m.snaps == nil || !m.sized || m.width < MinWidth || m.height < MinHeight {
+		return
+	}
+	snap := &m.snaps[m.focus]
+	m.sel = m.holders.setSnapshot(snap, m.sel)
+	m.gates.setSnapshot(snap, m.sel)
+	filter := ""
+	if m.filter >= 0 && m.filter < len(snap.Holders) {
+		filter = snap.Holders[m.filter].Resource
+	}
+	m.log.setSnapshot(snap, filter)
+	m.timeline.setSnapshot(snap, m.sel)
+	m.header.set(snap, m.info.modes[m.focus], m.paused, m.done, m.speed)
+	m.strip.set(m.info.modes, m.snaps)
+	m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
+}
+
+// View draws the dashboard, or one line saying the terminal is too small.
+// It only joins what the panes drew when their data or size last changed.
+func (m Model) View() string {
+	if !m.sized {
+		return ""
+	}
+	if m.width < MinWidth || m.height < MinHeight {
+		return fmt.Sprintf("terminal too small: need %dx%d, have %dx%d", MinWidth, MinHeight, m.width, m.height)
+	}
+	if m.snaps == nil {
+		return "waiting for the first snapshot…"
+	}
+	var b strings.Builder
+	b.WriteString(m.header.View())
+	b.WriteByte('\n')
+	b.WriteString(m.strip.View())
+	b.WriteByte('\n')
+	b.WriteString(m.holders.View())
+	b.WriteByte('\n')
+	b.WriteString(m.mid)
+	b.WriteByte('\n')
+	b.WriteString(m.timeline.View())
+	b.WriteByte('\n')
+	b.WriteString(m.statusLine())
+	b.WriteByte('\n')
+	b.WriteString(m.helpView)
+	return b.String()
+}
+
+// statusLine is what the last control did, and what is selected.
+func (m Model) statusLine() string {
+	right := ""
+	if row, ok := m.holders.selected(); ok {
+		if row.agent != "" {
+			right = fmt.Sprintf("selected %s on %s", row.agent, row.name)
+		} else {
+			right = "selected " + row.name + " (free)"
+		}
+	}
+	left := m.status
+	if left == "" {
+		left = "s stalls the selected holder past its TTL"
+	}
+	style := m.st.StatusOK
+	if m.statusErr {
+		style = m.st.StatusErr
+	}
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 2 {
+		return cut(style.Render(left), m.width)
+	}
+	return style.Render(left) + strings.Repeat(" ", gap) + m.st.Muted.Render(right)
+}
+
+// sideBySide joins two blocks of the same height, the left padded to
+// leftWidth, with one space between.
+func sideBySide(left, right string, leftWidth int) string {
+	ls, rs := strings.Split(left, "\n"), strings.Split(right, "\n")
+	var b strings.Builder
+	for i := range max(len(ls), len(rs)) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		l := ""
+		if i < len(ls) {
+			l = ls[i]
+		}
+		b.WriteString(l)
+		b.WriteString(strings.Repeat(" ", max(leftWidth-ansi.StringWidth(l), 0)+1))
+		if i < len(rs) {
+			b.WriteString(rs[i])
+		}
+	}
+	return b.String()
+}

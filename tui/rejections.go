@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	"github.com/leasefence/lab/harness"
+)
+
+// logPane is the rejection log: every write a gate refused, newest last:
+// when, which gate and its sequence number, the refused holder@fence, and
+// the floor holder@fence that refused it.
+// The viewport is created on the first size the terminal reports; it
+// follows the newest refusal unless the person has scrolled up.
+type logPane struct {
+	st            *styles
+	vp            viewport.Model
+	ready         bool
+	width, height int
+	mode          harness.Mode
+	filter        string // a resource name, or "" for all
+	shown         int    // refusals shown after filtering
+	total         int    // refusals in the snapshot
+	stale         int    // naive: stale writes landed
+	refused       int    // every refusal of the run, kept or not
+	header        string // the column headers, aligned with the lines
+	view          string
+	// key identifies the content last built, so an unchanged log is not
+	// rebuilt every frame.
+	key logKey
+}
+
+type logKey struct {
+	mode   harness.Mode
+	filter string
+	n      int
+	last   time.Duration
+	seq    uint64
+	res    string
+}
+
+// SetSize creates the viewport on the first call and resizes it after.
+func (p *logPane) SetSize(width, height int) {
+	p.width, p.height = width, height
+	h := max(height-2, 1) // title and column headers
+	if !p.ready {
+		p.vp = viewport.New(width, h)
+		p.vp.MouseWheelEnabled = false
+		p.ready = true
+	} else {
+		follow := p.vp.AtBottom()
+		p.vp.Width, p.vp.Height = width, h
+		if follow {
+			p.vp.GotoBottom()
+		}
+	}
+	p.view = p.draw()
+}
+
+// setSnapshot rebuilds the content if the refusals, the filter or the mode
+// changed.
+func (p *logPane) setSnapshot(snap *harness.Snapshot, filter string) {
+	p.mode, p.filter, p.total, p.stale = snap.Mode, filter, len(snap.Refusals), snap.Totals.StaleWritesLanded
+	p.refused = snap.Totals.CommitsRefused
+	k := logKey{mode: snap.Mode, filter: filter, n: len(snap.Refusals)}
+	if n := len(snap.Refusals); n > 0 {
+		last := snap.Refusals[n-1]
+		k.last, k.seq, k.res = last.At, last.Seq, last.Resource
+	}
+	defer func() { p.view = p.draw() }()
+	if k == p.key || !p.ready {
+		return
+	}
+	p.key = k
+	// Align the columns on the widest value shown.
+	var tw, rw int
+	p.shown = 0
+	for _, r := range snap.Refusals {
+		if filter == "" || r.Resource == filter {
+			p.shown++
+			tw = max(tw, len(fmtTime(r.At)))
+			rw = max(rw, len(r.Resource)+1+len(strconv.FormatUint(r.Seq, 10)))
+		}
+	}
+	p.header = fmt.Sprintf("%*s %-*s %s", tw, "time", rw, "gate#seq", "refused vs floor")
+	var b strings.Builder
+	first := true
+	for _, r := range snap.Refusals {
+		if filter != "" && r.Resource != filter {
+			continue
+		}
+		if !first {
+			b.WriteByte('\n')
+		}
+		first = false
+		fmt.Fprintf(&b, "%*s %-*s %s vs %s", tw, fmtTime(r.At), rw, r.Resource+"#"+strconv.FormatUint(r.Seq, 10),
+			p.st.Refused.Render(holderAt(r.Holder, r.Fence)), holderAt(r.FloorHolder, r.FloorFence))
+	}
+	follow := p.vp.AtBottom()
+	p.vp.SetContent(b.String())
+	if follow {
+		p.vp.GotoBottom()
+	}
+}
+
+func (p *logPane) scroll(lines int) {
+	if lines < 0 {
+		p.vp.ScrollUp(-lines)
+	} else {
+		p.vp.ScrollDown(lines)
+	}
+	p.view = p.draw()
+}
+
+// draw draws the title, the column headers and the visible refusals.
+func (p *logPane) draw() string {
+	title := p.st.PaneTitle.Render("rejection log") + p.st.Muted.Render(fmt.Sprintf(" · %s · %d refused", p.mode, p.refused))
+	if p.filter != "" {
+		title += p.st.Muted.Render(" · only ") + p.st.Value.Render(p.filter)
+	}
+	var body string
+	switch {
+	case !p.ready:
+		body = ""
+	case p.mode == harness.Naive:
+		body = renderLines(p.st.Muted, "naive mode has no gate: nothing is", "refused, nothing is logged, and") + "\n" +
+			p.st.Stale.Render(plural(p.stale, "stale write", "stale writes")+" landed silently") + "\n" +
+			p.st.Muted.Render("(S in the timeline)")
+	case p.total == 0:
+		body = renderLines(p.st.Muted, "no refusals yet: select a holder", "and stall it (s) past its TTL")
+	case p.shown == 0:
+		body = p.st.Muted.Render("no refusals on " + p.filter + " (f: next filter)")
+	default:
+		body = p.st.Muted.Render(p.header) + "\n" + p.vp.View()
+	}
+	return fit(titled(title, body), p.width, p.height)
+}
+
+// View returns the pane as last drawn.
+func (p *logPane) View() string { return p.view }
