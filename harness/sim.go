@@ -327,10 +327,7 @@ func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
 	s.emit(Event{Kind: RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
 		Fence: msg.token().Fence, Request: msg.kind, RequestID: msg.id(), Dur: d})
 	if lost || a.partitions > 0 {
-		s.live.MessagesLost++
-		s.emit(Event{Kind: RequestDropped, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Request: msg.kind, RequestID: msg.id()})
-		s.freeMessage(m)
+		s.lose(m, RequestDropped)
 		return
 	}
 	s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: m})
@@ -341,6 +338,15 @@ func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
 			Request: msg.kind, RequestID: msg.id(), Dur: d + dupDelay})
 		s.schedule(s.now+d+dupDelay, timer{kind: tDeliverRequest, arg: c})
 	}
+}
+
+// lose drops message m on the wire, as kind (RequestDropped or ReplyDropped).
+func (s *Sim) lose(m int32, kind Kind) {
+	msg := &s.msgs[m]
+	s.live.MessagesLost++
+	s.emit(Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].resource, Other: -1,
+		Request: msg.kind, RequestID: msg.id()})
+	s.freeMessage(m)
 }
 
 func (m *message) id() string {
@@ -368,10 +374,7 @@ func (s *Sim) deliverRequest(m int32) {
 	msg := &s.msgs[m]
 	a := &s.agents[msg.agent]
 	if a.partitions > 0 {
-		s.live.MessagesLost++
-		s.emit(Event{Kind: RequestDropped, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Request: msg.kind, RequestID: msg.id()})
-		s.freeMessage(m)
+		s.lose(m, RequestDropped)
 		return
 	}
 	var err error
@@ -404,10 +407,7 @@ func (s *Sim) deliverRequest(m int32) {
 	}
 	lost := a.rngNet.Float64() < s.dropReplies
 	if lost || a.partitions > 0 {
-		s.live.MessagesLost++
-		s.emit(Event{Kind: ReplyDropped, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Request: msg.kind, RequestID: msg.id()})
-		s.freeMessage(m)
+		s.lose(m, ReplyDropped)
 		return
 	}
 	s.schedule(s.now+msg.replyDelay, timer{kind: tDeliverReply, arg: m})
