@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -22,12 +23,15 @@ type ClientOptions struct {
 	// coordinator's; it is an assumption, not a measurement.
 	ClockSkew time.Duration
 	// RequestRecord bounds the client's record of requests; 0 means
-	// DefaultRequestRecord. When full, the oldest record is forgotten, and
-	// completing that request answers ErrUnknownRequest.
+	// DefaultRequestRecord. The client remembers its last RequestRecord
+	// requests, outstanding or completed: beginning one more forgets the
+	// oldest, and completing that request answers ErrUnknownRequest. The
+	// record grows to this size as requests are begun, and no further.
 	RequestRecord int
 	// Entropy is the source of request-id randomness; nil means
-	// crypto/rand. Request ids must be unique across every client and
-	// process, so a seeded source is for deterministic simulation only.
+	// crypto/rand. Each request id takes 16 bytes from it. Request ids must
+	// be unique across every client and process, so a seeded source is for
+	// deterministic simulation only.
 	Entropy io.Reader
 	// Trace, if non-nil, observes every request begun and completed.
 	Trace *ClientTrace
@@ -52,13 +56,21 @@ type Client struct {
 	entropy io.Reader
 	trace   *ClientTrace
 
-	mu      sync.Mutex
-	records map[string]requestRecord
-	order   []string // ring of ids in records, oldest at next
-	next    int
+	mu sync.Mutex
+	// records is a ring of the last requests begun, each in the slot its
+	// id names (see newID), so completing one is an index, not a lookup.
+	// It grows to limit, then each new request overwrites the oldest.
+	records []requestRecord
+	limit   int
+	next    int      // the slot of the next request begun
+	random  [16]byte // entropy for the next id: a field, so reading it allocates nothing
 }
 
+// idRandomHex is the length of an id's random part: 128 bits in hex.
+const idRandomHex = 32
+
 type requestRecord struct {
+	id       string // the request's id; "" for a slot not yet used
 	kind     RequestKind
 	resource string
 	fence    Fence // renewals: the fence the grant must keep
@@ -93,8 +105,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		skew:    opts.ClockSkew,
 		entropy: entropy,
 		trace:   opts.Trace,
-		records: make(map[string]requestRecord, n),
-		order:   make([]string, n),
+		limit:   n,
 	}, nil
 }
 
@@ -105,6 +116,10 @@ func (c *Client) Holder() string { return c.holder }
 // clock reading, which is the send instant: call it immediately before
 // sending. The client keeps its own record of that instant; the SentAt field
 // of the request is informational.
+//
+// The request id is opaque: compare it, never parse it. It carries 128 bits
+// from the client's entropy source, which is what makes it unique across
+// clients and processes, plus whatever the client needs to find its record.
 func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
 	if resource == "" {
 		return AcquireRequest{}, fmt.Errorf("%w: acquire with an empty resource", ErrInvalidRequest)
@@ -136,27 +151,52 @@ func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
 	return RenewRequest{RequestID: id, Token: l.Token, SentAt: sentAt}, nil
 }
 
-// begin reads the send instant and records the request under a fresh id.
+// begin reads the send instant and records the request under a fresh id,
+// in the ring slot after the last one, forgetting the request recorded there.
 func (c *Client) begin(rec requestRecord) (string, Instant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var raw [16]byte
-	if _, err := io.ReadFull(c.entropy, raw[:]); err != nil {
+	if _, err := io.ReadFull(c.entropy, c.random[:]); err != nil {
 		return "", Instant{}, fmt.Errorf("leasefence: request id: %w", err)
 	}
 	sentAt, err := c.clock.Now()
 	if err != nil {
 		return "", Instant{}, fmt.Errorf("leasefence: client clock: %w", err)
 	}
+	slot := c.next
+	rec.id = newID(&c.random, slot)
 	rec.sentAt = sentAt
-	id := hex.EncodeToString(raw[:])
-	if old := c.order[c.next]; old != "" {
-		delete(c.records, old)
+	if slot == len(c.records) {
+		c.records = append(c.records, rec)
+	} else {
+		c.records[slot] = rec
 	}
-	c.order[c.next] = id
-	c.next = (c.next + 1) % len(c.order)
-	c.records[id] = rec
-	return id, sentAt, nil
+	c.next = (slot + 1) % c.limit
+	return rec.id, sentAt, nil
+}
+
+// newID is the id of a request recorded in slot: the random bits in hex,
+// then the slot in hex. The slot lets completion go straight to the record;
+// the random bits make the id unique, and completion checks that the record
+// in the slot is this id's, so an id naming a slot that now holds another
+// request (or another client's id) is unknown rather than confused with it.
+func newID(random *[16]byte, slot int) string {
+	var buf [idRandomHex + 16]byte
+	hex.Encode(buf[:idRandomHex], random[:])
+	return string(strconv.AppendUint(buf[:idRandomHex], uint64(slot), 16))
+}
+
+// recordOf returns the record of the request with id, or nil if the client
+// has none: an id it did not make, or one whose slot has been reused.
+func (c *Client) recordOf(id string) *requestRecord {
+	if len(id) <= idRandomHex {
+		return nil
+	}
+	slot, err := strconv.ParseUint(id[idRandomHex:], 16, 64)
+	if err != nil || slot >= uint64(len(c.records)) || c.records[slot].id != id {
+		return nil
+	}
+	return &c.records[slot]
 }
 
 // CompleteAcquire turns the grant answering req into a Lease whose deadline
@@ -190,8 +230,8 @@ func (c *Client) complete(kind RequestKind, id string, g Grant) (*Lease, error) 
 func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rec, ok := c.records[id]
-	if !ok || rec.kind != kind {
+	rec := c.recordOf(id)
+	if rec == nil || rec.kind != kind {
 		return nil, fmt.Errorf("%w: no %s request %q", ErrUnknownRequest, kind, id)
 	}
 	if rec.used {
@@ -212,7 +252,6 @@ func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, e
 		return nil, fmt.Errorf("%w: grant has TTL %v", ErrGrantMismatch, g.TTL)
 	}
 	rec.used = true
-	c.records[id] = rec
 	return &Lease{
 		Token:    g.Token,
 		Deadline: rec.sentAt.Add(g.TTL - c.skew),

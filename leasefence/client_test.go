@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -891,5 +892,136 @@ func TestClientConcurrent(t *testing.T) {
 	wg.Wait()
 	if coord.IssuedFence() != goroutines*rounds {
 		t.Errorf("IssuedFence() = %d", coord.IssuedFence())
+	}
+}
+
+func TestCompleteTamperedOrForeignID(t *testing.T) {
+	// The client finds a request's record from its id alone, so any id it
+	// did not make, however close to one it did, is unknown, and the
+	// genuine request survives every such attempt unused.
+	coord := newCoordinator(t, leasefence.NewManualClock("coordinator"), time.Second)
+	client, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewManualClock("agent-a"), Holder: "agent-a", RequestRecord: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newClient(t, leasefence.NewManualClock("agent-a"), "agent-a", 0)
+	var reqs []leasefence.AcquireRequest
+	var others []leasefence.AcquireRequest
+	for n := range 12 {
+		req, err := client.BeginAcquire(fmt.Sprint("r", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, req)
+		// The other client has records in the same places.
+		oreq, err := other.BeginAcquire(fmt.Sprint("r", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, oreq)
+	}
+	genuine := reqs[10]
+	grant := grantFor(t, coord, genuine)
+	id := genuine.RequestID
+	flip := func(i int) string {
+		b := []byte(id)
+		if b[i] == '0' {
+			b[i] = '1'
+		} else {
+			b[i] = '0'
+		}
+		return string(b)
+	}
+	// The ids of the requests begun just before and after, which share
+	// everything with id but their random bits and their place.
+	before, after := reqs[9].RequestID, reqs[11].RequestID
+	tests := []struct{ name, id string }{
+		{"another client's id for the same place", others[10].RequestID},
+		{"first character changed", flip(0)},
+		{"last character changed", flip(len(id) - 1)},
+		{"a middle character changed", flip(len(id) / 2)},
+		{"the previous request's id with this id's tail", before[:len(before)-1] + id[len(id)-1:]},
+		{"this id's head with the next request's tail", id[:len(id)-1] + after[len(after)-1:]},
+		{"upper case", strings.ToUpper(id)},
+		{"a character appended", id + "0"},
+		{"a character prepended", "0" + id},
+		{"a character dropped", id[:len(id)-1]},
+		{"first character dropped", id[1:]},
+		{"half of it", id[:len(id)/2]},
+		{"not hex", id[:len(id)-1] + "z"},
+		{"a huge tail", id + "ffffffffffffffffffffffff"},
+		{"empty", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.id == id {
+				t.Fatalf("the tampered id is the genuine one: %q", id)
+			}
+			req, g := genuine, grant
+			req.RequestID, g.RequestID = tt.id, tt.id
+			if l, err := client.CompleteAcquire(req, g); !errors.Is(err, leasefence.ErrUnknownRequest) || l != nil {
+				t.Errorf("CompleteAcquire with id %q (genuine %q) = %+v, %v; want ErrUnknownRequest", tt.id, id, l, err)
+			}
+			if _, err := client.CompleteRenewal(leasefence.RenewRequest{RequestID: tt.id, Token: g.Token}, g); !errors.Is(err, leasefence.ErrUnknownRequest) {
+				t.Errorf("CompleteRenewal with id %q = %v; want ErrUnknownRequest", tt.id, err)
+			}
+		})
+	}
+	if _, err := client.CompleteAcquire(genuine, grant); err != nil {
+		t.Errorf("the genuine request after the tampered ones: %v", err)
+	}
+	// And the other client does not know this client's id either.
+	if _, err := other.CompleteAcquire(genuine, grant); !errors.Is(err, leasefence.ErrUnknownRequest) {
+		t.Errorf("the other client completing this client's request: %v; want ErrUnknownRequest", err)
+	}
+}
+
+func TestRequestIDsStayUniqueAsTheRecordWraps(t *testing.T) {
+	// A small record reuses its places over and over; the ids never repeat
+	// and stay long enough to carry 128 random bits.
+	client, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewManualClock("agent"), Holder: "agent", RequestRecord: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for n := range 300 {
+		req, err := client.BeginAcquire("r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(req.RequestID) < 32 || seen[req.RequestID] {
+			t.Fatalf("request %d: id %q is short or repeated", n, req.RequestID)
+		}
+		seen[req.RequestID] = true
+	}
+}
+
+func TestBeginAllocatesOnlyTheID(t *testing.T) {
+	client := newClient(t, leasefence.NewManualClock("agent"), "agent", 0)
+	lease := &leasefence.Lease{Token: tok("r", "agent", 1)}
+	// Fill the record first: it grows to its bound once, then only reuses.
+	for range leasefence.DefaultRequestRecord {
+		if _, err := client.BeginAcquire("r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name  string
+		begin func() error
+	}{
+		{"BeginAcquire", func() error { _, err := client.BeginAcquire("r"); return err }},
+		{"BeginRenewal", func() error { _, err := client.BeginRenewal(lease); return err }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			allocs := testing.AllocsPerRun(100, func() { err = tt.begin() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allocs != 1 {
+				t.Errorf("%s allocates %v times, want 1 (the id)", tt.name, allocs)
+			}
+		})
 	}
 }

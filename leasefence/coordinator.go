@@ -276,6 +276,12 @@ func validateToken(t Token) error {
 	if t.Resource != "" && t.Holder != "" && t.Fence != 0 {
 		return nil
 	}
+	return invalidToken(t)
+}
+
+// invalidToken explains what is wrong with t; kept apart from
+// validateToken so that the check itself stays small enough to inline.
+func invalidToken(t Token) error {
 	var problems []string
 	if t.Resource == "" {
 		problems = append(problems, "no resource")

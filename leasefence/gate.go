@@ -2,9 +2,11 @@ package leasefence
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // FenceGate lives at the resource and admits a write only if its token's
@@ -21,16 +23,36 @@ type FenceGate struct {
 	clock    Clock      // optional: stamps trace reports
 	trace    *GateTrace // optional
 
-	mu         sync.Mutex
-	floor      Token // Holder is "" for an initial floor nobody has written under yet
-	rejections []Rejection
-	busy       bool            // an admitted write is running
-	waiters    []chan struct{} // Commits waiting for busy to clear, oldest first
+	// floor is the highest token admitted; its Holder is "" for an initial
+	// floor nobody has written under yet. The Token it points to is never
+	// modified: raising the floor swaps in a new one, by compare-and-swap
+	// against the floor the token was judged under (see raise), so readers
+	// never wait and committing under the current floor allocates nothing.
+	floor atomic.Pointer[Token]
+
+	// state is who may write: the writing bit is held by the one Commit
+	// that owns the gate, from before its check until its write has
+	// returned (or it was refused); the queued bit is set while Commits wait
+	// in waiters. Taking and giving up
+	// an uncontended gate are one compare-and-swap each (0 <-> writing); a
+	// set queued bit sends both to the paths under mu, and it changes only
+	// under mu, so while it is set nothing outside mu changes state.
+	state atomic.Uint32
+
+	mu         sync.Mutex      // guards rejections and waiters, and every change to the queued bit
+	rejections []Rejection     // Seq order
+	waiters    []chan struct{} // Commits waiting for the gate, in the order they are woken
 
 	// wctx is the context handed to the running write. It is reused for
 	// every write, which is why a ctx that escapes its write is misuse.
 	wctx writeCtx
 }
+
+// The bits of FenceGate.state.
+const (
+	writing uint32 = 1 << iota // a Commit owns the gate
+	queued                     // FenceGate.waiters is not empty
+)
 
 // GateOption configures a FenceGate.
 type GateOption func(*FenceGate)
@@ -41,7 +63,7 @@ type GateOption func(*FenceGate)
 func WithInitialFloor(f Fence) GateOption {
 	return func(g *FenceGate) {
 		if f > 0 {
-			g.floor = Token{Resource: g.resource, Fence: f}
+			g.floor.Store(&Token{Resource: g.resource, Fence: f})
 		}
 	}
 }
@@ -59,6 +81,7 @@ func NewFenceGate(resource string, opts ...GateOption) *FenceGate {
 		panic("leasefence: NewFenceGate with an empty resource")
 	}
 	g := &FenceGate{resource: resource}
+	g.floor.Store(&Token{})
 	g.wctx.gate = g
 	g.wctx.Context = writeReturned
 	for _, o := range opts {
@@ -69,6 +92,10 @@ func NewFenceGate(resource string, opts ...GateOption) *FenceGate {
 
 // Resource returns the resource the gate guards.
 func (g *FenceGate) Resource() string { return g.resource }
+
+// errEscapedWrite refuses a Commit made, after a write of the gate has
+// returned, with that write's context or one derived from it.
+var errEscapedWrite = fmt.Errorf("leasefence: Commit with the context of a write that has returned: %w", context.Canceled)
 
 // Commit runs write if t may write: t is for this gate's resource and its
 // fence is not below the floor. The floor is raised to t before write runs
@@ -85,90 +112,148 @@ func (g *FenceGate) Resource() string { return g.resource }
 // propagates after the gate has been left usable.
 //
 // write receives a context derived from ctx. A Commit to the same gate made
-// from inside write with that context is handled in place rather than
-// deadlocking: with an older fence it is refused and logged like any other.
-// That context is valid only until write returns: keeping it, or handing it
-// to a goroutine that outlives write, is misuse (it reports Canceled
-// afterwards, and racing it with the next write is a data race).
+// from inside write with that context (or one derived from it) is handled in
+// place rather than deadlocking: with an older fence it is refused and
+// logged like any other. That context is valid only until write returns:
+// afterwards it reports Canceled and no longer marks the write, so a Commit
+// made with it is refused with an error matching context.Canceled, and
+// writes nothing. Keeping it is misuse, and handing it to a goroutine that
+// outlives write races with the gate's next write, which reuses it: while
+// that write runs, the escaped context cannot be told from its own.
 func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.Context) error) error {
-	if t.Resource != g.resource {
-		return fmt.Errorf("%w: token %v at the gate of %q", ErrWrongResource, t, g.resource)
+	if !sameString(t.Resource, g.resource) || t.Holder == "" || t.Fence == 0 {
+		return g.badToken(t)
 	}
-	if err := validateToken(t); err != nil {
-		return err
+	if g.trace != nil || !g.state.CompareAndSwap(0, writing) {
+		return g.commit(ctx, t, write)
 	}
+	// The uncontended, untraced path: commit's, with nothing to report,
+	// kept apart so that it stays small (no trace values, a small frame).
+	if g.marks(ctx) || ctx.Err() != nil {
+		return g.leaveWith(g.ownedCtxErr(ctx))
+	}
+	if floor := g.floor.Load(); t.Fence != floor.Fence || !sameString(t.Holder, floor.Holder) {
+		// t is not the floor already (t has a holder, so an initial floor
+		// never matches): judge it and raise the floor to it.
+		if _, ok := g.raise(t); !ok {
+			return g.refuseOwned(t, Instant{})
+		}
+	}
+	g.wctx.Context = ctx
+	g.wctx.running = true
+	defer g.endWrite()
+	return write(&g.wctx)
+}
+
+// commit is Commit for a traced gate, or for one it found taken.
+func (g *FenceGate) commit(ctx context.Context, t Token, write func(ctx context.Context) error) error {
 	var start Instant
 	observe := g.trace != nil && g.trace.Commit != nil
 	if observe {
 		start = g.now()
 	}
-	if ctx.Value(gateKey{g}) != nil {
-		return g.commitNested(ctx, t, write, start)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-
-	g.mu.Lock()
-	var floor Token // the floor t is judged against, for the trace only
-	if observe {
-		floor = g.floor
-	}
-	if err := g.judgeLocked(t); err != nil {
-		g.mu.Unlock()
-		g.reportRefusal(t, floor, err, false, start)
-		return err
-	}
-	for g.busy {
-		if err := g.waitLocked(ctx); err != nil {
+	if !g.state.CompareAndSwap(0, writing) {
+		// The gate is taken, or Commits are queued for it.
+		if g.marks(ctx) {
+			// Only the running write's own goroutine (or one it waits for)
+			// can read running without a race; anyone else holds an
+			// escaped context, which is misuse.
+			if g.wctx.running {
+				return g.commitNested(ctx, t, write, start)
+			}
+			return errEscapedWrite
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// The floor may have risen while we waited.
-		if observe {
-			floor = g.floor
+		if !admits(g.floor.Load(), t.Fence, t.Holder) {
+			return g.refused(g.logRefusal(t), false, start)
 		}
-		if err := g.judgeLocked(t); err != nil {
-			g.wakeLocked()
-			g.mu.Unlock()
-			g.reportRefusal(t, floor, err, false, start)
+		if err := g.wait(ctx); err != nil {
 			return err
 		}
 	}
-	g.busy = true
-	g.raiseLocked(t)
-	g.mu.Unlock()
-
+	if err := g.ownedCtxErr(ctx); err != nil {
+		return g.leaveWith(err)
+	}
+	floor, ok := g.raise(t)
+	if !ok {
+		return g.refuseOwned(t, start)
+	}
 	g.wctx.Context = ctx
+	g.wctx.running = true
 	if observe {
-		return g.runWriteTraced(t, floor, write, start)
+		return g.runWriteTraced(t, *floor, write, start)
 	}
-	// The untraced path passes and builds no trace values: at this size
-	// they would cost as much as the rest of Commit.
 	defer g.endWrite()
 	return write(&g.wctx)
+}
+
+// sameString is a == b. A token usually shares its strings' bytes with the
+// gate's resource and with the floor's holder (a holder commits with its
+// lease's token, again and again), and comparing the pointers first saves
+// the uncontended Commit a call per string.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// leaveWith gives the gate up, for a Commit that took it but will not
+// write, and returns err.
+func (g *FenceGate) leaveWith(err error) error {
+	g.leave()
+	return err
+}
+
+// refuseOwned logs the refusal of a Commit of t that took the gate, gives
+// the gate up, then reports the refusal and returns it.
+func (g *FenceGate) refuseOwned(t Token, start Instant) error {
+	r := g.logRefusal(t)
+	g.leave()
+	return g.refused(r, false, start)
+}
+
+// ownedCtxErr is the error, if any, for a Commit with ctx that has taken
+// the gate. No write is running, so a ctx that marks this gate comes from a
+// write that has returned.
+func (g *FenceGate) ownedCtxErr(ctx context.Context) error {
+	if g.marks(ctx) {
+		return errEscapedWrite
+	}
+	return ctx.Err()
+}
+
+// badToken explains why t is refused before any judgement: it is for
+// another resource, or no coordinator could have issued it. The callers
+// test for these inline, field by field, because copying a Token into a
+// helper costs as much as the rest of an uncontended Commit.
+func (g *FenceGate) badToken(t Token) error {
+	if t.Resource != g.resource {
+		return fmt.Errorf("%w: token %v at the gate of %q", ErrWrongResource, t, g.resource)
+	}
+	return invalidToken(t)
+}
+
+// marks reports whether ctx is, or derives from, a write context of g:
+// the running write's, or an escaped one.
+func (g *FenceGate) marks(ctx context.Context) bool {
+	return ctx.Value(gateKey{g}) != nil
 }
 
 // commitNested handles a Commit made from inside a running write of this
 // gate: the caller already owns the gate, so waiting would deadlock.
 func (g *FenceGate) commitNested(ctx context.Context, t Token, write func(ctx context.Context) error, start Instant) error {
-	g.mu.Lock()
-	floor := g.floor
-	err := g.judgeLocked(t)
-	if err == nil {
-		g.raiseLocked(t)
+	floorp, ok := g.raise(t)
+	if !ok {
+		return g.refused(g.logRefusal(t), true, start)
 	}
-	g.mu.Unlock()
-	if err != nil {
-		g.reportRefusal(t, floor, err, true, start)
-		return err
-	}
+	floor := *floorp
 	panicked := true
 	defer func() {
 		if panicked {
 			g.reportCommit(CommitInfo{Token: t, Admitted: true, Nested: true, Floor: floor, Panicked: true, Start: start})
 		}
 	}()
-	err = write(ctx)
+	err := write(ctx)
 	panicked = false
 	g.reportCommit(CommitInfo{Token: t, Admitted: true, Nested: true, Floor: floor, Err: err, Start: start})
 	return err
@@ -190,88 +275,158 @@ func (g *FenceGate) runWriteTraced(t, floor Token, write func(ctx context.Contex
 	return err
 }
 
+// admits reports whether floor admits a write under t: a higher fence, or
+// the floor's own fence from its holder (from anyone, for an initial floor
+// nobody has written under).
+func admits(floor *Token, fence Fence, holder string) bool {
+	return fence > floor.Fence || fence == floor.Fence && (floor.Holder == "" || floor.Holder == holder)
+}
+
+// raise judges t against the floor and, if the floor admits t, raises it to
+// t. Judging and raising are one step: the new floor is swapped in only if
+// the floor is still the one t was judged against, and t is judged again
+// otherwise, so a concurrent Admit (or nested Commit) can never be undone
+// by it. raise returns the floor t was judged against and whether it
+// admitted t; it allocates only when the floor actually moves.
+func (g *FenceGate) raise(t Token) (floor *Token, ok bool) {
+	var next *Token
+	for {
+		floor = g.floor.Load()
+		switch {
+		case !admits(floor, t.Fence, t.Holder):
+			return floor, false
+		case t.Fence == floor.Fence && floor.Holder != "":
+			return floor, true // t is the floor already
+		}
+		if next == nil {
+			next = &Token{Resource: t.Resource, Holder: t.Holder, Fence: t.Fence}
+		}
+		if g.floor.CompareAndSwap(floor, next) {
+			return floor, true
+		}
+	}
+}
+
+// logRefusal logs the refusal of a Commit of t. The caller saw the floor
+// refuse t. The floor only rises, and at one fence only from no holder to a
+// holder, so the floor read here, which the log names, refuses t too;
+// reading it under mu keeps the log's floors in Seq order.
+func (g *FenceGate) logRefusal(t Token) Rejection {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	floor := g.floor.Load()
+	r := Rejection{
+		Seq:      uint64(len(g.rejections)) + 1,
+		Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
+		FloorHolder: floor.Holder, FloorFence: floor.Fence,
+	}
+	g.rejections = append(g.rejections, r)
+	return r
+}
+
+// refused reports a logged refusal, once the gate is no longer owned for
+// it, and returns its error.
+func (g *FenceGate) refused(r Rejection, nested bool, start Instant) error {
+	err := refusal(r)
+	if g.trace != nil && g.trace.Commit != nil {
+		floor := Token{Resource: r.Resource, Holder: r.FloorHolder, Fence: r.FloorFence}
+		g.reportCommit(CommitInfo{Token: Token{Resource: r.Resource, Holder: r.Holder, Fence: r.Fence},
+			Nested: nested, Floor: floor, Rejection: r, Err: err, Start: start})
+	}
+	return err
+}
+
+// refusal is the error for r: stale below the floor, a conflict at it.
+func refusal(r Rejection) error {
+	if r.Fence < r.FloorFence {
+		return &StaleFenceError{r}
+	}
+	return &tokenConflictError{r}
+}
+
 // endWrite gives the gate up after a write, however the write ended.
 func (g *FenceGate) endWrite() {
+	g.wctx.running = false
 	g.wctx.Context = writeReturned
+	g.leave()
+}
+
+// leave gives the gate up: one compare-and-swap unless Commits are queued.
+func (g *FenceGate) leave() {
+	if !g.state.CompareAndSwap(writing, 0) {
+		g.leaveQueued()
+	}
+}
+
+// leaveQueued gives the gate up and wakes the oldest queued Commit. Woken
+// Commits compete with new arrivals, as with sync.Mutex, which keeps the
+// uncontended path to one compare-and-swap per side of the write.
+func (g *FenceGate) leaveQueued() {
 	g.mu.Lock()
-	g.busy = false
+	g.state.And(^writing)
 	g.wakeLocked()
 	g.mu.Unlock()
 }
 
-// waitLocked waits, with g.mu held on entry and on a nil return, until a
-// running write ends. On ctx done it returns ctx.Err() with g.mu released.
-func (g *FenceGate) waitLocked(ctx context.Context) error {
-	ch := make(chan struct{}, 1)
-	g.waiters = append(g.waiters, ch)
-	g.mu.Unlock()
-	select {
-	case <-ch:
-		g.mu.Lock()
-		return nil
-	case <-ctx.Done():
-		g.mu.Lock()
-		if !g.dropWaiterLocked(ch) {
-			// We were woken as we gave up: pass the wake-up on.
-			g.wakeLocked()
-		}
-		g.mu.Unlock()
-		return ctx.Err()
-	}
-}
-
-// wakeLocked wakes the oldest waiter if the gate is free. Woken waiters
-// compete with new arrivals, as with sync.Mutex, which keeps the
-// uncontended path to one lock round trip per side of the write.
+// wakeLocked wakes the oldest queued Commit if the gate is free.
 func (g *FenceGate) wakeLocked() {
-	if g.busy || len(g.waiters) == 0 {
+	if len(g.waiters) == 0 || g.state.Load()&writing != 0 {
 		return
 	}
 	ch := g.waiters[0]
 	g.waiters[0] = nil
 	g.waiters = g.waiters[1:]
-	ch <- struct{}{}
+	if len(g.waiters) == 0 {
+		g.state.And(^queued)
+	}
+	ch <- struct{}{} // buffered and sent to once per queueing: never blocks
 }
 
-func (g *FenceGate) dropWaiterLocked(ch chan struct{}) bool {
-	for i, w := range g.waiters {
-		if w == ch {
-			g.waiters = append(g.waiters[:i], g.waiters[i+1:]...)
-			return true
+// wait takes the gate for a Commit that found it taken: it queues until the
+// owner leaves and wakes it, then competes for the gate, going back to the
+// head of the queue if a new arrival took it first. If ctx is done first it
+// returns ctx.Err(), owning nothing and passing on a wake-up it received as
+// it gave up.
+func (g *FenceGate) wait(ctx context.Context) error {
+	var ch chan struct{}
+	g.mu.Lock()
+	for {
+		s := g.state.Load()
+		if s&writing == 0 {
+			if g.state.CompareAndSwap(s, s|writing) {
+				g.mu.Unlock()
+				return nil
+			}
+			continue // a Commit on the fast path took it first
 		}
-	}
-	return false
-}
-
-// judgeLocked returns nil if t may write, and otherwise logs and returns the
-// refusal.
-func (g *FenceGate) judgeLocked(t Token) error {
-	switch {
-	case t.Fence < g.floor.Fence:
-		return &StaleFenceError{g.logLocked(t)}
-	case t.Fence == g.floor.Fence && g.floor.Holder != "" && t.Holder != g.floor.Holder:
-		return &tokenConflictError{g.logLocked(t)}
-	}
-	return nil
-}
-
-func (g *FenceGate) logLocked(t Token) Rejection {
-	r := g.rejectionLocked(t)
-	r.Seq = uint64(len(g.rejections)) + 1
-	g.rejections = append(g.rejections, r)
-	return r
-}
-
-func (g *FenceGate) rejectionLocked(t Token) Rejection {
-	return Rejection{
-		Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
-		FloorHolder: g.floor.Holder, FloorFence: g.floor.Fence,
-	}
-}
-
-func (g *FenceGate) raiseLocked(t Token) {
-	if t.Fence > g.floor.Fence || g.floor.Holder == "" {
-		g.floor = t
+		// queued is set in the same step that sees the gate taken, so the
+		// owner cannot leave by the fast path without this waiter seeing it.
+		if s&queued == 0 && !g.state.CompareAndSwap(s, s|queued) {
+			continue // the owner left first
+		}
+		if ch == nil {
+			ch = make(chan struct{}, 1)
+			g.waiters = append(g.waiters, ch)
+		} else {
+			g.waiters = slices.Insert(g.waiters, 0, ch)
+		}
+		g.mu.Unlock()
+		select {
+		case <-ch:
+			g.mu.Lock()
+		case <-ctx.Done():
+			g.mu.Lock()
+			if i := slices.Index(g.waiters, ch); i >= 0 {
+				g.waiters = slices.Delete(g.waiters, i, i+1)
+				if len(g.waiters) == 0 {
+					g.state.And(^queued)
+				}
+			} else {
+				g.wakeLocked() // woken as we gave up: pass it on
+			}
+			g.mu.Unlock()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -282,28 +437,24 @@ func (g *FenceGate) raiseLocked(t Token) {
 // *StaleFenceError whose Seq is 0; the floor's fence under another holder
 // returns ErrTokenConflict, also unlogged.
 func (g *FenceGate) Admit(t Token) error {
-	if t.Resource != g.resource {
-		return fmt.Errorf("%w: token %v at the gate of %q", ErrWrongResource, t, g.resource)
+	if t.Resource != g.resource || t.Holder == "" || t.Fence == 0 {
+		return g.badToken(t)
 	}
-	if err := validateToken(t); err != nil {
-		return err
-	}
-	g.mu.Lock()
+	floor, ok := g.raise(t)
 	var err error
 	raised := false
-	switch {
-	case t.Fence < g.floor.Fence:
-		err = &StaleFenceError{g.rejectionLocked(t)}
-	case t.Fence == g.floor.Fence && g.floor.Holder != "" && t.Holder != g.floor.Holder:
-		err = &tokenConflictError{g.rejectionLocked(t)}
-	default:
-		raised = g.floor != t
-		g.raiseLocked(t)
+	after := t
+	if ok {
+		raised = *floor != t
+	} else {
+		after = *floor
+		err = refusal(Rejection{
+			Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
+			FloorHolder: floor.Holder, FloorFence: floor.Fence,
+		})
 	}
-	floor := g.floor
-	g.mu.Unlock()
 	if g.trace != nil && g.trace.Admit != nil {
-		g.trace.Admit(AdmitInfo{Token: t, Raised: raised, Floor: floor, Err: err, At: g.now()})
+		g.trace.Admit(AdmitInfo{Token: t, Raised: raised, Floor: after, Err: err, At: g.now()})
 	}
 	return err
 }
@@ -313,21 +464,13 @@ func (g *FenceGate) Admit(t Token) error {
 // ADVISORY, like Lease.HasExpired: the floor may rise between this answer and
 // a write. Never branch a write on it; Commit is the check.
 func (g *FenceGate) WouldAdmit(t Token) bool {
-	if t.Resource != g.resource || validateToken(t) != nil {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return t.Fence > g.floor.Fence ||
-		t.Fence == g.floor.Fence && (g.floor.Holder == "" || g.floor.Holder == t.Holder)
+	return t.Resource == g.resource && t.Holder != "" && t.Fence != 0 && admits(g.floor.Load(), t.Fence, t.Holder)
 }
 
 // Floor returns the highest token admitted: the zero Token if none, or
 // Token{Resource, Fence: f} for an initial floor f nobody has written under.
 func (g *FenceGate) Floor() Token {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.floor
+	return *g.floor.Load()
 }
 
 // Rejections returns a copy of the refusal log, oldest first.
@@ -353,22 +496,6 @@ func (g *FenceGate) now() Instant {
 	return t
 }
 
-func (g *FenceGate) reportRefusal(t, floor Token, err error, nested bool, start Instant) {
-	if g.trace == nil || g.trace.Commit == nil {
-		return
-	}
-	info := CommitInfo{Token: t, Nested: nested, Floor: floor, Err: err, Start: start}
-	var stale *StaleFenceError
-	var conflict *tokenConflictError
-	switch {
-	case errors.As(err, &stale):
-		info.Rejection = stale.Rejection
-	case errors.As(err, &conflict):
-		info.Rejection = conflict.Rejection
-	}
-	g.reportCommit(info)
-}
-
 func (g *FenceGate) reportCommit(info CommitInfo) {
 	if g.trace == nil || g.trace.Commit == nil {
 		return
@@ -377,7 +504,7 @@ func (g *FenceGate) reportCommit(info CommitInfo) {
 	g.trace.Commit(info)
 }
 
-// gateKey marks, in a write's context, the gate whose write is running.
+// gateKey marks, in a write's context, the gate whose write it is.
 type gateKey struct{ g *FenceGate }
 
 // writeCtx is the context a write callback receives: the Commit's ctx, plus
@@ -385,11 +512,15 @@ type gateKey struct{ g *FenceGate }
 type writeCtx struct {
 	context.Context
 	gate *FenceGate
+	// running is true while the write runs. The mark is found in any
+	// context derived from this one, but it means "nested" only while
+	// running: once the write returns, it means "escaped".
+	running bool
 }
 
 func (w *writeCtx) Value(key any) any {
 	if k, ok := key.(gateKey); ok && k.g == w.gate {
-		return w.gate
+		return w
 	}
 	return w.Context.Value(key)
 }

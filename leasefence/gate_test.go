@@ -1003,3 +1003,269 @@ func TestGateTraceHookMayReadTheGate(t *testing.T) {
 		t.Errorf("hooks saw floors %v, log sizes %v", floors, logs)
 	}
 }
+
+func TestGateEscapedCtxIsNotNested(t *testing.T) {
+	// Once its write has returned, a write's ctx no longer marks the gate's
+	// write: a Commit made with it, or with a context derived from it, is
+	// not handled in place (outside the gate's exclusion) but refused with
+	// an error matching context.Canceled. A WithCancel or WithoutCancel
+	// child does not itself report Canceled afterwards, so only the mark
+	// can tell.
+	tests := []struct {
+		name   string
+		derive func(ctx context.Context) context.Context
+	}{
+		{"the write's ctx", func(ctx context.Context) context.Context { return ctx }},
+		{"WithValue", func(ctx context.Context) context.Context { return context.WithValue(ctx, ctxKey{}, 1) }},
+		{"WithCancel", func(ctx context.Context) context.Context {
+			ctx, cancel := context.WithCancel(ctx)
+			_ = cancel // never cancelled: the child reports no error of its own
+			return ctx
+		}},
+		{"WithoutCancel", context.WithoutCancel},
+	}
+	for _, tt := range tests {
+		for _, traced := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/traced=%v", tt.name, traced), func(t *testing.T) {
+				var opts []leasefence.GateOption
+				var reported []leasefence.CommitInfo
+				if traced {
+					opts = append(opts, leasefence.WithGateTrace(&leasefence.GateTrace{
+						Commit: func(i leasefence.CommitInfo) { reported = append(reported, i) },
+					}))
+				}
+				g := leasefence.NewFenceGate("r", opts...)
+				var kept context.Context
+				if err := g.Commit(t.Context(), tok("r", "a", 1), func(ctx context.Context) error {
+					kept = tt.derive(ctx)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				for _, token := range []leasefence.Token{tok("r", "b", 2), tok("r", "old", 1)} {
+					wrote := false
+					err := g.Commit(kept, token, func(context.Context) error { wrote = true; return nil })
+					if !errors.Is(err, context.Canceled) || wrote {
+						t.Errorf("Commit(%v) with an escaped ctx = %v (wrote %v), want context.Canceled and no write", token, err, wrote)
+					}
+				}
+				if g.Floor() != tok("r", "a", 1) {
+					t.Errorf("Floor() = %v, want a@1 untouched", g.Floor())
+				}
+				wantRejections(t, g)
+				if len(reported) > 1 {
+					t.Errorf("reported %+v: the escaped Commits decided nothing", reported[1:])
+				}
+				// The gate is free and its next write gets a working ctx.
+				err := g.Commit(t.Context(), tok("r", "b", 2), func(ctx context.Context) error {
+					if ctx.Value(ctxKey{}) != nil {
+						t.Errorf("the next write's ctx carries a value of the escaped one")
+					}
+					return ctx.Err()
+				})
+				if err != nil {
+					t.Errorf("Commit afterwards = %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestGateAdmitRacesCommits: Admits and Commits race, each picking a fence
+// just around the current floor so that most of them move it. An Admit that
+// has returned must bound every Commit that starts after it, the floor
+// never goes down, and admitted writes still never overlap and never go
+// down.
+func TestGateAdmitRacesCommits(t *testing.T) {
+	const committers, admitters, each = 3, 2, 2000
+	g := leasefence.NewFenceGate("r")
+	ctx := t.Context()
+	token := func(f leasefence.Fence) leasefence.Token { return tok("r", fmt.Sprint("h", f), f) } // one holder per fence: no conflicts
+	// pushed is the highest fence an Admit has returned nil for.
+	var pushed atomic.Uint64
+	var written []leasefence.Fence
+	var inFlight atomic.Int32
+	var committing, pushing sync.WaitGroup
+	for w := range committers {
+		committing.Go(func() {
+			for n := range each {
+				f := g.Floor().Fence + leasefence.Fence((w+n)%3) // at, or just above, the floor
+				if f == 0 {
+					f = 1
+				}
+				bound := leasefence.Fence(pushed.Load())
+				err := g.Commit(ctx, token(f), func(context.Context) error {
+					if inFlight.Add(1) != 1 {
+						t.Error("two admitted writes ran at once")
+					}
+					if f < bound {
+						t.Errorf("admitted fence %d after an Admit of %d had returned", f, bound)
+					}
+					written = append(written, f)
+					inFlight.Add(-1)
+					return nil
+				})
+				if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	for w := range admitters {
+		pushing.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				f := g.Floor().Fence + leasefence.Fence(1+(w+n)%2)
+				if g.Admit(token(f)) != nil {
+					continue
+				}
+				for {
+					p := pushed.Load()
+					if uint64(f) <= p || pushed.CompareAndSwap(p, uint64(f)) {
+						break
+					}
+				}
+			}
+		})
+	}
+	watched := make(chan error, 1)
+	go func() {
+		var last leasefence.Fence
+		for {
+			select {
+			case <-stop:
+				watched <- nil
+				return
+			default:
+			}
+			f := g.Floor().Fence
+			if f < last {
+				watched <- fmt.Errorf("floor went down from %d to %d", last, f)
+				return
+			}
+			last = f
+			runtime.Gosched()
+		}
+	}()
+	committing.Wait()
+	close(stop)
+	pushing.Wait()
+	if err := recv(t, watched, "the floor watcher"); err != nil {
+		t.Error(err)
+	}
+	if !slices.IsSorted(written) {
+		t.Errorf("admitted fences went down")
+	}
+	for n, r := range g.Rejections() {
+		if r.Seq != uint64(n+1) || r.Fence >= r.FloorFence {
+			t.Fatalf("rejection %d = %+v", n, r)
+		}
+	}
+}
+
+// TestGateCancelledWaiterPassesTheWakeUpOn races the cancellation of the
+// first waiter against the end of the running write, which wakes it. Either
+// way the second waiter must get the gate: a cancelled waiter never
+// swallows a wake-up.
+func TestGateCancelledWaiterPassesTheWakeUpOn(t *testing.T) {
+	for range 200 {
+		g := leasefence.NewFenceGate("r")
+		h := hold(t, g, tok("r", "a", 1), nil)
+
+		firstCtx, cancelFirst := newWaitSignalCtx(t.Context())
+		first := make(chan error, 1)
+		go func() {
+			first <- g.Commit(firstCtx, tok("r", "a", 1), func(context.Context) error { return nil })
+		}()
+		recv(t, firstCtx.waiting, "the first waiter to wait")
+		secondCtx, cancelSecond := newWaitSignalCtx(t.Context())
+		second := make(chan error, 1)
+		go func() {
+			second <- g.Commit(secondCtx, tok("r", "a", 1), func(context.Context) error { return nil })
+		}()
+		recv(t, secondCtx.waiting, "the second waiter to wait")
+
+		go cancelFirst()
+		if err := h.release(t); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(t, first, "the first waiter"); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("first waiter = %v, want nil or context.Canceled", err)
+		}
+		if err := recv(t, second, "the second waiter (a lost wake-up?)"); err != nil {
+			t.Fatalf("second waiter = %v", err)
+		}
+		cancelSecond()
+	}
+}
+
+// TestGateContendedWithCancellations: many Commits contend, some with
+// contexts cancelled at random moments. Every Commit ends, cancelled ones
+// without writing, and the gate is free afterwards.
+func TestGateContendedWithCancellations(t *testing.T) {
+	const goroutines, each = 8, 200
+	g := leasefence.NewFenceGate("r")
+	var inFlight atomic.Int32
+	var writes, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for w := range goroutines {
+		wg.Go(func() {
+			for n := range each {
+				ctx, cancel := context.WithCancel(t.Context())
+				if (w+n)%3 == 0 {
+					go cancel()
+				}
+				err := g.Commit(ctx, tok("r", "a", 1), func(context.Context) error {
+					if inFlight.Add(1) != 1 {
+						t.Error("two admitted writes ran at once")
+					}
+					writes.Add(1)
+					runtime.Gosched()
+					inFlight.Add(-1)
+					return nil
+				})
+				cancel()
+				switch {
+				case err == nil:
+				case errors.Is(err, context.Canceled):
+					cancelled.Add(1)
+				default:
+					t.Error(err)
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	recv(t, done, "the contending Commits (a lost wake-up?)")
+	if writes.Load()+cancelled.Load() != goroutines*each {
+		t.Errorf("%d writes + %d cancelled != %d Commits", writes.Load(), cancelled.Load(), goroutines*each)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), guard)
+	defer cancel()
+	if err := g.Commit(ctx, tok("r", "a", 1), func(context.Context) error { return nil }); err != nil {
+		t.Errorf("Commit afterwards = %v: the gate was left taken", err)
+	}
+}
+
+func TestGateCommitAllocations(t *testing.T) {
+	// Committing under the current floor allocates nothing; raising the
+	// floor allocates the new floor's token, once.
+	g := leasefence.NewFenceGate("r")
+	ctx := context.Background()
+	write := func(context.Context) error { return nil }
+	var err error
+	if allocs := testing.AllocsPerRun(100, func() { err = g.Commit(ctx, tok("r", "a", 1), write) }); allocs != 0 || err != nil {
+		t.Errorf("Commit under the floor: %v allocations, err %v; want none", allocs, err)
+	}
+	fence := leasefence.Fence(1)
+	if allocs := testing.AllocsPerRun(100, func() { fence++; err = g.Commit(ctx, tok("r", "a", fence), write) }); allocs != 1 || err != nil {
+		t.Errorf("Commit raising the floor: %v allocations, err %v; want 1", allocs, err)
+	}
+}
