@@ -47,45 +47,52 @@ type timerQueue []timer
 
 const arity = 4
 
+// push and pop move a hole rather than swapping, so each level costs one
+// copy of a timer instead of three.
 func (q *timerQueue) push(t timer) {
 	*q = append(*q, t)
 	h := *q
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / arity
-		if !h[i].less(&h[p]) {
+		if !t.less(&h[p]) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = t
 }
 
 func (q *timerQueue) pop() timer {
 	h := *q
 	top := h[0]
 	last := len(h) - 1
-	h[0] = h[last]
+	x := h[last]
 	h = h[:last]
+	*q = h
+	if last == 0 {
+		return top
+	}
 	i := 0
 	for {
 		first := arity*i + 1
-		if first >= len(h) {
+		if first >= last {
 			break
 		}
 		m := first
-		for c := first + 1; c < min(first+arity, len(h)); c++ {
+		for c := first + 1; c < min(first+arity, last); c++ {
 			if h[c].less(&h[m]) {
 				m = c
 			}
 		}
-		if !h[m].less(&h[i]) {
+		if !h[m].less(&x) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
-	*q = h
+	h[i] = x
 	return top
 }
 

@@ -573,8 +573,18 @@ func (d *digest) u64(v uint64) {
 	d.h = h ^ h>>29
 }
 
+// str folds a string and its length.
 func (d *digest) str(v string) {
 	d.u64(uint64(len(v)))
+	d.chars(v)
+}
+
+// chars folds a string's bytes, eight at a time; the caller folds its
+// length.
+func (d *digest) chars(v string) {
+	if v == "" {
+		return
+	}
 	for len(v) >= 8 {
 		d.u64(binary.LittleEndian.Uint64([]byte(v[:8])))
 		v = v[8:]
@@ -587,18 +597,18 @@ func (d *digest) str(v string) {
 }
 
 func (d *digest) add(e *Event) {
+	// Indices are below 2^20 (MaxAgents, MaxResources), so kind, agent,
+	// resource and the other party pack into two words.
 	d.u64(uint64(e.At))
-	d.u64(uint64(e.Kind))
-	d.u64(uint64(int64(e.Agent)))
-	d.u64(uint64(int64(e.Resource)))
+	d.u64(uint64(e.Kind) | uint64(uint32(e.Agent))<<8 | uint64(uint32(e.Resource))<<32)
+	d.u64(uint64(uint32(e.Other)) | uint64(len(e.Request))<<32 | uint64(len(e.Reason))<<48)
 	d.u64(uint64(e.Fence))
-	d.u64(uint64(int64(e.Other)))
 	d.u64(uint64(e.OtherFence))
-	d.str(string(e.Request))
-	d.str(e.RequestID)
-	d.str(string(e.Reason))
 	d.u64(uint64(e.Dur))
 	d.u64(uint64(e.Deadline))
+	d.chars(string(e.Request))
+	d.chars(string(e.Reason))
+	d.str(e.RequestID)
 	if iv := e.Intervention; iv != nil {
 		d.str(string(iv.Kind))
 		d.str(iv.Agent)

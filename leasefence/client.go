@@ -64,6 +64,11 @@ type Client struct {
 	limit   int
 	next    int      // the slot of the next request begun
 	random  [16]byte // entropy for the next id: a field, so reading it allocates nothing
+
+	// ids and leases are carved from chunks (see chunk.go): a client in a
+	// busy loop makes one allocation per chunk rather than two per request.
+	ids    byteChunk
+	leases chunk[Lease]
 }
 
 // idRandomHex is the length of an id's random part: 128 bits in hex.
@@ -164,7 +169,7 @@ func (c *Client) begin(rec requestRecord) (string, Instant, error) {
 		return "", Instant{}, fmt.Errorf("leasefence: client clock: %w", err)
 	}
 	slot := c.next
-	rec.id = newID(&c.random, slot)
+	rec.id = c.newID(slot)
 	rec.sentAt = sentAt
 	if slot == len(c.records) {
 		c.records = append(c.records, rec)
@@ -180,10 +185,10 @@ func (c *Client) begin(rec requestRecord) (string, Instant, error) {
 // the random bits make the id unique, and completion checks that the record
 // in the slot is this id's, so an id naming a slot that now holds another
 // request (or another client's id) is unknown rather than confused with it.
-func newID(random *[16]byte, slot int) string {
+func (c *Client) newID(slot int) string {
 	var buf [idRandomHex + 16]byte
-	hex.Encode(buf[:idRandomHex], random[:])
-	return string(strconv.AppendUint(buf[:idRandomHex], uint64(slot), 16))
+	hex.Encode(buf[:idRandomHex], c.random[:])
+	return c.ids.string(strconv.AppendUint(buf[:idRandomHex], uint64(slot), 16))
 }
 
 // recordOf returns the record of the request with id, or nil if the client
@@ -252,12 +257,14 @@ func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, e
 		return nil, fmt.Errorf("%w: grant has TTL %v", ErrGrantMismatch, g.TTL)
 	}
 	rec.used = true
-	return &Lease{
+	l := c.leases.new()
+	*l = Lease{
 		Token:    g.Token,
 		Deadline: rec.sentAt.Add(g.TTL - c.skew),
 		TTL:      g.TTL,
 		clock:    c.clock,
-	}, nil
+	}
+	return l, nil
 }
 
 func (c *Client) traceBegin(kind RequestKind, id string, t Token, sentAt Instant) {

@@ -137,7 +137,7 @@
 //	{
 //	  "scenario": "gap",              // the scenario's name
 //	  "seed": 1,
-//	  "digest": "009bafe71f744744",   // 16 hex digits: equal digests, the same run event for event
+//	  "digest": "95250d1575249e0c",   // 16 hex digits: equal digests, the same run event for event
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
 //	  "events": 24,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
