@@ -189,13 +189,26 @@ func (s *Sim) startAcquire(a *agent, ri int, reqDelay, repDelay *time.Duration) 
 	a.phase, a.denied = phAcquiring, false
 	s.setState(a, AgentWaiting)
 	s.sendAcquire(a, reqDelay, repDelay)
-	if !a.scripted {
-		wait := s.sc.Network.RetryAfter
-		if wait == 0 {
-			wait = 4 * s.sc.TTL // give up on a reply that never comes
-		}
-		s.schedule(s.now+wait, timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
+	if !a.scripted && s.mayLose() {
+		s.schedule(s.now+s.retryWait(), timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
 	}
+}
+
+// mayLose reports whether a message sent now could go unanswered. Only then
+// does an acquire need a timer to retry or give up: on a lossless network
+// that timer would only ever fire as a no-op, and in a crowd there is one
+// per attempt.
+func (s *Sim) mayLose() bool {
+	return s.dropRequests > 0 || s.dropReplies > 0 || len(s.sc.Partitions) > 0
+}
+
+// retryWait is how long an agent waits for an acquire's reply before it
+// resends the request, or gives up when it does not retry.
+func (s *Sim) retryWait() time.Duration {
+	if s.sc.Network.RetryAfter > 0 {
+		return s.sc.Network.RetryAfter
+	}
+	return 4 * s.sc.TTL
 }
 
 func (s *Sim) sendAcquire(a *agent, reqDelay, repDelay *time.Duration) {
@@ -624,7 +637,17 @@ func (s *Sim) apply(iv Intervention) {
 		s.schedule(a.stallUntil, timer{kind: tStallEnd, agent: int32(a.idx), gen: 1})
 		s.setState(a, a.displayState(s))
 	case SetDropRate:
+		lossless := !s.mayLose()
 		s.dropRequests, s.dropReplies = iv.Value, iv.Value
+		if lossless && s.mayLose() {
+			// Acquires sent on the lossless network have no timer, and
+			// their replies can now be lost: give them one.
+			for i := range s.agents {
+				if a := &s.agents[i]; a.phase == phAcquiring && !a.scripted {
+					s.schedule(s.now+s.retryWait(), timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
+				}
+			}
+		}
 	case RestartCoordinator:
 		s.restart(iv.Persist)
 	case TogglePush:

@@ -279,3 +279,30 @@ func noLeak(t *testing.T, before int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An acquire sent on a lossless network has no retry timer; raising the
+// drop rate while it is in flight must not leave its agent waiting forever.
+func TestDropRateRaisedMidFlight(t *testing.T) {
+	sc, _ := Builtin("overlap")
+	var last Event
+	sent := map[int]time.Duration{}
+	sim, err := NewSim(sc, Fenced, SubscriberFunc(func(e Event) {
+		last = e
+		if e.Kind == RequestSent {
+			sent[e.Agent] = e.At
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sim.Step() && !(last.Kind == RequestSent && last.Request == "acquire") {
+	}
+	agent, at := last.Agent, last.At
+	if err := sim.Intervene(Intervention{Kind: SetDropRate, Value: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sim.RunUntil(at + 10*sc.TTL)
+	if sent[agent] <= at {
+		t.Fatalf("%s sent nothing after its acquire at %v was cut off", AgentName(agent), at)
+	}
+}
