@@ -28,6 +28,12 @@ const (
 	LeaseHeldBy     = attribute.Key("lease.held_by")        // string: who holds it, on a denial
 	LeaseRetryAfter = attribute.Key("lease.retry_after_ms") // int: the denial's retry hint, in milliseconds
 	LeaseReplayed   = attribute.Key("lease.replayed")       // bool: an acquire answered with the grant already made
+	LeaseRequester  = attribute.Key("lease.requester")      // string: on an "acquire denied" event, the agent refused
+	LeaseDenials    = attribute.Key("lease.denials")        // int: on an "acquire denied" event, how many acquires of the requester were refused
+	// LeaseDeniedFor is, on an "acquire denied" event that stands for more
+	// than one refusal, the time from the first to the last (int,
+	// milliseconds): how long the requester waited behind this lease.
+	LeaseDeniedFor = attribute.Key("lease.denied_for_ms")
 	// LeaseBelievedFor is, on a simulated acquire or renewal that succeeded,
 	// how long after the reply its holder believes the lease lasts (int,
 	// milliseconds): the client's deadline in fenced mode, reply + TTL in
@@ -87,16 +93,21 @@ const (
 	EventReplyDropped      = "reply dropped"
 	EventRequestDuplicated = "request duplicated"
 	EventRequestRetried    = "request retried"
-	EventCheckPassed       = "check passed"
-	EventCheckFailed       = "check failed"
-	EventWriteSkipped      = "write skipped" // a scripted write with no valid check before it
-	EventStallBegan        = "stall began"
-	EventStallEnded        = "stall ended"
-	EventExpired           = "expired at the coordinator"
-	EventReleased          = "released at the coordinator"
-	EventAdmitPushed       = "admit pushed"
-	EventPushDropped       = "push dropped"
-	EventRestarted         = "coordinator restarted" // the lease was forgotten
-	EventPartitionBegan    = "partition began"
-	EventPartitionEnded    = "partition ended"
+	// EventAcquireDenied, on a "lease" span, stands for the acquires of one
+	// requester refused because that lease was held (LeaseRequester,
+	// LeaseReason, LeaseRetryAfter of the first, LeaseDenials, LeaseDeniedFor),
+	// at the first refusal's reply.
+	EventAcquireDenied  = "acquire denied"
+	EventCheckPassed    = "check passed"
+	EventCheckFailed    = "check failed"
+	EventWriteSkipped   = "write skipped" // a scripted write with no valid check before it
+	EventStallBegan     = "stall began"
+	EventStallEnded     = "stall ended"
+	EventExpired        = "expired at the coordinator"
+	EventReleased       = "released at the coordinator"
+	EventAdmitPushed    = "admit pushed"
+	EventPushDropped    = "push dropped"
+	EventRestarted      = "coordinator restarted" // the lease was forgotten
+	EventPartitionBegan = "partition began"
+	EventPartitionEnded = "partition ended"
 )

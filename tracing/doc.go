@@ -8,17 +8,22 @@
 //   - SimRecorder is a harness.Subscriber. It records a simulated run as one
 //     trace per lease generation (a resource, a fence and the coordinator
 //     incarnation that minted it): a root span "lease" from the acquire's
-//     send to the last thing that happened under that fence, with children
-//     "lease acquire", "lease renew", "lease release" and "fence commit",
-//     and span events for instants (checks, stalls, expiry, pushes). A
-//     refused commit is an error span linked to the "lease" span of the
-//     holder that raised the floor. Every timestamp is t0 plus the
-//     simulated instant, so a run recorded now is found by a time-window
-//     search now; with NewIDGenerator the same scenario, seed and t0 give
-//     the same trace and span ids.
+//     send to the last thing that happened under that fence, which carries
+//     the resource, holder and fence, with children "lease acquire",
+//     "lease renew", "lease release" and "fence commit", and span events
+//     for instants (checks, stalls, expiry, pushes). An acquire refused
+//     because the lease was held is an "acquire denied" event on the
+//     holder's "lease" span, not a trace of its own. A refused commit is an
+//     error span linked to the "lease" span of the holder that raised the
+//     floor. Every timestamp is t0 plus the simulated instant, so a run
+//     recorded now is found by a time-window search now; with
+//     NewIDGenerator the same scenario, seed and t0 give the same trace and
+//     span ids. The spans are made on the recorder's own goroutine, beside
+//     the run rather than in it.
 //   - NewHooks returns leasefence hook structs that emit the same span names
-//     and attributes, in wall time, for a Coordinator, Client or FenceGate
-//     in production.
+//     and attribute keys, in wall time, for a Coordinator, Client or
+//     FenceGate in production. Each of their spans is a root, so each
+//     carries the resource, holder and fence itself.
 //
 // Setup builds an SDK TracerProvider with an exporter chosen by
 // ParseExporter (OTLP over HTTP or gRPC, a file of OTLP-JSON lines, or
@@ -32,5 +37,7 @@
 // runs, where one observer sees the whole system. Tracing never changes a
 // run: a SimRecorder only reads events, and a collector that is down or slow
 // costs dropped spans (counted by Pipeline.Dropped), never a blocked or
-// failed run.
+// failed run. It is not free: the SDK makes, snapshots and exports every
+// span, and on the "crowd" scenario that costs more than the simulation
+// itself (BenchmarkCrowdTracing measures it).
 package tracing

@@ -7,6 +7,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/leasefence"
@@ -62,8 +63,10 @@ func ExampleHooks() {
 	// fence commit  internal refused  Error
 }
 
-// Recording a simulated run: one trace per lease generation, timestamps at
-// t0 plus the simulated instants. Setup's provider would export them.
+// Recording a simulated run: one trace per lease generation, its "lease"
+// span naming the holder and the fence, its children the acquire and the
+// writes; timestamps are t0 plus the simulated instants. Setup's provider
+// would export them.
 func ExampleNewSimRecorder() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
@@ -73,22 +76,39 @@ func ExampleNewSimRecorder() {
 	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []harness.Mode{harness.Fenced}, Subscribers: []harness.Subscriber{rec}})
 	rec.Close()
 
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	var leases []sdktrace.ReadOnlySpan
 	for _, s := range spans.Ended() {
+		if s.Name() == tracing.SpanLease {
+			leases = append(leases, s)
+		} else {
+			children[s.Parent().SpanID()] = append(children[s.Parent().SpanID()], s)
+		}
+	}
+	at := func(s sdktrace.ReadOnlySpan) time.Duration { return s.StartTime().Sub(t0) }
+	for _, l := range leases {
 		var holder string
-		for _, kv := range s.Attributes() {
-			if kv.Key == tracing.LeaseHolder {
+		var fence int64
+		for _, kv := range l.Attributes() {
+			switch kv.Key {
+			case tracing.LeaseHolder:
 				holder = kv.Value.AsString()
+			case tracing.LeaseFence:
+				fence = kv.Value.AsInt64()
 			}
 		}
-		fmt.Printf("%-13s %s at %v, %d links, %s\n", s.Name(), holder, s.StartTime().Sub(t0), len(s.Links()), s.Status().Code)
+		fmt.Printf("lease %s fence %d, %v to %v\n", holder, fence, at(l), l.EndTime().Sub(t0))
+		for _, c := range children[l.SpanContext().SpanID()] {
+			fmt.Printf("  %-13s at %v, %d links, %s\n", c.Name(), at(c), len(c.Links()), c.Status().Code)
+		}
 	}
 	// Output:
-	// lease acquire agent-1 at 0s, 0 links, Unset
-	// lease acquire agent-2 at 1s, 0 links, Unset
-	// fence commit  agent-2 at 1.01s, 0 links, Unset
-	// fence commit  agent-1 at 1.4s, 1 links, Error
-	// lease         agent-1 at 0s, 0 links, Unset
-	// lease         agent-2 at 1s, 0 links, Unset
+	// lease agent-1 fence 1, 0s to 1.4s
+	//   lease acquire at 0s, 0 links, Unset
+	//   fence commit  at 1.4s, 1 links, Error
+	// lease agent-2 fence 2, 1s to 2s
+	//   lease acquire at 1s, 0 links, Unset
+	//   fence commit  at 1.01s, 0 links, Unset
 }
 
 // The values of the --trace flag.

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -560,7 +561,7 @@ func TestFileEncodingMatchesOTLPExporter(t *testing.T) {
 		if err := exp.ExportSpans(t.Context(), group); err != nil {
 			t.Fatal(err)
 		}
-		mine := appendExportRequest(nil, group)
+		mine := appendExportRequest(nil, group, nil)
 		var got, want any
 		if err := json.Unmarshal(mine, &got); err != nil {
 			t.Fatalf("our encoding is not JSON: %v\n%s", err, mine)
@@ -581,6 +582,30 @@ func TestFileEncodingMatchesOTLPExporter(t *testing.T) {
 			b, _ := json.MarshalIndent(want, "", " ")
 			t.Fatalf("encodings differ:\nours:\n%s\nreference:\n%s", a, b)
 		}
+	}
+}
+
+// The file exporter writes a large batch in chunks as it encodes it: the
+// chunks make exactly the line a single buffer would.
+func TestFileEncodingStreamsInChunks(t *testing.T) {
+	spans, _ := recordRun(t, builtin(t, "overlap"), t0)
+	whole := appendExportRequest(nil, spans, nil)
+	var streamed []byte
+	chunks := 0
+	last := appendExportRequest(make([]byte, 0, fileChunk), spans, func(b []byte) []byte {
+		if len(b) < fileChunk {
+			t.Errorf("chunk %d is %d bytes, under the %d a flush waits for", chunks, len(b), fileChunk)
+		}
+		chunks++
+		streamed = append(streamed, b...)
+		return b[:0]
+	})
+	streamed = append(streamed, last...)
+	if chunks < 2 {
+		t.Fatalf("%d bytes in %d chunks: the batch is too small to test streaming", len(whole), chunks)
+	}
+	if !bytes.Equal(streamed, whole) {
+		t.Errorf("the %d streamed chunks differ from the encoding in one buffer", chunks)
 	}
 }
 

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"math"
 	"os"
@@ -27,11 +28,19 @@ import (
 // It encodes spans directly, without the OTLP exporters' protobuf
 // structures: a large run ends tens of thousands of spans, and converting
 // them twice then marshalling by reflection cost several times the run.
+// It streams: a line is written in chunks of about fileChunk bytes as it
+// is encoded, so its memory does not grow with the batch.
 type fileExporter struct {
-	mu   sync.Mutex
-	f    *os.File // nil once shut down
-	line []byte   // reused between batches
+	mu  sync.Mutex
+	f   *os.File // nil once shut down
+	buf []byte   // the chunk being encoded, reused
+	err error    // the first write error of the batch being written
 }
+
+// fileChunk is how much encoded JSON the file exporter holds before
+// writing it: large enough that writes are few, small enough to stay in
+// cache.
+const fileChunk = 64 << 10
 
 var errFileClosed = errors.New("tracing: file exporter is shut down")
 
@@ -52,9 +61,22 @@ func (e *fileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 	if e.f == nil {
 		return errFileClosed
 	}
-	e.line = append(appendExportRequest(e.line[:0], spans), '\n')
-	_, err := e.f.Write(e.line)
-	return err
+	if cap(e.buf) == 0 {
+		e.buf = make([]byte, 0, fileChunk+fileChunk/4)
+	}
+	e.err = nil
+	b := append(appendExportRequest(e.buf[:0], spans, e.write), '\n')
+	e.buf = e.write(b)
+	return e.err
+}
+
+// write writes b unless a write of this batch failed, and returns b
+// emptied for reuse. The caller holds e.mu.
+func (e *fileExporter) write(b []byte) []byte {
+	if e.err == nil {
+		_, e.err = e.f.Write(b)
+	}
+	return b[:0]
 }
 
 func (e *fileExporter) Shutdown(context.Context) error {
@@ -70,8 +92,10 @@ func (e *fileExporter) Shutdown(context.Context) error {
 
 // appendExportRequest appends spans as one ExportTraceServiceRequest,
 // grouped by resource then instrumentation scope in order of first
-// appearance.
-func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
+// appearance. If flush is not nil, it is handed what has been appended so
+// far whenever that passes fileChunk bytes, and encoding goes on in the
+// slice it returns.
+func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan, flush func([]byte) []byte) []byte {
 	type scopeGroup struct {
 		scope instrumentation.Scope
 		spans []sdktrace.ReadOnlySpan
@@ -82,26 +106,33 @@ func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 		scopes []scopeGroup
 	}
 	var groups []resourceGroup
-	for _, s := range spans {
-		key, scope := s.Resource().Equivalent(), s.InstrumentationScope()
-		gi := len(groups) - 1 // a batch almost always has one resource and one scope
-		for gi >= 0 && groups[gi].key != key {
-			gi--
+	if sameOrigin(spans) {
+		// The common case, and the one a SimRecorder makes: one provider,
+		// one tracer. The batch is its own group, copied nowhere.
+		s0 := spans[0]
+		groups = []resourceGroup{{res: s0.Resource(), scopes: []scopeGroup{{scope: s0.InstrumentationScope(), spans: spans}}}}
+	} else {
+		for _, s := range spans {
+			key, scope := s.Resource().Equivalent(), s.InstrumentationScope()
+			gi := len(groups) - 1
+			for gi >= 0 && groups[gi].key != key {
+				gi--
+			}
+			if gi < 0 {
+				groups = append(groups, resourceGroup{key: key, res: s.Resource()})
+				gi = len(groups) - 1
+			}
+			g := &groups[gi]
+			si := len(g.scopes) - 1
+			for si >= 0 && g.scopes[si].scope != scope {
+				si--
+			}
+			if si < 0 {
+				g.scopes = append(g.scopes, scopeGroup{scope: scope})
+				si = len(g.scopes) - 1
+			}
+			g.scopes[si].spans = append(g.scopes[si].spans, s)
 		}
-		if gi < 0 {
-			groups = append(groups, resourceGroup{key: key, res: s.Resource()})
-			gi = len(groups) - 1
-		}
-		g := &groups[gi]
-		si := len(g.scopes) - 1
-		for si >= 0 && g.scopes[si].scope != scope {
-			si--
-		}
-		if si < 0 {
-			g.scopes = append(g.scopes, scopeGroup{scope: scope})
-			si = len(g.scopes) - 1
-		}
-		g.scopes[si].spans = append(g.scopes[si].spans, s)
 	}
 
 	req := open(b)
@@ -140,6 +171,9 @@ func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 					ss.b = append(ss.b, ',')
 				}
 				ss.b = appendSpan(ss.b, s)
+				if flush != nil && len(ss.b) >= fileChunk {
+					ss.b = flush(ss.b)
+				}
 			}
 			ss.b = append(ss.b, ']')
 			ss.str("schemaUrl", sg.scope.SchemaURL)
@@ -153,6 +187,21 @@ func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	}
 	req.b = append(req.b, ']')
 	return req.close()
+}
+
+// sameOrigin reports whether every span has the first one's resource (the
+// same value, as spans of one provider do) and instrumentation scope.
+func sameOrigin(spans []sdktrace.ReadOnlySpan) bool {
+	if len(spans) == 0 {
+		return false
+	}
+	res, scope := spans[0].Resource(), spans[0].InstrumentationScope()
+	for _, s := range spans[1:] {
+		if s.Resource() != res || s.InstrumentationScope() != scope {
+			return false
+		}
+	}
+	return true
 }
 
 // OTLP enum values. The SDK's codes.Code numbers differ from OTLP's.
@@ -176,11 +225,11 @@ func otlpFlags(tf trace.TraceFlags, remote bool) uint64 {
 func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	sc, parent := s.SpanContext(), s.Parent()
 	o := open(b)
-	o.id("traceId", sc.TraceID().String())
-	o.id("spanId", sc.SpanID().String())
+	o.id("traceId", sc.TraceID())
+	o.spanID("spanId", sc.SpanID())
 	o.str("traceState", sc.TraceState().String())
 	if parent.SpanID().IsValid() {
-		o.id("parentSpanId", parent.SpanID().String())
+		o.spanID("parentSpanId", parent.SpanID())
 	}
 	o.uint("flags", otlpFlags(sc.TraceFlags(), parent.IsRemote()))
 	o.str("name", s.Name())
@@ -216,8 +265,8 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 				o.b = append(o.b, ',')
 			}
 			lo := open(o.b)
-			lo.id("traceId", l.SpanContext.TraceID().String())
-			lo.id("spanId", l.SpanContext.SpanID().String())
+			lo.id("traceId", l.SpanContext.TraceID())
+			lo.spanID("spanId", l.SpanContext.SpanID())
 			lo.str("traceState", l.SpanContext.TraceState().String())
 			lo.attrs("attributes", l.Attributes)
 			lo.count("droppedAttributesCount", l.DroppedAttributeCount)
@@ -269,11 +318,20 @@ func (o *object) str(name, v string) {
 	}
 }
 
-// id appends a trace or span id; hex is its lowercase hex String.
-func (o *object) id(name, hex string) {
+// id appends a trace id in lowercase hex, as the JSON mapping of OTLP
+// writes ids (not base64), without the string TraceID.String would make.
+func (o *object) id(name string, id trace.TraceID) {
 	o.key(name)
 	o.b = append(o.b, '"')
-	o.b = append(o.b, hex...)
+	o.b = hex.AppendEncode(o.b, id[:])
+	o.b = append(o.b, '"')
+}
+
+// spanID appends a span id as id does a trace id.
+func (o *object) spanID(name string, id trace.SpanID) {
+	o.key(name)
+	o.b = append(o.b, '"')
+	o.b = hex.AppendEncode(o.b, id[:])
 	o.b = append(o.b, '"')
 }
 

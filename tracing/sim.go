@@ -27,32 +27,67 @@ import (
 // without persistence mints the same fences again). Its root span "lease"
 // runs from the acquire's first send to the latest of the coordinator's end
 // of the lease (expiry, release, restart) and the last thing its holder did
-// under that fence. Its children are "lease acquire" (send to reply; lost,
-// duplicated and retried messages are span events), each "lease renew" and
-// "lease release", and each "fence commit". Instants (checks, stalls,
-// expiry, pushes, partitions) are span events on the root. A refused commit
-// has status Error, error.type stale_fence, and a link to the "lease" span
-// of the generation that raised the floor. An acquire that got no lease
-// (denied, or never answered) is a short root span "lease acquire" of its
-// own. Root spans carry sim.mode (both modes are recorded), sim.scenario
-// and sim.seed.
+// under that fence, and carries what the whole trace is about: resource,
+// holder, fence, TTL, coordinator incarnation, sim.mode (both modes are
+// recorded), sim.scenario and sim.seed. Its children carry only what is
+// their own: "lease acquire" (send to reply; lost, duplicated and retried
+// messages are span events), each "lease renew" and "lease release", and
+// each "fence commit". Instants (checks, stalls, expiry, pushes,
+// partitions) are span events on the root. A refused commit has status
+// Error, error.type stale_fence, and a link to the "lease" span of the
+// generation that raised the floor.
+//
+// An acquire refused because a lease was held is not a lease generation:
+// it is an "acquire denied" event on the "lease" span of the holder the
+// coordinator named, one per requester (LeaseDenials counts its refusals),
+// so a holder's trace shows who queued behind it. Its request's lost or
+// retried messages are not recorded. Only an acquire that got no lease and
+// has no such lease in view (never answered, or refused with its holder's
+// trace already ended) is a short root span "lease acquire" of its own.
 //
 // Every timestamp is t0 plus the simulated instant. Ids are derived from the
 // scenario's name and seed, the mode, t0 and the generation; they are used
 // when the TracerProvider was built with NewIDGenerator.
 //
+// The OpenTelemetry work is done on a goroutine of the recorder, not on
+// the simulation's: Event only queues the event (the run waits only when
+// the recorder is thousands of events behind), so with a second core the
+// spans are made while the run goes on. Close returns once every queued
+// event is recorded. A paced run's events are handed over within 50ms, so
+// its spans appear as it runs.
+//
 // SimRecorder is safe for concurrent use: events of a paced run and Close
 // may come from different goroutines. It never changes the run it records.
 type SimRecorder struct {
-	mu     sync.Mutex
+	mu      sync.Mutex
+	batch   []harness.Event // events not yet handed to the recording goroutine
+	queue   chan []harness.Event
+	free    chan []harness.Event // emptied batches, for reuse
+	flush   *time.Timer          // hands over a batch that is not full
+	started bool                 // the recording goroutine runs
+	closed  bool
+	done    chan struct{} // closed when every queued event is recorded and every span ended
+
+	// Owned by the recording goroutine.
 	tracer trace.Tracer
 	t0     time.Time
 	run    runInfo
 	modes  map[harness.Mode]*modeState
-	closed bool
+	lastAt time.Duration
+	lastTS trace.SpanEventOption
 
 	agentNames, resourceNames []string // filled lazily: a name per span would allocate
 }
+
+// Queueing: events go to the recording goroutine in batches, so that
+// handing one over costs a channel operation per batchSize events. At most
+// queueBatches batches wait; beyond that the run waits for the recorder,
+// which bounds the memory a fast run can queue.
+const (
+	batchSize    = 256
+	queueBatches = 8
+	flushEvery   = 50 * time.Millisecond
+)
 
 // runInfo is what the recorder needs from the scenario.
 type runInfo struct {
@@ -76,6 +111,9 @@ func NewSimRecorder(sc harness.Scenario, t0 time.Time, opts ...Option) *SimRecor
 			scripted: make(map[int]bool),
 		},
 		modes:         make(map[harness.Mode]*modeState, len(harness.Modes)),
+		queue:         make(chan []harness.Event, queueBatches),
+		free:          make(chan []harness.Event, queueBatches+1),
+		done:          make(chan struct{}),
 		agentNames:    make([]string, max(sc.Agents, 0)),
 		resourceNames: make([]string, max(sc.Resources, 0)),
 	}
@@ -103,26 +141,71 @@ func (r *SimRecorder) Event(e harness.Event) {
 	if r.closed {
 		return
 	}
-	m := r.modes[e.Mode]
-	if m == nil {
-		m = r.newMode(e.Mode)
-		r.modes[e.Mode] = m
+	if r.batch == nil {
+		select {
+		case r.batch = <-r.free:
+		default:
+			r.batch = make([]harness.Event, 0, batchSize)
+		}
 	}
-	m.event(e)
+	r.batch = append(r.batch, e)
+	switch {
+	case len(r.batch) >= batchSize:
+		r.handOver()
+	case len(r.batch) == 1:
+		if r.flush == nil {
+			r.flush = time.AfterFunc(flushEvery, r.flushBatch)
+		} else {
+			r.flush.Reset(flushEvery)
+		}
+	}
 }
 
-// Close ends every span still open, so that every span started is ended
-// and reaches the span processors: a lease still live ends at the last
-// event seen in its mode, a request still waiting is marked unanswered.
-// Call it once the run is over; it is idempotent. Exporting is the
-// provider's job (Pipeline.Shutdown flushes).
-func (r *SimRecorder) Close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
+// handOver queues the batch for the recording goroutine, starting it the
+// first time. The caller holds r.mu.
+func (r *SimRecorder) handOver() {
+	if len(r.batch) == 0 {
 		return
 	}
-	r.closed = true
+	if !r.started {
+		r.started = true
+		go r.record()
+	}
+	r.queue <- r.batch
+	r.batch = nil
+}
+
+// flushBatch hands over the events of a paced run that came slower than a
+// batch fills.
+func (r *SimRecorder) flushBatch() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.handOver()
+	}
+}
+
+// record is the recording goroutine: it makes the spans of every queued
+// event, in order, and once Close has closed the queue, ends the spans
+// still open.
+func (r *SimRecorder) record() {
+	defer close(r.done)
+	for batch := range r.queue {
+		for i := range batch {
+			e := &batch[i]
+			m := r.modes[e.Mode]
+			if m == nil {
+				m = r.newMode(e.Mode)
+				r.modes[e.Mode] = m
+			}
+			m.event(*e)
+		}
+		clear(batch) // the strings of a recorded event need not stay alive
+		select {
+		case r.free <- batch[:0]:
+		default:
+		}
+	}
 	modes := make([]harness.Mode, 0, len(r.modes))
 	for mode := range r.modes {
 		modes = append(modes, mode)
@@ -133,8 +216,41 @@ func (r *SimRecorder) Close() {
 	}
 }
 
+// Close records every event queued, then ends every span still open, so
+// that every span started is ended and reaches the span processors: a
+// lease still live ends at the last event seen in its mode, a request
+// still waiting is marked unanswered. Call it once the run is over; it
+// returns once that is done, and later calls return at once. Exporting is
+// the provider's job (Pipeline.Shutdown flushes).
+func (r *SimRecorder) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		<-r.done
+		return
+	}
+	r.closed = true
+	if r.flush != nil {
+		r.flush.Stop()
+	}
+	r.handOver()
+	if !r.started {
+		r.started = true
+		go r.record()
+	}
+	close(r.queue)
+	r.mu.Unlock()
+	<-r.done
+}
+
+// ts is the timestamp option of a simulated instant. Many things happen at
+// one instant (a commit's start and end, a check and the stall after it),
+// so the last one made is reused: each costs an allocation.
 func (r *SimRecorder) ts(at time.Duration) trace.SpanEventOption {
-	return trace.WithTimestamp(r.t0.Add(at))
+	if r.lastTS == nil || r.lastAt != at {
+		r.lastAt, r.lastTS = at, trace.WithTimestamp(r.t0.Add(at))
+	}
+	return r.lastTS
 }
 
 func (r *SimRecorder) agent(i int) string {
@@ -177,18 +293,30 @@ const (
 	traceAcquire
 )
 
-// modeState is the recorder's view of one mode's simulation.
+// modeState is the recorder's view of one mode's simulation. Agents and
+// resources are looked up by index in slices: names are fixed for a run,
+// and a map lookup per event would cost more than the rest of the event.
 type modeState struct {
 	r         *SimRecorder
 	base      uint64 // folded into every id of this mode
 	epoch     int    // coordinator incarnation
 	last      time.Duration
-	agents    map[int]*agentState
+	agents    []*agentState // by agent; nil until the agent does something
 	gens      map[genKey]*generation
-	floors    map[int]floorRef // per resource
+	current   []*generation // by resource: the newest open generation of this epoch, which denials land on
+	floors    []floorRef    // by resource
 	rootAttrs []attribute.KeyValue
 	slot      *idSlot         // the ids of the next span started
 	slotCtx   context.Context // carries slot
+
+	// Buffers reused for every span and event: the trace API copies the
+	// attributes and options it is given (NewSpanStartConfig,
+	// NewEventConfig), and so does the SDK's SetAttributes, so a slice per
+	// call would only feed the garbage collector.
+	attrs        []attribute.KeyValue
+	opts         []trace.SpanStartOption
+	evOpts       []trace.EventOption
+	spareDenials [][]denialGroup // of ended generations
 }
 
 func (r *SimRecorder) newMode(mode harness.Mode) *modeState {
@@ -198,11 +326,10 @@ func (r *SimRecorder) newMode(mode harness.Mode) *modeState {
 		slotCtx: withIDSlot(context.Background(), slot),
 		r:       r,
 		base:    fold(uint64(r.t0.UnixNano()), hashString(r.run.scenario), r.run.seed, hashString(string(mode))),
-		// Agents are few per run in practice but may number 100,000: a map
-		// holds only those that did something.
-		agents: make(map[int]*agentState),
-		gens:   make(map[genKey]*generation),
-		floors: make(map[int]floorRef),
+		agents:  make([]*agentState, len(r.agentNames)),
+		gens:    make(map[genKey]*generation),
+		current: make([]*generation, len(r.resourceNames)),
+		floors:  make([]floorRef, len(r.resourceNames)),
 		rootAttrs: []attribute.KeyValue{
 			SimScenario.String(r.run.scenario),
 			SimSeed.String(strconv.FormatUint(r.run.seed, 10)),
@@ -244,9 +371,22 @@ type generation struct {
 	holderDone bool // its holder has moved on, or never learned of it
 	last       time.Duration
 	open       []*request
+	denials    []denialGroup // acquires refused because of this lease, one entry per requester and reason
 }
 
 func (g *generation) touch(at time.Duration) { g.last = max(g.last, at) }
+
+// denialGroup is the acquires of one requester refused, for one reason,
+// because of a generation: they become one span event on its "lease" span
+// when it ends, so an agent that retries all through a long lease adds one
+// event, not one per retry.
+type denialGroup struct {
+	agent       int
+	reason      leasefence.Reason
+	retryAfter  time.Duration // the first refusal's hint
+	first, last time.Duration
+	count       int
+}
 
 // request is a renewal or release in flight.
 type request struct {
@@ -267,7 +407,8 @@ type attempt struct {
 	sent     time.Duration // first send
 	lastSent time.Duration
 	events   []pendingEvent
-	gen      *generation // set if the coordinator is seen to have minted a fence for it before the reply
+	denials  []deferredDenial // refusals of others' acquires because of the lease this one was granted
+	gen      *generation      // set if the coordinator is seen to have minted a fence for it before the reply
 }
 
 type pendingEvent struct {
@@ -276,19 +417,37 @@ type pendingEvent struct {
 }
 
 type agentState struct {
-	attempt *attempt
-	holding *generation // the lease the agent believes it holds
+	attempt *attempt // the acquire in flight, or nil; points to spare
+	spare   attempt  // reused by every acquire of the agent
+	holding *generation
 	renew   *request
 	release *request
 }
 
 func (m *modeState) agent(i int) *agentState {
+	if i >= len(m.agents) {
+		m.agents = slices.Grow(m.agents, i+1-len(m.agents))[:i+1]
+	}
 	a := m.agents[i]
 	if a == nil {
 		a = &agentState{}
 		m.agents[i] = a
 	}
 	return a
+}
+
+// resourceIn reports whether an event's resource index names a resource
+// (a partition's names none), growing the per-resource slices if the
+// events name more resources than the scenario did.
+func (m *modeState) resourceIn(i int) bool {
+	if i < 0 {
+		return false
+	}
+	if i >= len(m.current) {
+		m.current = slices.Grow(m.current, i+1-len(m.current))[:i+1]
+		m.floors = slices.Grow(m.floors, i+1-len(m.floors))[:i+1]
+	}
+	return true
 }
 
 func (m *modeState) event(e harness.Event) {
@@ -325,10 +484,12 @@ func (m *modeState) event(e harness.Event) {
 		m.renewAnswered(e)
 	case harness.Expired:
 		g := m.coordinatorSide(e, e.At-m.r.run.ttl)
-		g.root.AddEvent(EventExpired, m.r.ts(e.At))
+		m.rootEvent(g, EventExpired, e.At)
 		m.coordinatorEnded(g, e.At)
 	case harness.Released:
 		m.released(e)
+	case harness.ReleaseRefused:
+		m.releaseRefused(e)
 	case harness.CheckPassed:
 		m.holderInstant(e, EventCheckPassed)
 	case harness.CheckFailed:
@@ -338,7 +499,9 @@ func (m *modeState) event(e harness.Event) {
 		}
 		m.holderInstant(e, name)
 	case harness.StallBegan:
-		m.holderInstant(e, EventStallBegan, SimDuration.Int64(e.Dur.Milliseconds()))
+		if g := m.holding(e); g != nil {
+			m.rootEvent(g, EventStallBegan, e.At, append(m.startAttrs(), SimDuration.Int64(e.Dur.Milliseconds()))...)
+		}
 	case harness.StallEnded:
 		m.holderInstant(e, EventStallEnded)
 	case harness.CommitAdmitted, harness.CommitRefused:
@@ -347,8 +510,7 @@ func (m *modeState) event(e harness.Event) {
 		m.pushed(e)
 	case harness.PushDropped:
 		g := m.coordinatorSide(e, e.At)
-		g.root.AddEvent(EventPushDropped, m.r.ts(e.At))
-		g.touch(e.At)
+		m.rootEvent(g, EventPushDropped, e.At)
 	case harness.PartitionBegan, harness.PartitionEnded:
 		// A partition concerns the agent, not a fence: it lands on the
 		// lease the agent holds, if any.
@@ -357,8 +519,7 @@ func (m *modeState) event(e harness.Event) {
 			if e.Kind == harness.PartitionEnded {
 				name = EventPartitionEnded
 			}
-			g.root.AddEvent(name, m.r.ts(e.At))
-			g.touch(e.At)
+			m.rootEvent(g, name, e.At)
 		}
 	}
 }
@@ -373,37 +534,51 @@ func (m *modeState) holding(e harness.Event) *generation {
 	return g
 }
 
-func (m *modeState) holderInstant(e harness.Event, name string, attrs ...attribute.KeyValue) {
-	g := m.holding(e)
-	if g == nil {
-		return // no lease behind it: a live stall of an idle agent, a skipped write
+// holderInstant records an instant of a holder on its lease's span. One
+// with no lease behind it (a stall of an idle agent in a paced run, a
+// skipped write) is not recorded.
+func (m *modeState) holderInstant(e harness.Event, name string) {
+	if g := m.holding(e); g != nil {
+		m.rootEvent(g, name, e.At)
 	}
-	g.root.AddEvent(name, m.r.ts(e.At), trace.WithAttributes(attrs...))
-	g.touch(e.At)
 }
 
-// --- spans ---
-
-// leaseAttrs starts a span's attributes with the resource and holder, with
-// room for more: a span's attributes are allocated once.
-func (m *modeState) leaseAttrs(resource, agent, more int) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 2, 2+more)
-	kv[0], kv[1] = LeaseResource.String(m.r.resource(resource)), LeaseHolder.String(m.r.agent(agent))
-	return kv
-}
+// --- spans and events ---
 
 // Options every span of a kind shares, made once.
 var (
-	optNewRoot      = trace.WithNewRoot()
 	optKindClient   = trace.WithSpanKind(trace.SpanKindClient)
 	optKindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 )
 
+// startAttrs returns the scratch buffer, emptied, for the attributes of
+// the next span or event.
+func (m *modeState) startAttrs() []attribute.KeyValue { return m.attrs[:0] }
+
+// keep makes attrs, which grew from startAttrs, the scratch buffer if
+// appending to it reallocated.
+func (m *modeState) keep(attrs []attribute.KeyValue) {
+	if cap(attrs) > cap(m.attrs) {
+		m.attrs = attrs[:0]
+	}
+}
+
 // start starts a span with the ids chosen for it. parent is g.ctx for a
-// child and m.slotCtx for a root.
-func (m *modeState) start(parent context.Context, tid trace.TraceID, sid trace.SpanID, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+// child and m.slotCtx for a root: slotCtx carries no span, so a span
+// started from it is a root without trace.WithNewRoot, which would cost a
+// context and a span value per root.
+func (m *modeState) start(parent context.Context, tid trace.TraceID, sid trace.SpanID, name string, at time.Duration,
+	kind trace.SpanStartOption, attrs []attribute.KeyValue, links ...trace.Link) (context.Context, trace.Span) {
+	m.opts = append(m.opts[:0], m.r.ts(at), kind)
+	if len(attrs) > 0 {
+		m.opts = append(m.opts, trace.WithAttributes(attrs...))
+		m.keep(attrs)
+	}
+	if len(links) > 0 {
+		m.opts = append(m.opts, trace.WithLinks(links...))
+	}
 	m.slot.set(tid, sid)
-	ctx, sp := m.r.tracer.Start(parent, name, opts...)
+	ctx, sp := m.r.tracer.Start(parent, name, m.opts...)
 	*m.slot = idSlot{} // unused when the provider has another IDGenerator
 	return ctx, sp
 }
@@ -415,28 +590,55 @@ func (m *modeState) generation(key genKey, agent int, start time.Duration) *gene
 		return g
 	}
 	tid := traceIDFrom(fold(m.base, traceLease, uint64(key.epoch), uint64(key.resource), uint64(key.fence)))
-	attrs := append(m.leaseAttrs(key.resource, agent, len(m.rootAttrs)+4), m.rootAttrs...)
-	attrs = append(attrs,
+	holder := m.r.agent(agent)
+	attrs := append(m.startAttrs(),
+		LeaseResource.String(m.r.resource(key.resource)),
+		LeaseHolder.String(holder),
 		LeaseFence.Int64(int64(key.fence)),
 		LeaseTTL.Int64(m.r.run.ttl.Milliseconds()),
-		SimAgent.String(m.r.agent(agent)),
+		SimAgent.String(holder),
 		SimEpoch.Int(key.epoch))
-	ctx, root := m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLease,
-		optNewRoot, m.r.ts(start), optKindInternal, trace.WithAttributes(attrs...))
+	attrs = append(attrs, m.rootAttrs...)
+	ctx, root := m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLease, start, optKindInternal, attrs)
 	g := &generation{key: key, agent: agent, traceID: tid, ctx: ctx, root: root, last: start}
 	m.gens[key] = g
+	if key.epoch == m.epoch && m.resourceIn(key.resource) {
+		if c := m.current[key.resource]; c == nil || c.key.fence <= key.fence {
+			m.current[key.resource] = g
+		}
+	}
 	return g
 }
 
+// child starts a span under g's root. The root carries the resource, the
+// holder and the fence, so a child's attributes are only what is its own.
+// They are set once the span is started, not passed to Start: a sampler
+// decides for the whole trace at its root (the SDK's default is
+// ParentBased), and the start option would copy them once more.
 func (m *modeState) child(g *generation, name string, at time.Duration, kind trace.SpanStartOption, attrs []attribute.KeyValue, links ...trace.Link) trace.Span {
 	g.spans++
-	opts := []trace.SpanStartOption{m.r.ts(at), kind, trace.WithAttributes(attrs...)}
-	if len(links) > 0 {
-		opts = append(opts, trace.WithLinks(links...))
+	_, sp := m.start(g.ctx, g.traceID, spanIDFor(g.traceID, g.spans), name, at, kind, nil, links...)
+	if len(attrs) > 0 {
+		sp.SetAttributes(attrs...)
+		m.keep(attrs)
 	}
-	_, sp := m.start(g.ctx, g.traceID, spanIDFor(g.traceID, g.spans), name, opts...)
 	g.touch(at)
 	return sp
+}
+
+// rootEvent adds a span event to g's "lease" span.
+func (m *modeState) rootEvent(g *generation, name string, at time.Duration, attrs ...attribute.KeyValue) {
+	m.addEvent(g.root, name, at, attrs...)
+	g.touch(at)
+}
+
+func (m *modeState) addEvent(sp trace.Span, name string, at time.Duration, attrs ...attribute.KeyValue) {
+	m.evOpts = append(m.evOpts[:0], m.r.ts(at))
+	if len(attrs) > 0 {
+		m.evOpts = append(m.evOpts, trace.WithAttributes(attrs...))
+		m.keep(attrs)
+	}
+	sp.AddEvent(name, m.evOpts...)
 }
 
 // --- acquires ---
@@ -460,7 +662,9 @@ func (m *modeState) acquireSent(e harness.Event) {
 		g.holderDone = true
 		m.tryEnd(g)
 	}
-	a.attempt = &attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At}
+	a.spare = attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At,
+		events: a.spare.events[:0], denials: a.spare.denials[:0]}
+	a.attempt = &a.spare
 }
 
 func (m *modeState) acquired(e harness.Event) {
@@ -469,7 +673,9 @@ func (m *modeState) acquired(e harness.Event) {
 	if at == nil || at.id != e.RequestID {
 		// The harness reports Acquired only for the pending request; keep
 		// going with what the event says.
-		at = &attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At}
+		a.spare = attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At,
+			events: a.spare.events[:0], denials: a.spare.denials} // refusals waiting on a lost attempt are this lease's
+		at = &a.spare
 	}
 	a.attempt = nil
 	key := genKey{m.epoch, e.Resource, e.Fence}
@@ -484,12 +690,11 @@ func (m *modeState) acquired(e harness.Event) {
 	if g == nil {
 		g = m.generation(key, e.Agent, at.sent)
 	}
-	attrs := append(m.leaseAttrs(e.Resource, e.Agent, 5),
+	m.takeDenials(g, at)
+	attrs := append(m.startAttrs(),
 		LeaseRequestID.String(e.RequestID),
-		LeaseFence.Int64(int64(e.Fence)),
-		LeaseTTL.Int64(m.r.run.ttl.Milliseconds()),
-		LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()),
-		LeaseOutcome.String(OutcomeGranted))
+		LeaseOutcome.String(OutcomeGranted),
+		LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()))
 	sp := m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
 	m.replay(sp, at.events)
 	sp.End(m.r.ts(e.At))
@@ -498,38 +703,119 @@ func (m *modeState) acquired(e harness.Event) {
 	a.holding = g
 }
 
+// denied records a refused acquire on the "lease" span of the generation
+// that caused it. That is the newest generation of the resource if the
+// holder the coordinator names holds it; if instead that holder's own
+// acquire is still waiting for its reply, the refusal waits on that
+// acquire for the generation its reply starts. Only a refusal with no
+// such lease behind it (a reason other than "held", or its trace already
+// ended) becomes a "lease acquire" span of its own.
 func (m *modeState) denied(e harness.Event) {
-	at := m.agent(e.Agent).attempt
+	a := m.agent(e.Agent)
+	at := a.attempt
 	if at == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{LeaseReason.String(string(e.Reason)), LeaseRetryAfter.Int64(e.Dur.Milliseconds())}
-	if e.Other >= 0 {
-		attrs = append(attrs, LeaseHeldBy.String(m.r.agent(e.Other)))
+	a.attempt = nil
+	m.orphanDenials(at)
+	d := deferredDenial{agent: e.Agent, resource: e.Resource, id: at.id, sent: at.sent, at: e.At, reason: e.Reason, retryAfter: e.Dur, holder: e.Other}
+	if e.Other < 0 {
+		m.deniedSpan(d, at.events)
+		return
 	}
-	m.settle(e.Agent, at, e.At, OutcomeDenied, "", "", attrs...)
+	if !m.resourceIn(e.Resource) {
+		m.deniedSpan(d, at.events)
+		return
+	}
+	g := m.current[e.Resource]
+	if g != nil && g.agent == e.Other && !g.coordEnded {
+		m.deny(g, d)
+		return
+	}
+	if hat := m.agent(e.Other).attempt; hat != nil && hat.resource == e.Resource && e.Other != e.Agent {
+		hat.denials = append(hat.denials, d)
+		return
+	}
+	if g != nil && g.agent == e.Other {
+		m.deny(g, d)
+		return
+	}
+	m.deniedSpan(d, at.events)
+}
+
+// deferredDenial is a refused acquire waiting for the trace of the lease
+// that caused it.
+type deferredDenial struct {
+	agent      int // the requester
+	resource   int
+	id         string
+	sent, at   time.Duration // the acquire's first send and its refusal's reply
+	reason     leasefence.Reason
+	retryAfter time.Duration
+	holder     int // the holder the coordinator named, or -1
+}
+
+func (m *modeState) deny(g *generation, d deferredDenial) {
+	g.touch(d.at)
+	if g.denials == nil && len(m.spareDenials) > 0 {
+		g.denials = m.spareDenials[len(m.spareDenials)-1]
+		m.spareDenials = m.spareDenials[:len(m.spareDenials)-1]
+	}
+	for i := range g.denials {
+		if x := &g.denials[i]; x.agent == d.agent && x.reason == d.reason {
+			x.count++
+			x.last = d.at
+			return
+		}
+	}
+	g.denials = append(g.denials, denialGroup{agent: d.agent, reason: d.reason, retryAfter: d.retryAfter, first: d.at, last: d.at, count: 1})
+}
+
+// takeDenials moves the refusals waiting on at to g, the generation at's
+// reply started or the coordinator was seen to mint for it.
+func (m *modeState) takeDenials(g *generation, at *attempt) {
+	for _, d := range at.denials {
+		m.deny(g, d)
+	}
+	at.denials = at.denials[:0]
+}
+
+// deniedSpan records a refusal as a root "lease acquire" span, with the
+// wire events of its request (none for one that waited on another acquire).
+func (m *modeState) deniedSpan(d deferredDenial, events []pendingEvent) {
+	attrs := append(m.startAttrs(), LeaseReason.String(string(d.reason)), LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()))
+	if d.holder >= 0 {
+		attrs = append(attrs, LeaseHeldBy.String(m.r.agent(d.holder)))
+	}
+	m.settle(d.agent, &attempt{id: d.id, resource: d.resource, sent: d.sent, events: events}, d.at, OutcomeDenied, "", "", attrs...)
 }
 
 // settle ends an acquire that brought its agent no lease: as a child of
 // the generation the coordinator minted for it if one was seen, and as a
 // root span of its own otherwise. A non-empty errType marks it failed.
+// extra may be the scratch buffer. The caller has cleared the agent's
+// attempt.
 func (m *modeState) settle(agent int, at *attempt, end time.Duration, outcome, errType, errMsg string, extra ...attribute.KeyValue) {
-	m.agent(agent).attempt = nil
-	attrs := append(m.leaseAttrs(at.resource, agent, 4+len(extra)+len(m.rootAttrs)),
-		LeaseRequestID.String(at.id), LeaseOutcome.String(outcome))
-	attrs = append(attrs, extra...)
+	var attrs []attribute.KeyValue
+	if len(extra) > 0 {
+		attrs = extra // already in the scratch buffer
+	} else {
+		attrs = m.startAttrs()
+	}
+	attrs = append(attrs, LeaseRequestID.String(at.id), LeaseOutcome.String(outcome))
 	if errType != "" {
 		attrs = append(attrs, ErrorType.String(errType))
 	}
 	var sp trace.Span
 	g := at.gen
 	if g != nil {
-		sp = m.child(g, SpanLeaseAcquire, at.sent, optKindClient, append(attrs, LeaseFence.Int64(int64(g.key.fence))))
+		sp = m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
 	} else {
-		tid := traceIDFrom(fold(m.base, traceAcquire, uint64(agent), hashString(at.id)))
+		// A root of its own: it says what it is about.
+		attrs = append(attrs, LeaseResource.String(m.r.resource(at.resource)), LeaseHolder.String(m.r.agent(agent)))
 		attrs = append(attrs, m.rootAttrs...)
-		_, sp = m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLeaseAcquire,
-			optNewRoot, m.r.ts(at.sent), optKindClient, trace.WithAttributes(attrs...))
+		tid := traceIDFrom(fold(m.base, traceAcquire, uint64(agent), hashString(at.id)))
+		_, sp = m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLeaseAcquire, at.sent, optKindClient, attrs)
 	}
 	m.replay(sp, at.events)
 	if errType != "" {
@@ -537,15 +823,28 @@ func (m *modeState) settle(agent int, at *attempt, end time.Duration, outcome, e
 	}
 	sp.End(m.r.ts(end))
 	if g != nil {
+		m.takeDenials(g, at)
 		g.touch(end)
 		g.holderDone = true
 		m.tryEnd(g)
+		return
 	}
+	m.orphanDenials(at)
+}
+
+// orphanDenials records the refusals waiting on an acquire that started no
+// lease as spans of their own: the coordinator named its agent as the
+// holder, yet no lease of the agent is known to have been minted.
+func (m *modeState) orphanDenials(at *attempt) {
+	for _, d := range at.denials {
+		m.deniedSpan(d, nil)
+	}
+	at.denials = at.denials[:0]
 }
 
 func (m *modeState) replay(sp trace.Span, events []pendingEvent) {
 	for _, ev := range events {
-		sp.AddEvent(ev.name, m.r.ts(ev.at))
+		m.addEvent(sp, ev.name, ev.at)
 	}
 }
 
@@ -570,16 +869,15 @@ func (m *modeState) fate(e harness.Event, name string) {
 }
 
 func (m *modeState) requestFate(q *request, e harness.Event, name string) {
-	q.span.AddEvent(name, m.r.ts(e.At))
+	m.addEvent(q.span, name, e.At)
 	q.gen.touch(e.At)
 	switch e.Kind {
 	case harness.RequestDuplicated:
 		q.copies++
 	case harness.ReplyDropped:
 		if q.kind == harness.KindRelease {
-			// The coordinator answered without a release (a release is
-			// reported before its reply): it refused.
-			m.finish(q, e.At, OutcomeRefused, "", "")
+			// The coordinator answered, and reported its answer
+			// (Released, ReleaseRefused) before the reply was lost.
 			return
 		}
 		fallthrough
@@ -591,12 +889,22 @@ func (m *modeState) requestFate(q *request, e harness.Event, name string) {
 	}
 }
 
+// finish ends a renewal or release. extra may be the scratch buffer.
 func (m *modeState) finish(q *request, at time.Duration, outcome, errType, errMsg string, extra ...attribute.KeyValue) {
 	q.done = true
-	q.span.SetAttributes(LeaseOutcome.String(outcome))
-	q.span.SetAttributes(extra...)
+	var attrs []attribute.KeyValue
+	if len(extra) > 0 {
+		attrs = extra
+	} else {
+		attrs = m.startAttrs()
+	}
+	attrs = append(attrs, LeaseOutcome.String(outcome))
 	if errType != "" {
-		q.span.SetAttributes(ErrorType.String(errType))
+		attrs = append(attrs, ErrorType.String(errType))
+	}
+	q.span.SetAttributes(attrs...)
+	m.keep(attrs)
+	if errType != "" {
 		q.span.SetStatus(codes.Error, errMsg)
 	}
 	q.span.End(m.r.ts(at))
@@ -610,9 +918,8 @@ func (m *modeState) renewSent(e harness.Event) {
 	if g == nil {
 		return
 	}
-	attrs := append(m.leaseAttrs(e.Resource, e.Agent, 2), LeaseFence.Int64(int64(e.Fence)), LeaseRequestID.String(e.RequestID))
 	q := &request{kind: leasefence.KindRenew, id: e.RequestID, gen: g, copies: 1}
-	q.span = m.child(g, SpanLeaseRenew, e.At, optKindClient, attrs)
+	q.span = m.child(g, SpanLeaseRenew, e.At, optKindClient, append(m.startAttrs(), LeaseRequestID.String(e.RequestID)))
 	g.open = append(g.open, q)
 	m.agent(e.Agent).renew = q
 }
@@ -624,13 +931,13 @@ func (m *modeState) renewAnswered(e harness.Event) {
 	}
 	if e.Kind == harness.Renewed {
 		if q.id == e.RequestID {
-			m.finish(q, e.At, OutcomeRenewed, "", "", LeaseTTL.Int64(m.r.run.ttl.Milliseconds()),
-				LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()))
+			m.finish(q, e.At, OutcomeRenewed, "", "",
+				append(m.startAttrs(), LeaseBelievedFor.Int64((e.Deadline-e.At).Milliseconds()))...)
 		}
 		return
 	}
-	m.finish(q, e.At, OutcomeRefused, ErrorLeaseLost, fmt.Sprintf("renewal refused: %s", e.Reason),
-		LeaseReason.String(string(e.Reason)))
+	m.finish(q, e.At, OutcomeRefused, ErrorLeaseLost, "renewal refused: "+string(e.Reason),
+		append(m.startAttrs(), LeaseReason.String(string(e.Reason)))...)
 }
 
 func (m *modeState) releaseSent(e harness.Event) {
@@ -641,9 +948,8 @@ func (m *modeState) releaseSent(e harness.Event) {
 	if g == nil {
 		return
 	}
-	attrs := append(m.leaseAttrs(e.Resource, e.Agent, 1), LeaseFence.Int64(int64(e.Fence)))
 	q := &request{kind: harness.KindRelease, gen: g, copies: 1, arrives: e.At + e.Dur}
-	q.span = m.child(g, SpanLeaseRelease, e.At, optKindClient, attrs)
+	q.span = m.child(g, SpanLeaseRelease, e.At, optKindClient, m.startAttrs())
 	g.open = append(g.open, q)
 	m.agent(e.Agent).release = q
 }
@@ -658,8 +964,18 @@ func (m *modeState) released(e harness.Event) {
 			m.finish(q, e.At, OutcomeReleased, "", "")
 		}
 	}
-	g.root.AddEvent(EventReleased, m.r.ts(e.At))
+	m.rootEvent(g, EventReleased, e.At)
 	m.coordinatorEnded(g, e.At)
+}
+
+// releaseRefused ends the release the coordinator refused: the lease had
+// already ended there (expired, or superseded by a restart's reissue).
+func (m *modeState) releaseRefused(e harness.Event) {
+	q := m.agent(e.Agent).release
+	if q == nil || q.done || q.gen.key.resource != e.Resource || q.gen.key.fence != e.Fence {
+		return
+	}
+	m.finish(q, e.At, OutcomeRefused, "", "", append(m.startAttrs(), LeaseReason.String(string(e.Reason)))...)
 }
 
 // --- the coordinator's side ---
@@ -675,6 +991,7 @@ func (m *modeState) coordinatorSide(e harness.Event, start time.Duration) *gener
 	}
 	if at := m.agent(e.Agent).attempt; at != nil && at.resource == e.Resource && at.gen == nil {
 		at.gen = m.generation(key, e.Agent, at.sent)
+		m.takeDenials(at.gen, at)
 		return at.gen
 	}
 	g := m.generation(key, e.Agent, max(start, 0))
@@ -697,13 +1014,12 @@ func (m *modeState) pushed(e harness.Event) {
 	if !raised {
 		outcome = OutcomeBelowFloor
 	}
-	attrs := []attribute.KeyValue{FenceFloor.Int64(int64(e.OtherFence)), FenceOutcome.String(outcome)}
+	attrs := append(m.startAttrs(), FenceFloor.Int64(int64(e.OtherFence)), FenceOutcome.String(outcome))
 	if e.Other >= 0 {
 		attrs = append(attrs, FenceFloorHolder.String(m.r.agent(e.Other)))
 	}
-	g.root.AddEvent(EventAdmitPushed, m.r.ts(e.At), trace.WithAttributes(attrs...))
-	g.touch(e.At)
-	if raised {
+	m.rootEvent(g, EventAdmitPushed, e.At, attrs...)
+	if raised && m.resourceIn(e.Resource) {
 		m.floors[e.Resource] = floorRef{fence: e.Fence, agent: e.Agent, span: g.root.SpanContext()}
 	}
 }
@@ -711,23 +1027,24 @@ func (m *modeState) pushed(e harness.Event) {
 func (m *modeState) restarted(e harness.Event) {
 	for _, g := range m.sortedGens() {
 		if g.key.epoch == m.epoch && !g.coordEnded {
-			g.root.AddEvent(EventRestarted, m.r.ts(e.At), trace.WithAttributes(LeaseReason.String(string(e.Reason))))
+			m.rootEvent(g, EventRestarted, e.At, LeaseReason.String(string(e.Reason)))
 			m.coordinatorEnded(g, e.At)
 		}
 	}
 	m.epoch++
+	clear(m.current) // denials from the new incarnation are not about the old one's leases
 }
 
 // --- writes ---
 
 func (m *modeState) commit(e harness.Event) {
 	g := m.holding(e)
-	if g == nil {
+	if g == nil || !m.resourceIn(e.Resource) {
 		return
 	}
 	refused := e.Kind == harness.CommitRefused
 	stale := !refused && e.Reason == "stale"
-	attrs := append(m.leaseAttrs(e.Resource, e.Agent, 5), LeaseFence.Int64(int64(e.Fence)))
+	attrs := m.startAttrs()
 	var links []trace.Link
 	outcome := OutcomeAdmitted
 	if refused || stale {
@@ -739,25 +1056,28 @@ func (m *modeState) commit(e harness.Event) {
 		if e.Other >= 0 {
 			attrs = append(attrs, FenceFloorHolder.String(m.r.agent(e.Other)))
 		}
-		if f, ok := m.floors[e.Resource]; ok && f.fence == e.OtherFence && f.agent == e.Other && f.span.IsValid() {
+		if f := m.floors[e.Resource]; f.fence == e.OtherFence && f.agent == e.Other && f.span.IsValid() {
 			links = append(links, trace.Link{SpanContext: f.span, Attributes: []attribute.KeyValue{
 				LeaseHolder.String(m.r.agent(f.agent)), LeaseFence.Int64(int64(f.fence)),
 			}})
 		}
 	}
 	attrs = append(attrs, FenceOutcome.String(outcome))
-	sp := m.child(g, SpanFenceCommit, e.At, optKindInternal, attrs, links...)
+	var errType string
+	var err error
 	if refused {
 		rej := leasefence.Rejection{Resource: m.r.resource(e.Resource), Holder: m.r.agent(e.Agent), Fence: e.Fence,
 			FloorHolder: m.r.agent(e.Other), FloorFence: e.OtherFence}
-		var err error = &leasefence.StaleFenceError{Rejection: rej}
-		errType := ErrorStaleFence
+		err, errType = &leasefence.StaleFenceError{Rejection: rej}, ErrorStaleFence
 		if e.OtherFence == e.Fence {
 			errType = ErrorTokenConflict
 			err = fmt.Errorf("%w: fence %d at %q belongs to %s", leasefence.ErrTokenConflict, e.Fence, rej.Resource, rej.FloorHolder)
 		}
+		attrs = append(attrs, ErrorType.String(errType))
+	}
+	sp := m.child(g, SpanFenceCommit, e.At, optKindInternal, attrs, links...)
+	if refused {
 		sp.RecordError(err, m.r.ts(e.At))
-		sp.SetAttributes(ErrorType.String(errType))
 		sp.SetStatus(codes.Error, err.Error())
 	}
 	sp.End(m.r.ts(e.At))
@@ -790,10 +1110,30 @@ func (m *modeState) end(g *generation, at time.Duration) {
 			m.finish(q, at, OutcomeUnanswered, "", "")
 		}
 	}
+	for _, d := range g.denials {
+		attrs := append(m.startAttrs(),
+			LeaseRequester.String(m.r.agent(d.agent)),
+			LeaseReason.String(string(d.reason)),
+			LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()),
+			LeaseDenials.Int(d.count))
+		if d.count > 1 {
+			attrs = append(attrs, LeaseDeniedFor.Int64((d.last - d.first).Milliseconds()))
+		}
+		m.addEvent(g.root, EventAcquireDenied, d.first, attrs...)
+	}
+	if g.denials != nil {
+		m.spareDenials = append(m.spareDenials, g.denials[:0])
+		g.denials = nil
+	}
 	g.root.End(m.r.ts(max(at, g.last)))
 	delete(m.gens, g.key)
-	if a := m.agents[g.agent]; a != nil && a.holding == g {
-		a.holding, a.renew = nil, nil
+	if m.resourceIn(g.key.resource) && m.current[g.key.resource] == g {
+		m.current[g.key.resource] = nil
+	}
+	if g.agent < len(m.agents) {
+		if a := m.agents[g.agent]; a != nil && a.holding == g {
+			a.holding, a.renew = nil, nil
+		}
 	}
 }
 
@@ -807,15 +1147,10 @@ func (m *modeState) sortedGens() []*generation {
 }
 
 func (m *modeState) close() {
-	agents := make([]int, 0, len(m.agents))
 	for i, a := range m.agents {
-		if a.attempt != nil {
-			agents = append(agents, i)
+		if a != nil && a.attempt != nil {
+			m.settle(i, a.attempt, m.last, OutcomeUnanswered, "", "")
 		}
-	}
-	slices.Sort(agents)
-	for _, i := range agents {
-		m.settle(i, m.agents[i].attempt, m.last, OutcomeUnanswered, "", "")
 	}
 	for _, g := range m.sortedGens() {
 		end := m.last

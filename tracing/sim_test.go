@@ -139,25 +139,75 @@ func normalize(spans []sdktrace.ReadOnlySpan, start time.Time) []normSpan {
 	return out
 }
 
-func TestGapGolden(t *testing.T) {
-	spans, _ := recordRun(t, builtin(t, "gap"), t0)
-	got, err := json.MarshalIndent(normalize(spans, t0), "", "  ")
-	if err != nil {
-		t.Fatal(err)
+// gapQueued is the gap scenario with agent-2 asking for the lease twice
+// while agent-1 holds it: both refusals are one event on agent-1's lease.
+func gapQueued(t testing.TB) harness.Scenario {
+	sc := builtin(t, "gap")
+	sc.Name = "gap-queued"
+	sc.Script = append([]harness.Action{
+		{At: 500 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
+		{At: 700 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
+	}, sc.Script...)
+	return sc
+}
+
+func TestGolden(t *testing.T) {
+	for _, sc := range []harness.Scenario{builtin(t, "gap"), gapQueued(t)} {
+		t.Run(sc.Name, func(t *testing.T) {
+			spans, _ := recordRun(t, sc, t0)
+			got, err := json.MarshalIndent(normalize(spans, t0), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", sc.Name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("spans of the %s scenario differ from %s (go test -update rewrites it); got:\n%s", sc.Name, path, got)
+			}
+		})
 	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "gap.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+}
+
+// agent-2's two refusals while agent-1 holds the lease are one event on
+// agent-1's lease, not traces of their own.
+func TestRepeatedDenialsAreOneEvent(t *testing.T) {
+	spans, _ := recordRun(t, gapQueued(t), t0)
+	leases := 0
+	for _, s := range spans {
+		if s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() != OutcomeGranted {
+			t.Errorf("a %s acquire span: refusals belong on the holder's lease", attr(s, LeaseOutcome).AsString())
+		}
+		if s.Name() != SpanLease || attr(s, LeaseHolder).AsString() != "agent-1" {
+			continue
+		}
+		leases++
+		var denied []sdktrace.Event
+		for _, e := range s.Events() {
+			if e.Name == EventAcquireDenied {
+				denied = append(denied, e)
+			}
+		}
+		if len(denied) != 1 {
+			t.Fatalf("%s: %d denial events on agent-1's lease, want 1", attr(s, SimMode).AsString(), len(denied))
+		}
+		e := denied[0]
+		if e.Time.Sub(t0) != 500*time.Millisecond || eventAttr(e, LeaseRequester).AsString() != "agent-2" ||
+			eventAttr(e, LeaseDenials).AsInt64() != 2 || eventAttr(e, LeaseDeniedFor).AsInt64() != 200 ||
+			eventAttr(e, LeaseReason).AsString() != "held" {
+			t.Errorf("denial event at %v with %v, want at 500ms: agent-2 refused twice over 200ms, held", e.Time.Sub(t0), e.Attributes)
 		}
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("spans of the gap scenario differ from %s (go test -update rewrites it); got:\n%s", path, got)
+	if leases != 2 {
+		t.Errorf("%d leases of agent-1, want one per mode", leases)
 	}
 }
 
@@ -260,8 +310,9 @@ func TestGapTraceShape(t *testing.T) {
 }
 
 // TestEveryBuiltinTraceIsWellFormed checks every built-in scenario: each
-// child's parent is in its trace, each link points at a "lease" span, and
-// the span counts match what the harness reports.
+// child's parent is in its trace, each link points at a "lease" span, every
+// event lies within its span, and the counts match what the harness
+// reports.
 func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 	for _, name := range harness.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
@@ -305,6 +356,18 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 					got[mode] = &counts{}
 				}
 				c := got[mode]
+				for _, e := range s.Events() {
+					if e.Time.Before(s.StartTime()) || e.Time.After(s.EndTime()) {
+						t.Errorf("%s event %q at %v lies outside its span [%v, %v]", s.Name(), e.Name, e.Time.Sub(t0),
+							s.StartTime().Sub(t0), s.EndTime().Sub(t0))
+					}
+					if e.Name == EventAcquireDenied {
+						if s.Name() != SpanLease {
+							t.Errorf("%q event on a %s span, want it on a lease", e.Name, s.Name())
+						}
+						c.denied += int(eventAttr(e, LeaseDenials).AsInt64())
+					}
+				}
 				switch {
 				case s.Name() == SpanLease:
 					c.leases++
@@ -326,7 +389,7 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 					t.Errorf("%s: %d lease traces, want between %d acquisitions and %d fences minted", mode, c.leases, rep.Acquisitions, rep.FencesMinted)
 				}
 				if c.denied != rep.Denials {
-					t.Errorf("%s: %d denied acquires, the report says %d", mode, c.denied, rep.Denials)
+					t.Errorf("%s: %d denied acquires (events and spans), the report says %d", mode, c.denied, rep.Denials)
 				}
 				if c.commits != rep.CommitsAdmitted+rep.CommitsRefused || c.refused != rep.CommitsRefused {
 					t.Errorf("%s: %d commits (%d refused), the report says %d admitted and %d refused", mode,
@@ -334,6 +397,69 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func eventAttr(e sdktrace.Event, k attribute.Key) attribute.Value {
+	for _, kv := range e.Attributes {
+		if kv.Key == k {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+// A refused acquire is an event on the lease of the holder the coordinator
+// named, so a holder's trace shows who queued behind it; only the rare
+// refusal with no such lease in view is a span of its own.
+func TestDenialsLandOnTheHoldersLease(t *testing.T) {
+	sc := builtin(t, "crowd")
+	sc.Duration = 20 * time.Second
+	type denial struct {
+		mode      string
+		requester string
+		at        time.Duration
+	}
+	holderOf := map[denial]string{}
+	denials := harness.SubscriberFunc(func(e harness.Event) {
+		if e.Kind == harness.Denied && e.Other >= 0 {
+			holderOf[denial{string(e.Mode), harness.AgentName(e.Agent), e.At}] = harness.AgentName(e.Other)
+		}
+	})
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
+	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, denials}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+
+	events, spans := 0, 0
+	for _, s := range sr.Ended() {
+		if s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() == OutcomeDenied {
+			spans++
+		}
+		if s.Name() != SpanLease {
+			continue
+		}
+		for _, e := range s.Events() {
+			if e.Name != EventAcquireDenied {
+				continue
+			}
+			events++
+			d := denial{attr(s, SimMode).AsString(), eventAttr(e, LeaseRequester).AsString(), e.Time.Sub(t0)}
+			holder, ok := holderOf[d]
+			if !ok {
+				t.Errorf("%+v: no such denial in the run", d)
+			} else if got := attr(s, LeaseHolder).AsString(); got != holder {
+				t.Errorf("%+v: on %s's lease, but the coordinator named %s", d, got, holder)
+			}
+		}
+	}
+	denied := res.Modes[harness.Fenced].Denials + res.Modes[harness.Naive].Denials
+	if events == 0 || spans*20 > denied {
+		t.Errorf("%d denial events and %d denied acquire spans for %d denials: want nearly all as events", events, spans, denied)
 	}
 }
 
@@ -462,6 +588,85 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 	}
 	if len(sr.Started()) != 1 {
 		t.Errorf("an event after Close started a span")
+	}
+}
+
+// A partition names an agent and no resource: it lands on the lease the
+// agent holds.
+func TestPartitionLandsOnTheHeldLease(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	rec := NewSimRecorder(builtin(t, "partition"), t0, WithTracerProvider(tp))
+	for _, e := range []harness.Event{
+		{Seq: 1, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
+		{Seq: 2, At: 5 * time.Millisecond, Kind: harness.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
+		{Seq: 3, At: 10 * time.Millisecond, Kind: harness.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
+	} {
+		e.Mode = harness.Fenced
+		rec.Event(e)
+	}
+	rec.Close()
+	for _, s := range sr.Ended() {
+		if s.Name() != SpanLease {
+			continue
+		}
+		if ev := s.Events(); len(ev) != 1 || ev[0].Name != EventPartitionBegan || ev[0].Time.Sub(t0) != 10*time.Millisecond {
+			t.Errorf("lease events %v, want %q at 10ms", ev, EventPartitionBegan)
+		}
+		return
+	}
+	t.Fatal("no lease span")
+}
+
+// endSignal is a span processor that reports each span ended.
+type endSignal chan sdktrace.ReadOnlySpan
+
+func (c endSignal) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c endSignal) OnEnd(s sdktrace.ReadOnlySpan)                   { c <- s }
+func (c endSignal) Shutdown(context.Context) error                  { return nil }
+func (c endSignal) ForceFlush(context.Context) error                { return nil }
+
+// A paced run sends a few events at a time: they are recorded while it
+// runs, not held until Close.
+func TestPacedEventsAreRecordedBeforeClose(t *testing.T) {
+	ended := make(endSignal, 8)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ended))
+	rec := NewSimRecorder(builtin(t, "gap"), t0, WithTracerProvider(tp))
+	t.Cleanup(rec.Close)
+	rec.Event(harness.Event{Seq: 1, Mode: harness.Fenced, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1,
+		Request: "acquire", RequestID: "r1"})
+	rec.Event(harness.Event{Seq: 2, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: harness.Acquired, Agent: 0, Resource: 0,
+		Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second})
+	select {
+	case s := <-ended:
+		if s.Name() != SpanLeaseAcquire || attr(s, LeaseOutcome).AsString() != OutcomeGranted {
+			t.Errorf("first span ended: %s %v, want the granted acquire", s.Name(), s.Attributes())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the acquire was not recorded within 10s of its reply (events are handed over every %v)", flushEvery)
+	}
+}
+
+// Events and Close may come from different goroutines: whatever the
+// interleaving, every span started is ended.
+func TestCloseDuringARun(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	sc := builtin(t, "crowd")
+	sc.Duration = 5 * time.Second
+	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	done := make(chan error)
+	go func() {
+		_, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+		done <- err
+	}()
+	rec.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	if started, ended := len(sr.Started()), len(sr.Ended()); started != ended {
+		t.Errorf("%d spans started, %d ended", started, ended)
 	}
 }
 
