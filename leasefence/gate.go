@@ -46,6 +46,11 @@ type FenceGate struct {
 	// wctx is the context handed to the running write. It is reused for
 	// every write, which is why a ctx that escapes its write is misuse.
 	wctx writeCtx
+
+	// floors supplies the Tokens a Commit raises the floor to. Only the
+	// Commit that holds the writing bit touches it, so it needs no lock;
+	// Admit, which does not hold that bit, allocates its own.
+	floors chunk[Token]
 }
 
 // The bits of FenceGate.state.
@@ -135,7 +140,7 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	if floor := g.floor.Load(); t.Fence != floor.Fence || !sameString(t.Holder, floor.Holder) {
 		// t is not the floor already (t has a holder, so an initial floor
 		// never matches): judge it and raise the floor to it.
-		if _, ok := g.raise(t); !ok {
+		if _, ok := g.raise(t, &g.floors); !ok {
 			return g.refuseOwned(t, Instant{})
 		}
 	}
@@ -176,7 +181,7 @@ func (g *FenceGate) commit(ctx context.Context, t Token, write func(ctx context.
 	if err := g.ownedCtxErr(ctx); err != nil {
 		return g.leaveWith(err)
 	}
-	floor, ok := g.raise(t)
+	floor, ok := g.raise(t, &g.floors)
 	if !ok {
 		return g.refuseOwned(t, start)
 	}
@@ -242,7 +247,7 @@ func (g *FenceGate) marks(ctx context.Context) bool {
 // commitNested handles a Commit made from inside a running write of this
 // gate: the caller already owns the gate, so waiting would deadlock.
 func (g *FenceGate) commitNested(ctx context.Context, t Token, write func(ctx context.Context) error, start Instant) error {
-	floorp, ok := g.raise(t)
+	floorp, ok := g.raise(t, &g.floors)
 	if !ok {
 		return g.refused(g.logRefusal(t), true, start)
 	}
@@ -287,8 +292,9 @@ func admits(floor *Token, fence Fence, holder string) bool {
 // the floor is still the one t was judged against, and t is judged again
 // otherwise, so a concurrent Admit (or nested Commit) can never be undone
 // by it. raise returns the floor t was judged against and whether it
-// admitted t; it allocates only when the floor actually moves.
-func (g *FenceGate) raise(t Token) (floor *Token, ok bool) {
+// admitted t. The new floor comes from spare when the caller holds the
+// writing bit (and so owns spare), otherwise from the heap.
+func (g *FenceGate) raise(t Token, spare *chunk[Token]) (floor *Token, ok bool) {
 	var next *Token
 	for {
 		floor = g.floor.Load()
@@ -299,7 +305,12 @@ func (g *FenceGate) raise(t Token) (floor *Token, ok bool) {
 			return floor, true // t is the floor already
 		}
 		if next == nil {
-			next = &Token{Resource: t.Resource, Holder: t.Holder, Fence: t.Fence}
+			if spare != nil {
+				next = spare.new()
+			} else {
+				next = new(Token)
+			}
+			*next = Token{Resource: t.Resource, Holder: t.Holder, Fence: t.Fence}
 		}
 		if g.floor.CompareAndSwap(floor, next) {
 			return floor, true
@@ -440,7 +451,7 @@ func (g *FenceGate) Admit(t Token) error {
 	if t.Resource != g.resource || t.Holder == "" || t.Fence == 0 {
 		return g.badToken(t)
 	}
-	floor, ok := g.raise(t)
+	floor, ok := g.raise(t, nil)
 	var err error
 	raised := false
 	after := t

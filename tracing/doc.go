@@ -39,5 +39,5 @@
 // costs dropped spans (counted by Pipeline.Dropped), never a blocked or
 // failed run. It is not free: the SDK makes, snapshots and exports every
 // span, and on the "crowd" scenario that costs more than the simulation
-// itself (BenchmarkCrowdTracing measures it).
+// itself (BenchmarkCrowdTracing in package bench measures it).
 package tracing

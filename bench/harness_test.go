@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// world is one simulator load: the crowd built-in's behaviour and network
+// with this many agents and resources, for this long in virtual time.
+type world struct {
+	agents, resources int
+	duration          time.Duration
+}
+
+// reference is the load the simulator's target is stated for: 1,000 agents
+// on 100 resources over 10 virtual minutes.
+var reference = world{agents: 1000, resources: 100, duration: 10 * time.Minute}
+
+// agentSweep grows the agents tenfold at a time with a resource per ten
+// agents. The virtual duration shrinks as the agents grow, keeping the
+// agent-minutes, and so the events of a run (about 2.3 million) and its
+// wall time (a second or two), the same at every size: what changes is
+// only the size of the world each event works in.
+var agentSweep = []world{
+	{agents: 10, resources: 1, duration: 1000 * time.Minute},
+	{agents: 100, resources: 10, duration: 100 * time.Minute},
+	reference,
+	{agents: 10000, resources: 1000, duration: time.Minute},
+}
+
+// resourceSweep spreads the reference crowd over 1 to 1,000 resources:
+// fewer resources means more contention (denials and retries), more means
+// more holders at once.
+var resourceSweep = []world{
+	{agents: 1000, resources: 1, duration: 10 * time.Minute},
+	{agents: 1000, resources: 10, duration: 10 * time.Minute},
+	reference,
+	{agents: 1000, resources: 1000, duration: 10 * time.Minute},
+}
+
+func (w world) scenario() (harness.Scenario, error) {
+	sc, ok := harness.Builtin("crowd")
+	if !ok {
+		return sc, fmt.Errorf("no built-in scenario %q", "crowd")
+	}
+	sc.Name = "bench"
+	sc.Agents, sc.Resources, sc.Duration = w.agents, w.resources, w.duration
+	return sc, sc.Validate()
+}
+
+// BenchmarkSimulatorAgents is the agents sweep, BenchmarkSimulatorResources
+// the resources sweep; run them with -cpu 1 for the one-core figures.
+func BenchmarkSimulatorAgents(b *testing.B)    { simulate(b, agentSweep) }
+func BenchmarkSimulatorResources(b *testing.B) { simulate(b, resourceSweep) }
+
+// simulate runs each world in fenced mode, to its end, with no subscriber,
+// and reports:
+//
+//   - events/s: events per wall second of stepping and checking (building
+//     the world is in ns/op but not here);
+//   - virtual-s/s: virtual seconds per wall second, the time compression;
+//   - allocs/event: heap allocations per event while stepping (the steady
+//     state: neither building the world nor the final check);
+//   - events/op: the size of a run, to read the other figures by.
+func simulate(b *testing.B, worlds []world) {
+	for _, w := range worlds {
+		b.Run(fmt.Sprintf("agents=%d/resources=%d", w.agents, w.resources), func(b *testing.B) {
+			sc, err := w.scenario()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var (
+				events, stepAllocs uint64
+				wall               time.Duration
+				before, after      runtime.MemStats
+			)
+			for b.Loop() {
+				sim, err := harness.NewSim(sc, harness.Fenced)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				runtime.ReadMemStats(&before)
+				for sim.Step() {
+				}
+				runtime.ReadMemStats(&after)
+				rep := sim.Report()
+				wall += time.Since(start)
+				if rep == nil {
+					b.Fatal("no report")
+				}
+				events += sim.Events()
+				stepAllocs += after.Mallocs - before.Mallocs
+			}
+			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+			b.ReportMetric(harness.Compression(sc.Duration*time.Duration(b.N), wall), "virtual-s/s")
+			b.ReportMetric(float64(stepAllocs)/float64(events), "allocs/event")
+			b.ReportMetric(float64(events)/float64(b.N), "events/op")
+		})
+	}
+}
+
+// TestWorlds checks the sweeps: every world is a valid scenario, the agents
+// sweep keeps a resource per ten agents, and both sweeps pass through the
+// reference load, so their lines meet at the figure the target is about.
+func TestWorlds(t *testing.T) {
+	for _, sweep := range []struct {
+		name   string
+		worlds []world
+	}{{"agents", agentSweep}, {"resources", resourceSweep}} {
+		if !slices.Contains(sweep.worlds, reference) {
+			t.Errorf("the %s sweep misses the reference load %+v", sweep.name, reference)
+		}
+		for _, w := range sweep.worlds {
+			if _, err := w.scenario(); err != nil {
+				t.Errorf("%s sweep, %+v: %v", sweep.name, w, err)
+			}
+		}
+	}
+	for _, w := range agentSweep {
+		if w.resources*10 != w.agents {
+			t.Errorf("agents sweep, %+v: want agents/10 resources", w)
+		}
+	}
+	if reference != (world{agents: 1000, resources: 100, duration: 10 * time.Minute}) {
+		t.Errorf("the reference load is %+v, want 1,000 agents on 100 resources over 10 virtual minutes", reference)
+	}
+}
