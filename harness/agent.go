@@ -129,7 +129,7 @@ func (s *Sim) agentStep(a *agent) {
 		s.startAcquire(a, s.pick(a), nil, nil)
 	case phHolding:
 		if !s.check(a) {
-			s.giveUp(a, true)
+			s.giveUp(a)
 			return
 		}
 		d := s.sc.Agent.Stall.sample(a.rngStall)
@@ -142,7 +142,7 @@ func (s *Sim) agentStep(a *agent) {
 		a.phase = phHolding
 		s.setState(a, a.displayState(s))
 		if !s.write(a) || a.lost {
-			s.giveUp(a, true)
+			s.giveUp(a)
 			return
 		}
 		if a.renewLater {
@@ -378,7 +378,7 @@ func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
 		a.lost = true // it finds out when its stall ends, after its write
 		return
 	}
-	s.giveUp(a, true)
+	s.giveUp(a)
 }
 
 // check is the agent's validity check before a write: HasExpired in fenced
@@ -482,7 +482,7 @@ func (s *Sim) finish(a *agent) {
 	if s.sc.Agent.Release && a.lease != nil {
 		s.sendRelease(a)
 	}
-	s.giveUp(a, false)
+	s.giveUp(a)
 }
 
 func (s *Sim) sendRelease(a *agent) {
@@ -493,13 +493,12 @@ func (s *Sim) sendRelease(a *agent) {
 
 // giveUp ends the agent's belief in its lease now and sends it back to
 // thinking.
-func (s *Sim) giveUp(a *agent, lostIt bool) {
+func (s *Sim) giveUp(a *agent) {
 	if a.rec >= 0 {
 		rec := &s.hist.leases[a.rec]
 		rec.beliefEnd = min(rec.beliefEnd, s.now)
 		rec.actEnd = max(rec.actEnd, rec.beliefEnd)
 	}
-	_ = lostIt
 	a.lease, a.rec, a.renewing, a.renewLater, a.lost = nil, -1, false, false, false
 	a.renewGen++
 	if a.scripted {
@@ -582,7 +581,7 @@ func (s *Sim) script(act Action) {
 	case ActRelease:
 		if a.lease != nil {
 			s.sendRelease(a)
-			s.giveUp(a, false)
+			s.giveUp(a)
 		}
 	}
 }
