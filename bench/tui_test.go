@@ -38,8 +38,7 @@ func dashboard(b *testing.B, w, h int) tea.Model {
 	// returns the snapshots at once. Messages are handled one at a time
 	// on this goroutine until the view changes from the waiting frame.
 	msgs := make(chan tea.Msg, 64)
-	var start func(tea.Cmd)
-	start = func(cmd tea.Cmd) {
+	start := func(cmd tea.Cmd) {
 		if cmd != nil {
 			go func() { msgs <- cmd() }()
 		}

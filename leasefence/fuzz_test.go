@@ -53,6 +53,7 @@ func FuzzGate(f *testing.F) {
 		}
 		// commit runs one Commit (in ctx) of tk and checks it against the
 		// model; inner, if non-nil, runs inside the write.
+		//lint:ignore S1021 the closure calls itself, so it must be declared first
 		var commit func(ctx context.Context, tk leasefence.Token, inner func(ctx context.Context)) error
 		commit = func(ctx context.Context, tk leasefence.Token, inner func(ctx context.Context)) error {
 			want := admits(tk)
