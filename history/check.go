@@ -22,6 +22,7 @@ type Checker struct {
 	acquisitions, renewals, denials, expiries, releases int
 	minted, retries, lost, checksFailed, pushes         int
 	lostCounter                                         bool
+	libraryErrors                                       []string
 }
 
 // NewChecker returns a Checker for the mode events of a history with
@@ -64,6 +65,8 @@ func (c *Checker) Add(e *Event) {
 		c.pushes++
 	case CoordinatorRestarted:
 		c.lostCounter = c.lostCounter || e.Outcome == OutcomeCounterLost
+	case LibraryError:
+		c.libraryErrors = append(c.libraryErrors, e.Detail)
 	}
 }
 
@@ -260,6 +263,9 @@ func (c *Checker) Report() *Report {
 	r.Counterexamples = cx.list()
 	if c.mode == Fenced {
 		r.Violations = c.violations(r)
+	}
+	for _, d := range c.libraryErrors {
+		r.Violations = append(r.Violations, "the library returned an error: "+d)
 	}
 	return r
 }

@@ -123,6 +123,7 @@ func (e *Encoder) Encode(ev *Event) error {
 	b = appendField(b, "request_id", ev.RequestID)
 	b = appendField(b, "reason", string(ev.Reason))
 	b = appendField(b, "outcome", string(ev.Outcome))
+	b = appendField(b, "detail", ev.Detail)
 	if ev.Dur != 0 {
 		b = append(b, `,"dur_ns":`...)
 		b = strconv.AppendInt(b, int64(ev.Dur), 10)
@@ -206,6 +207,7 @@ type wireEvent struct {
 	Dur          int64             `json:"dur_ns"`
 	Deadline     int64             `json:"deadline_ns"`
 	Intervention *Intervention     `json:"intervention"`
+	Detail       string            `json:"detail"`
 }
 
 // Decoder reads a history file line by line. Every error it returns is a
@@ -332,7 +334,7 @@ func (d *Decoder) event(w *wireEvent) (Event, error) {
 		Seq: ms.seq, At: at, Mode: w.Mode, Kind: kind, Agent: agent, Resource: res, Fence: w.Fence,
 		Incarnation: w.Incarnation, Other: other, OtherFence: w.OtherFence, Request: w.Request,
 		RequestID: w.RequestID, Reason: w.Reason, Outcome: w.Outcome, Dur: time.Duration(w.Dur),
-		Deadline: time.Duration(w.Deadline), Intervention: w.Intervention,
+		Deadline: time.Duration(w.Deadline), Intervention: w.Intervention, Detail: w.Detail,
 	}, nil
 }
 

@@ -57,6 +57,9 @@ func (d *digest) add(e *Event) {
 	d.chars(string(e.Reason))
 	d.chars(string(e.Outcome))
 	d.str(e.RequestID)
+	if e.Detail != "" {
+		d.str(e.Detail)
+	}
 	if iv := e.Intervention; iv != nil {
 		d.str(string(iv.Kind))
 		d.str(iv.Agent)

@@ -37,8 +37,8 @@
 // party), request ("acquire", "renew" or "release"), request_id, reason
 // (the coordinator's: "held", "expired", ...), outcome (the history's own:
 // no_reply, check_failed, commit_refused, renew_refused, done, released,
-// below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns and
-// intervention. A lease generation is named by (incarnation, resource,
+// below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns,
+// intervention and detail. A lease generation is named by (incarnation, resource,
 // fence). Readers ignore fields they do not know, so the format can grow;
 // an unknown kind is an error.
 //
@@ -74,6 +74,7 @@
 //	partition_began        the agent is cut off from the coordinator
 //	partition_ended        the partition healed
 //	intervened             a live intervention was applied: intervention
+//	library_error          the library returned an error it never should: detail; the run ends
 //
 // A file that cannot be read gives a *LineError naming the file and line
 // (wrapping ErrBadHistory); the header and the events before the bad line

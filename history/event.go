@@ -108,6 +108,9 @@ const (
 	PartitionEnded
 	// Intervened: a live intervention (Intervention) was applied.
 	Intervened
+	// LibraryError: the library under test returned an error it never
+	// should (Detail says which call and what); the run ends here.
+	LibraryError
 	numKinds
 )
 
@@ -121,7 +124,7 @@ var kindNames = [numKinds]string{
 	StallEnded: "stall_ended", CommitAdmitted: "commit_admitted", CommitRefused: "commit_refused",
 	WriteLanded: "write_landed", LeaseAbandoned: "lease_abandoned", AdmitPushed: "admit_pushed",
 	PushDropped: "push_dropped", CoordinatorRestarted: "coordinator_restarted",
-	PartitionBegan: "partition_began", PartitionEnded: "partition_ended", Intervened: "intervened",
+	PartitionBegan: "partition_began", PartitionEnded: "partition_ended", Intervened: "intervened", LibraryError: "library_error",
 }
 
 // Kinds returns every event kind, in order.
@@ -260,4 +263,6 @@ type Event struct {
 	// Expired the lease's coordinator expiry.
 	Deadline     time.Duration
 	Intervention *Intervention // Intervened only
+	// Detail is free text: what went wrong, for LibraryError.
+	Detail string
 }

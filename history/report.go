@@ -42,11 +42,27 @@ func (r *Result) Add(rep *Report) {
 	r.Digest = combineDigests([]Mode{Naive, Fenced}, digests)
 }
 
-// Failed reports whether the fenced mode broke a safety invariant it
-// promises under the run's assumptions: a bug in the library.
+// Failed reports whether the run found a bug in the library: the fenced
+// mode broke a safety invariant it promises under the run's assumptions, or
+// the library returned an error it never should in either mode.
 func (r *Result) Failed() bool {
-	f, ok := r.Modes[Fenced]
-	return ok && len(f.Violations) > 0
+	for _, rep := range r.Modes {
+		if len(rep.Violations) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Violations lists every mode's violations, fenced first.
+func (r *Result) Violations() []string {
+	var v []string
+	for _, m := range []Mode{Fenced, Naive} {
+		if rep, ok := r.Modes[m]; ok {
+			v = append(v, rep.Violations...)
+		}
+	}
+	return v
 }
 
 // Report is what the checker found in one mode's history.
@@ -96,7 +112,8 @@ type Report struct {
 	PerResource     []ResourceReport `json:"per_resource"`
 	Counterexamples []Counterexample `json:"counterexamples"`
 	// Violations names each safety invariant the mode broke that it
-	// promises under the run's assumptions (fenced mode only).
+	// promises under the run's assumptions (fenced mode only), and each
+	// error the library returned that it never should (either mode).
 	Violations []string `json:"violations,omitempty"`
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // reportRow is one line of the report's table: a counter of each mode's
@@ -92,7 +93,7 @@ func writeTextReport(w io.Writer, sc harness.Scenario, res *harness.Result, stop
 			fmt.Fprintf(w, "%s: no counterexamples.\n", m)
 			continue
 		}
-		slices.SortStableFunc(cx, func(a, b harness.Counterexample) int {
+		slices.SortStableFunc(cx, func(a, b history.Counterexample) int {
 			switch {
 			case a.AtMS < b.AtMS:
 				return -1
@@ -126,7 +127,7 @@ func resultModes(res *harness.Result) []harness.Mode {
 	return modes
 }
 
-func describeParties(c harness.Counterexample) string {
+func describeParties(c history.Counterexample) string {
 	s := fmt.Sprintf("%s (fence %d)", c.Holder, c.Fence)
 	if c.Other != "" {
 		s += fmt.Sprintf(" vs %s (fence %d)", c.Other, c.OtherFence)

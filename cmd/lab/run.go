@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tracing"
 )
 
@@ -201,7 +202,7 @@ func newRunWatcher(sc harness.Scenario, modes []harness.Mode, prog *progress) *r
 }
 
 // Event implements harness.Subscriber.
-func (w *runWatcher) Event(e harness.Event) {
+func (w *runWatcher) Event(e history.Event) {
 	w.lastAt = e.At
 	w.n++
 	if w.n&0x3ff != 0 || !w.prog.enabled {

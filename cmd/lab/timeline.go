@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -18,12 +19,13 @@ import (
 // acts, waiting while an acquire is out or was denied.
 type timelineRecorder struct {
 	sc       harness.Scenario
+	header   history.Header
 	scripted map[int]bool
 	modes    map[harness.Mode]*modeTimeline
 }
 
 func newTimelineRecorder(sc harness.Scenario) *timelineRecorder {
-	r := &timelineRecorder{sc: sc, scripted: make(map[int]bool), modes: make(map[harness.Mode]*modeTimeline)}
+	r := &timelineRecorder{sc: sc, header: sc.Header(harness.Modes), scripted: make(map[int]bool), modes: make(map[harness.Mode]*modeTimeline)}
 	for _, a := range sc.Script {
 		for i := range sc.Agents {
 			if harness.AgentName(i) == a.Agent {
@@ -46,6 +48,7 @@ type modeTimeline struct {
 	// resource's gate floor (or, in naive mode, landed the highest fence)
 	// to a fence: the target of a refusal's link.
 	floorBy map[floorKey]string
+	read    *history.Reader
 	epoch   int
 	lapsed  map[leaseKey]bool
 	end     time.Duration
@@ -185,16 +188,17 @@ type restartMark struct {
 }
 
 // Event implements harness.Subscriber.
-func (r *timelineRecorder) Event(e harness.Event) {
+func (r *timelineRecorder) Event(e history.Event) {
 	m := r.modes[e.Mode]
 	if m == nil {
 		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, r.sc.Agents),
-			floorBy: make(map[floorKey]string), lapsed: make(map[leaseKey]bool)}
+			floorBy: make(map[floorKey]string), lapsed: make(map[leaseKey]bool), read: history.NewReader(&r.header)}
 		for i := range m.agents {
 			m.agents[i].segs = []laneSeg{{from: 0, state: harness.AgentIdle, resource: -1}}
 		}
 		r.modes[e.Mode] = m
 	}
+	m.read.Add(&e)
 	m.end = max(m.end, e.At)
 	var t *agentTrack
 	if e.Agent >= 0 && e.Agent < len(m.agents) {
@@ -205,50 +209,50 @@ func (r *timelineRecorder) Event(e harness.Event) {
 		t.settle(e.At)
 	}
 	switch e.Kind {
-	case harness.RequestSent:
+	case history.RequestSent:
 		switch e.Request {
-		case leasefence.KindAcquire:
+		case history.RequestAcquire:
 			t.acquiring, t.denied = true, false
-		case harness.KindRelease:
+		case history.RequestRelease:
 			t.giveUp()
 		}
-	case harness.Acquired:
+	case history.Acquired:
 		t.acquiring, t.acting, t.denied, t.lost, t.beliefOver = false, true, false, false, false
 		t.resource, t.fence, t.writes, t.beliefEnd = e.Resource, e.Fence, 0, e.Deadline
 		t.lapsed = m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}]
-	case harness.Renewed:
+	case history.Renewed:
 		t.beliefEnd, t.beliefOver = e.Deadline, false
-	case harness.Denied:
+	case history.Denied:
 		t.acquiring = false
 		t.denied = !scripted
-	case harness.Expired, harness.Released:
+	case history.Expired, history.Released:
 		m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}] = true
 		if t != nil && t.acting && t.resource == e.Resource && t.fence == e.Fence {
 			t.lapsed = true
 		}
-	case harness.CoordinatorRestarted:
+	case history.CoordinatorRestarted:
 		m.epoch++
-		m.restarts = append(m.restarts, restartMark{at: e.At, persist: e.Reason == "persisted"})
+		m.restarts = append(m.restarts, restartMark{at: e.At, persist: e.Outcome == history.OutcomeCounterPersisted})
 		for i := range m.agents {
 			if m.agents[i].acting {
 				m.agents[i].lapsed = true
 				m.agents[i].note(e.At)
 			}
 		}
-	case harness.CheckFailed:
+	case history.CheckFailed:
 		if !scripted {
 			t.giveUp()
 		}
-	case harness.StallBegan:
+	case history.StallBegan:
 		if !t.stalled {
 			t.stalled, t.stallFrom = true, e.At
 		}
-	case harness.StallEnded:
+	case history.StallEnded:
 		if t.stalled {
 			t.stalls = append(t.stalls, [2]time.Duration{t.stallFrom, e.At})
 		}
 		t.stalled, t.lastAct = false, e.At
-	case harness.RenewRefused:
+	case history.RenewRefused:
 		if !scripted {
 			if t.stalled {
 				t.lost = true // it learns when its stall ends, after its write
@@ -256,12 +260,12 @@ func (r *timelineRecorder) Event(e harness.Event) {
 				t.giveUp()
 			}
 		}
-	case harness.CommitAdmitted:
+	case history.CommitAdmitted, history.WriteLanded:
 		w := writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
 			fence: e.Fence, kind: harness.MarkAdmitted, other: -1}
-		if e.Reason == "stale" {
-			w.kind, w.other, w.otherFence = harness.MarkStale, e.Other, e.OtherFence
-			w.link = m.floorBy[floorKey{e.Resource, e.OtherFence}]
+		if lw := m.read.LastWrite(); lw.Stale {
+			w.kind, w.other, w.otherFence = harness.MarkStale, int(lw.FloorAgent), lw.FloorFence
+			w.link = m.floorBy[floorKey{e.Resource, lw.FloorFence}]
 		} else {
 			m.floorBy[floorKey{e.Resource, e.Fence}] = w.id
 		}
@@ -273,7 +277,7 @@ func (r *timelineRecorder) Event(e harness.Event) {
 				t.giveUp()
 			}
 		}
-	case harness.CommitRefused:
+	case history.CommitRefused:
 		m.writes = append(m.writes, writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent,
 			resource: e.Resource, fence: e.Fence, kind: harness.MarkRefused, other: e.Other, otherFence: e.OtherFence,
 			link: m.floorBy[floorKey{e.Resource, e.OtherFence}]})
@@ -281,29 +285,29 @@ func (r *timelineRecorder) Event(e harness.Event) {
 		if !scripted {
 			t.giveUp()
 		}
-	case harness.AdmitPushed:
+	case history.AdmitPushed:
 		p := pushMark{id: fmt.Sprintf("%s-p%d", e.Mode, len(m.pushes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
-			fence: e.Fence, applied: e.Reason != "below-floor"}
+			fence: e.Fence, applied: e.Outcome != history.OutcomeBelowFloor}
 		if p.applied {
 			if _, written := m.floorBy[floorKey{e.Resource, e.Fence}]; !written {
 				m.floorBy[floorKey{e.Resource, e.Fence}] = p.id
 			}
 		}
 		m.pushes = append(m.pushes, p)
-	case harness.PartitionBegan:
+	case history.PartitionBegan:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: -1, label: "partitioned"})
-	case harness.PartitionEnded:
+	case history.PartitionEnded:
 		for i := len(m.faults) - 1; i >= 0; i-- {
 			if f := &m.faults[i]; f.agent == e.Agent && f.to < 0 {
 				f.to = e.At
 				break
 			}
 		}
-	case harness.RequestDropped:
+	case history.RequestDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "request lost"})
-	case harness.ReplyDropped:
+	case history.ReplyDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "reply lost"})
-	case harness.PushDropped:
+	case history.PushDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: fmt.Sprintf("push of fence %d lost", e.Fence)})
 	}
 	if t != nil {
