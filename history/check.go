@@ -89,6 +89,9 @@ func Check(h Header, events []Event) *Result {
 	return res
 }
 
+// LibraryErrorViolation begins the violation of a LibraryError event.
+const LibraryErrorViolation = "the library returned an error: "
+
 // recWrites summarises one generation's writes.
 type recWrites struct {
 	firstLanded, lastLanded time.Duration
@@ -265,7 +268,7 @@ func (c *Checker) Report() *Report {
 		r.Violations = c.violations(r)
 	}
 	for _, d := range c.libraryErrors {
-		r.Violations = append(r.Violations, "the library returned an error: "+d)
+		r.Violations = append(r.Violations, LibraryErrorViolation+d)
 	}
 	return r
 }

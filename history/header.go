@@ -16,7 +16,9 @@ const FormatVersion = 1
 type Header struct {
 	Format   int    `json:"format"`
 	Scenario string `json:"scenario"`
-	Seed     uint64 `json:"seed"`
+	// Description says what the scenario shows, for reports.
+	Description string `json:"description,omitempty"`
+	Seed        uint64 `json:"seed"`
 	// Backend names the runner that produced the history: "sim" for the
 	// simulator.
 	Backend string `json:"backend"`

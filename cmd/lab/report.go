@@ -57,12 +57,12 @@ type stopInfo struct {
 // writeTextReport writes the human report of a run: a header, one column
 // per mode of counters, the first counterexamples of each mode, the
 // verdict, and how to read it all.
-func writeTextReport(w io.Writer, sc harness.Scenario, res *harness.Result, stop stopInfo) {
+func writeTextReport(w io.Writer, description string, res *harness.Result, stop stopInfo) {
 	modes := resultModes(res)
 	fmt.Fprintf(w, "%s · seed %d · %v of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
 		time.Duration(res.VirtualDurationMS)*time.Millisecond, res.Events, res.Digest)
-	if sc.Description != "" {
-		fmt.Fprintf(w, "%s\n", sc.Description)
+	if description != "" {
+		fmt.Fprintf(w, "%s\n", description)
 	}
 	if stop.interrupted {
 		by := stop.by
