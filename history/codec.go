@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -383,8 +384,12 @@ func (d *Decoder) fail(err error) error {
 
 func jsonProblem(err error, line []byte, last bool) error {
 	var syn *json.SyntaxError
-	if last && bytes.HasPrefix(line, []byte("{")) && (errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF)) {
-		return fmt.Errorf("%w: truncated line (the file ends mid-line): %v", ErrBadHistory, err)
+	isSyntax := errors.As(err, &syn)
+	// A line cut short ends its JSON early; the last line of a file
+	// written by a process that died may end anywhere.
+	cut := isSyntax && strings.Contains(syn.Error(), "unexpected end of JSON input")
+	if bytes.HasPrefix(line, []byte("{")) && (cut || last && isSyntax) {
+		return fmt.Errorf("%w: truncated line (it ends mid-object): %v", ErrBadHistory, err)
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) && typ.Field != "" {

@@ -135,6 +135,7 @@ func TestBadLines(t *testing.T) {
 		want       string
 	}{
 		{"truncated", good + good + `{"at_ns":3,"mode":"fen`, 4, 2, "truncated line"},
+		{"truncated mid-file", good + `{"at_ns":3,"mode":"fen` + "\n" + good, 3, 1, "truncated line"},
 		{"unknown kind", good + `{"at_ns":2,"mode":"fenced","kind":"teleported","agent":"agent-1","resource":"res-1","fence":1}` + "\n" + good, 3, 1, `unknown kind "teleported"`},
 		{"not JSON", good + "hello there\n", 3, 1, "not a JSON object"},
 		{"not JSON at the end", good + "hello", 3, 1, "not a JSON object"},

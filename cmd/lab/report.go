@@ -150,11 +150,15 @@ func writeVerdict(w io.Writer, res *harness.Result) {
 // what the naive mode did on the same faults.
 func verdictParagraphs(res *harness.Result) []string {
 	var ps []string
-	if f, ok := res.Modes[harness.Fenced]; ok {
+	f, fenced := res.Modes[harness.Fenced]
+	if res.Failed() && (!fenced || len(f.Violations) == 0) {
+		ps = append(ps, "VERDICT: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD. This is a bug in the leasefence library: "+
+			strings.Join(res.Violations(), "; ")+".")
+	} else if fenced {
 		switch {
 		case res.Failed():
 			ps = append(ps, "VERDICT: THE FENCED MODE BROKE ITS INVARIANTS. This is a bug in the leasefence library: "+
-				strings.Join(f.Violations, "; ")+".")
+				strings.Join(res.Violations(), "; ")+".")
 		case res.DriftWithinBudget:
 			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
 				"every refusal is explained by an overlap or a lost fence counter, and no holder believed past "+
