@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
-	"github.com/leasefence/lab/tracing"
+	"github.com/leasefence/lab/tracing/otelexport"
 )
 
 const runAbout = `Runs a scenario headless, as fast as it goes, in both modes (or one) on the same
@@ -32,7 +32,7 @@ type runConfig struct {
 	sc      harness.Scenario
 	modes   []harness.Mode
 	json    bool
-	trace   tracing.Config
+	trace   otelexport.Config
 	html    *os.File // created before the run, so a bad path fails first
 	command []string // the command line that reproduces the run
 }
@@ -86,7 +86,7 @@ func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath string, swa
 	if err != nil {
 		return nil, fmt.Errorf("--mode: must be fenced, naive or both, got %q", mode)
 	}
-	tc, err := tracing.ParseExporter(trace)
+	tc, err := otelexport.ParseExporter(trace)
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}

@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/leasefence/lab/tracing"
 )
 
 // ExporterKind is where a Pipeline sends spans.
@@ -63,7 +65,7 @@ const (
 
 // ErrBadExporter is wrapped by every error about an exporter's
 // configuration: a bad flag value, a bad endpoint, a bad protocol variable.
-var ErrBadExporter = errors.New("tracing: bad exporter")
+var ErrBadExporter = errors.New("otelexport: bad exporter")
 
 // Config says how Setup exports spans. The zero Config, with an Exporter,
 // is a good one.
@@ -80,7 +82,7 @@ type Config struct {
 	// empty). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it,
 	// as the SDK's environment rules say.
 	ServiceName string
-	// Attributes are more resource attributes, e.g. ScenarioAttributes.
+	// Attributes are more resource attributes, e.g. tracing.ScenarioAttributes.
 	Attributes []attribute.KeyValue
 	// QueueSize bounds the spans waiting for export (DefaultQueueSize if
 	// 0). When it is full, new spans are dropped and counted, never waited
@@ -147,7 +149,7 @@ type Pipeline struct {
 // Setup builds a TracerProvider that exports as cfg says, with resource
 // attributes service.name and cfg.Attributes (the environment's
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win), ids from
-// NewIDGenerator, and a batch span processor whose queue is bounded and
+// tracing.NewIDGenerator, and a batch span processor whose queue is bounded and
 // never blocks a run (except for the file exporter). It makes no
 // connection: a collector that is down shows up as Dropped spans, not as
 // an error here. Errors wrap ErrBadExporter when cfg or an OTLP variable is
@@ -192,7 +194,7 @@ func Setup(ctx context.Context, cfg Config) (*Pipeline, error) {
 	case ExporterFile:
 		exp, err = newFileExporter(cfg.Path)
 		if err != nil {
-			err = fmt.Errorf("tracing: file exporter: %w", err)
+			err = fmt.Errorf("otelexport: file exporter: %w", err)
 		}
 		p.desc = "file " + cfg.Path
 	}
@@ -210,7 +212,7 @@ func Setup(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	p.sdk = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithIDGenerator(NewIDGenerator()),
+		sdktrace.WithIDGenerator(tracing.NewIDGenerator()),
 		// The counter sees every span before the batch processor may drop it.
 		sdktrace.WithSpanProcessor(p.counts),
 		sdktrace.WithBatcher(&countingExporter{next: exp, counts: p.counts}, bspOpts...),
@@ -264,7 +266,7 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 		resource.WithFromEnv(), // last, so the environment wins
 	)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: resource (check OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME): %w", err)
+		return nil, fmt.Errorf("otelexport: resource (check OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME): %w", err)
 	}
 	return res, nil
 }
@@ -305,7 +307,7 @@ func httpExporter(ctx context.Context, cfg Config, jsonEncoding bool) (sdktrace.
 	}
 	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("tracing: OTLP/HTTP exporter: %w", err)
+		return nil, "", fmt.Errorf("otelexport: OTLP/HTTP exporter: %w", err)
 	}
 	return exp, desc, nil
 }
@@ -341,7 +343,7 @@ func grpcExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, strin
 	}
 	exp, err := otlptracegrpc.New(ctx, opts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("tracing: OTLP/gRPC exporter: %w", err)
+		return nil, "", fmt.Errorf("otelexport: OTLP/gRPC exporter: %w", err)
 	}
 	return exp, desc, nil
 }
@@ -375,7 +377,7 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, p.sdk.Shutdown(ctx))
 		p.counts.shutDown.Store(true)
 		if err != nil {
-			p.shutdownErr = fmt.Errorf("tracing: shutdown: %w", err)
+			p.shutdownErr = fmt.Errorf("otelexport: shutdown: %w", err)
 		}
 	})
 	return p.shutdownErr

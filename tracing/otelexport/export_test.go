@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"bufio"
@@ -33,7 +33,36 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tracing"
 )
+
+// t0 is a fixed wall time so that ids and timestamps are reproducible.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func builtin(t testing.TB, name string) harness.Scenario {
+	t.Helper()
+	sc, ok := harness.Builtin(name)
+	if !ok {
+		t.Fatalf("no built-in scenario %q", name)
+	}
+	return sc
+}
+
+// recordRun runs sc with a SimRecorder on an in-memory provider with
+// tracing's ids, and returns the spans in the order they ended: what a
+// pipeline should deliver.
+func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+	t.Helper()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
+	rec := tracing.NewSimRecorder(sc, start, tracing.WithTracerProvider(tp))
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	return sr.Ended(), res
+}
 
 // clearOTelEnv unsets every variable Setup or the OTLP exporters read, so
 // a developer's shell cannot change what a test sees.
@@ -193,7 +222,7 @@ func TestSetupChoosesProtocol(t *testing.T) {
 // runThrough runs sc with a recorder on p and shuts p down.
 func runThrough(t *testing.T, p *Pipeline, sc harness.Scenario) *harness.Result {
 	t.Helper()
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +297,7 @@ func checkGapArrived(t *testing.T, r *receiver) {
 		}
 		if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 			refused++
-			if s.Name != SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != SpanLease {
+			if s.Name != tracing.SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != tracing.SpanLease {
 				t.Errorf("error span %q with links %v, want a fence commit linked to a lease", s.Name, s.Links)
 			}
 		}
@@ -301,7 +330,7 @@ func TestOTLPHTTPExport(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLP, Endpoint: srv.URL, ServiceName: "lab-test",
-		Attributes: ScenarioAttributes(builtin(t, "gap"))})
+		Attributes: tracing.ScenarioAttributes(builtin(t, "gap"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +363,7 @@ func TestOTLPGRPCExportFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ServiceName = "overridden-by-OTEL_SERVICE_NAME"
-	cfg.Attributes = ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +493,7 @@ func TestFileExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Attributes = ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -504,8 +533,8 @@ func TestFileExport(t *testing.T) {
 				t.Errorf("resource %v, want service.name %s and sim.scenario gap", res, DefaultServiceName)
 			}
 			for _, ss := range rs.ScopeSpans {
-				if ss.Scope.Name != ScopeName {
-					t.Errorf("scope %q, want %q", ss.Scope.Name, ScopeName)
+				if ss.Scope.Name != tracing.ScopeName {
+					t.Errorf("scope %q, want %q", ss.Scope.Name, tracing.ScopeName)
 				}
 				for _, s := range ss.Spans {
 					spans++
@@ -515,7 +544,7 @@ func TestFileExport(t *testing.T) {
 					if s.StartTimeUnixNano == "" || s.EndTimeUnixNano == "" {
 						t.Errorf("span %s has no times", s.SpanID)
 					}
-					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != SpanLease) {
+					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != tracing.SpanLease) {
 						t.Errorf("error span %q links %v, want a lease", s.Name, s.Links)
 					}
 				}
@@ -656,7 +685,7 @@ func dropLinkTraceStates(v any) []string {
 	return found
 }
 
-// oddSpans are spans with what a SimRecorder never makes: every attribute
+// oddSpans are spans with what a tracing.SimRecorder never makes: every attribute
 // type, strings that need escaping, a remote parent, a trace state, status
 // Ok, span kinds, dropped attributes and another resource and scope.
 func oddSpans(t *testing.T) []sdktrace.ReadOnlySpan {

@@ -1,0 +1,25 @@
+// Package otelexport is the export pipeline of package tracing: it builds
+// the OpenTelemetry SDK TracerProvider that tracing's SimRecorder and hooks
+// are given, wired to an exporter chosen by ParseExporter: OTLP over HTTP
+// or gRPC (configured by the standard OTEL_* variables), a file of
+// OTLP-JSON lines, or nothing.
+//
+// It is apart from package tracing so that a program that only
+// instruments, and brings its own provider, links the OpenTelemetry API
+// alone: no SDK, no gRPC.
+//
+// A collector that is down or slow never fails a run: the spans it did not
+// take are counted (Pipeline.Dropped), with the first export error.
+//
+// Typical use, as cmd/lab does it:
+//
+//	cfg, err := otelexport.ParseExporter(flagValue)
+//	...
+//	cfg.Attributes = tracing.ScenarioAttributes(sc)
+//	p, err := otelexport.Setup(ctx, cfg)
+//	...
+//	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
+//	// run, then:
+//	rec.Close()
+//	err = p.Shutdown(ctx) // flushes; p.Dropped() says what did not arrive
+package otelexport
