@@ -3,17 +3,19 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
 // Modes lists the modes a run can do, in the order reports show them.
 var Modes = []Mode{Naive, Fenced}
 
-// ParseModes reads "fenced", "naive" or "both".
+// ParseModes reads "fenced", "naive" or "both". The slice is the caller's
+// own: changing it changes nothing else.
 func ParseModes(s string) ([]Mode, error) {
 	switch s {
 	case "both", "":
-		return Modes, nil
+		return slices.Clone(Modes), nil
 	case string(Fenced):
 		return []Mode{Fenced}, nil
 	case string(Naive):
