@@ -8,8 +8,12 @@
 // instruments, and brings its own provider, links the OpenTelemetry API
 // alone: no SDK, no gRPC.
 //
-// A collector that is down or slow never fails a run: the spans it did not
-// take are counted (Pipeline.Dropped), with the first export error.
+// A collector that is down or slow never fails or delays a run, whatever
+// the protocol: an export that fails is not retried, its spans are counted
+// as undelivered (Pipeline.Dropped, with the first error in ExportErr),
+// and the exports of the next ExportTimeout are skipped and counted too.
+// A collector that refuses the connection costs nothing; one that never
+// answers costs about one ExportTimeout.
 //
 // Typical use, as cmd/lab does it:
 //

@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
@@ -445,6 +448,113 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closedPort returns the URL of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+// A collector that is down costs a run nothing, over either protocol: the
+// export fails at once, is not retried, and every span is counted as
+// undelivered. The export timeout is long on purpose: waiting for it, or
+// retrying within it, would show as tens of seconds.
+func TestDownCollectorDelaysNothing(t *testing.T) {
+	clearOTelEnv(t)
+	sc := builtin(t, "gap")
+	want := countSpans(t, sc)
+	for _, kind := range []ExporterKind{ExporterOTLPHTTP, ExporterOTLPGRPC} {
+		t.Run(string(kind), func(t *testing.T) {
+			p, err := Setup(t.Context(), Config{Exporter: kind, Endpoint: closedPort(t), ExportTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			runThrough(t, p, sc)
+			elapsed := time.Since(start)
+			if p.Dropped() != want {
+				t.Errorf("Dropped() = %d, want all %d spans", p.Dropped(), want)
+			}
+			if p.ExportErr() == nil {
+				t.Error("ExportErr() = nil: the refused connection is not reported")
+			}
+			// A sanity guard only, far above a run of gap and far below
+			// the export timeout; TestFailedExportIsNotRetried says why.
+			if elapsed > 10*time.Second {
+				t.Errorf("run and shutdown took %v with the collector down", elapsed)
+			}
+		})
+	}
+}
+
+// A collector that answers "unavailable" (HTTP 503, gRPC Unavailable:
+// what both exporters would retry) gets one attempt, and the spans of
+// that export are counted as undelivered.
+func TestFailedExportIsNotRetried(t *testing.T) {
+	clearOTelEnv(t)
+	var httpCalls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpCalls.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := &unavailable{}
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, busy)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+
+	sc := builtin(t, "gap")
+	want := countSpans(t, sc)
+	for _, tc := range []struct {
+		kind     ExporterKind
+		endpoint string
+		calls    *atomic.Int64
+	}{
+		{ExporterOTLPHTTP, srv.URL, &httpCalls},
+		{ExporterOTLPGRPC, "http://" + lis.Addr().String(), &busy.calls},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			p, err := Setup(t.Context(), Config{Exporter: tc.kind, Endpoint: tc.endpoint, ExportTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runThrough(t, p, sc)
+			// The run's spans make one batch: one attempt, no retry.
+			if n := tc.calls.Load(); n != 1 {
+				t.Errorf("the collector was asked %d times, want once", n)
+			}
+			if p.Dropped() != want || p.ExportErr() == nil {
+				t.Errorf("Dropped() = %d (%v), want all %d spans and the error", p.Dropped(), p.ExportErr(), want)
+			}
+		})
+	}
+}
+
+// unavailable is a gRPC trace service that is always too busy.
+type unavailable struct {
+	coltracepb.UnimplementedTraceServiceServer
+	calls atomic.Int64
+}
+
+func (u *unavailable) Export(context.Context, *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	u.calls.Add(1)
+	return nil, status.Error(grpccodes.Unavailable, "busy")
 }
 
 // fileLine is what the file exporter writes, decoded by the OTLP-JSON rules.
