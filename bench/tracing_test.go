@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/tracing"
+	"github.com/leasefence/lab/tracing/otelexport"
 )
 
 // BenchmarkCrowdTracing measures what tracing costs a run of the crowd
@@ -70,18 +71,18 @@ func BenchmarkCrowdTracing(b *testing.B) {
 		}
 		ratio(b)
 	})
-	filePipeline := func(b *testing.B) *tracing.Pipeline {
-		cfg, err := tracing.ParseExporter("file=" + filepath.Join(b.TempDir(), "crowd.jsonl"))
+	filePipeline := func(b *testing.B) *otelexport.Pipeline {
+		cfg, err := otelexport.ParseExporter("file=" + filepath.Join(b.TempDir(), "crowd.jsonl"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := tracing.Setup(ctx, cfg)
+		p, err := otelexport.Setup(ctx, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return p
 	}
-	shutdown := func(b *testing.B, p *tracing.Pipeline) {
+	shutdown := func(b *testing.B, p *otelexport.Pipeline) {
 		if err := p.Shutdown(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/leasefence/lab/history"
@@ -11,11 +12,12 @@ import (
 // Modes lists the modes a run can do, in the order reports show them.
 var Modes = []Mode{Naive, Fenced}
 
-// ParseModes reads "fenced", "naive" or "both". The slice is the caller's.
+// ParseModes reads "fenced", "naive" or "both". The slice is the caller's
+// own: changing it changes nothing else.
 func ParseModes(s string) ([]Mode, error) {
 	switch s {
 	case "both", "":
-		return []Mode{Naive, Fenced}, nil
+		return slices.Clone(Modes), nil
 	case string(Fenced):
 		return []Mode{Fenced}, nil
 	case string(Naive):

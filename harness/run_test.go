@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -378,6 +379,28 @@ func TestParseModes(t *testing.T) {
 	}
 	if _, err := harness.ParseModes("sloppy"); !errors.Is(err, harness.ErrInvalidScenario) {
 		t.Errorf("ParseModes(sloppy) = %v", err)
+	}
+}
+
+// The modes ParseModes returns are the caller's: writing over them changes
+// neither the next answer nor harness.Modes.
+func TestParseModesReturnsACopy(t *testing.T) {
+	want := slices.Clone(harness.Modes)
+	for _, in := range []string{"both", "", "fenced", "naive"} {
+		got, err := harness.ParseModes(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i] = "sloppy"
+		}
+		again, err := harness.ParseModes(in)
+		if err != nil || slices.Contains(again, "sloppy") {
+			t.Errorf("ParseModes(%q) after its last answer was overwritten = %v, %v", in, again, err)
+		}
+		if !slices.Equal(harness.Modes, want) {
+			t.Fatalf("overwriting ParseModes(%q) changed harness.Modes to %v", in, harness.Modes)
+		}
 	}
 }
 

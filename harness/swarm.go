@@ -124,43 +124,18 @@ func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult,
 	if opts.Ranges != nil {
 		ranges = *opts.Ranges
 	}
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
 	start := time.Now()
 	results := make([]*Result, opts.Seeds)
 	scenarios := make([]Scenario, opts.Seeds)
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, jobs)
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= opts.Seeds || ctx.Err() != nil {
-					return
-				}
-				sc := SwarmScenario(base, ranges, opts.FirstSeed+uint64(i))
-				res, err := Run(ctx, sc, RunOptions{})
-				if err != nil {
-					if ctx.Err() == nil {
-						errs <- err
-					}
-					return
-				}
-				results[i], scenarios[i] = res, sc
-				n := int(done.Add(1))
-				if opts.Progress != nil {
-					opts.Progress(n, opts.Seeds)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
+	err := Parallel(ctx, opts.Seeds, opts.Jobs, func(i int) error {
+		sc := SwarmScenario(base, ranges, opts.FirstSeed+uint64(i))
+		res, err := Run(ctx, sc, RunOptions{})
+		if err != nil {
+			return err
+		}
+		results[i], scenarios[i] = res, sc
+		return nil
+	}, opts.Progress)
 	out := &SwarmResult{Elapsed: time.Since(start)}
 	for i, res := range results {
 		if res == nil {
@@ -181,8 +156,60 @@ func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult,
 			out.Failures = append(out.Failures, SwarmFailure{Seed: scenarios[i].Seed, Scenario: scenarios[i], Violations: res.Violations()})
 		}
 	}
-	if err := <-errs; err != nil {
-		return out, err
+	return out, err
+}
+
+// Parallel calls do(i) for every i from 0 to n-1, on at most jobs
+// goroutines (GOMAXPROCS when jobs <= 0), each taking the next index as it
+// finishes one: the pool that runs seeds side by side. After each call
+// that succeeds it calls progress, if set, with how many have succeeded;
+// progress and do are called from the pool's goroutines.
+//
+// Once ctx ends or a call fails, no index is handed out any more; calls
+// under way are waited for. It returns the first error a call returned
+// while ctx was live, else ctx.Err() if ctx ended before every index was
+// done, else nil. Results are do's to keep, by index: the order calls run
+// in is not the order of the indices.
+func Parallel(ctx context.Context, n, jobs int, do func(i int) error, progress func(done, total int)) error {
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
 	}
-	return out, ctx.Err()
+	var (
+		next, done atomic.Int64
+		stop       atomic.Bool
+		errOnce    sync.Once
+		firstErr   error
+		wg         sync.WaitGroup
+	)
+	for range min(jobs, n) {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := do(i); err != nil {
+					stop.Store(true)
+					// A call that failed because ctx ended says nothing
+					// ctx.Err() does not.
+					if ctx.Err() == nil {
+						errOnce.Do(func() { firstErr = err })
+					}
+					return
+				}
+				d := int(done.Add(1))
+				if progress != nil {
+					progress(d, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if int(done.Load()) < n {
+		return ctx.Err()
+	}
+	return nil
 }

@@ -3,10 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/leasefence/lab/harness"
@@ -71,49 +68,21 @@ func (o *Outcome) Failures() []Failure {
 // what it had, with Outcome.Err set.
 func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 	start := time.Now()
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	jobs = min(jobs, len(fx.Seeds))
 	var kinds []history.Kind
 	for _, e := range fx.Expect {
 		kinds = append(kinds, e.Events...)
 	}
 	results := make([]*SeedOutcome, len(fx.Seeds))
-	var next, done atomic.Int64
-	var firstErr error
-	var errOnce sync.Once
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(fx.Seeds) || ctx.Err() != nil {
-					return
-				}
-				so, err := fx.runSeed(ctx, fx.Seeds[i], kinds)
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
-				}
-				results[i] = so
-				n := int(done.Add(1))
-				if opts.Progress != nil {
-					opts.Progress(n, len(fx.Seeds))
-				}
-			}
-		})
-	}
-	wg.Wait()
-	out := &Outcome{Fixture: fx, Err: firstErr}
+	err := harness.Parallel(ctx, len(fx.Seeds), opts.Jobs, func(i int) error {
+		so, err := fx.runSeed(ctx, fx.Seeds[i], kinds)
+		results[i] = so
+		return err
+	}, opts.Progress)
+	out := &Outcome{Fixture: fx, Err: err}
 	for _, so := range results {
 		if so != nil {
 			out.Seeds = append(out.Seeds, *so)
 		}
-	}
-	if out.Err == nil && len(out.Seeds) < len(fx.Seeds) {
-		out.Err = ctx.Err()
 	}
 	out.Elapsed = time.Since(start)
 	return out

@@ -28,7 +28,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 // WithTracerProvider makes spans with tp instead of the global provider
 // (otel.GetTracerProvider at the time the recorder or hooks are made). A
 // nil tp is ignored. For reproducible ids in simulated runs, build tp with
-// sdktrace.WithIDGenerator(NewIDGenerator()); Setup's provider does.
+// sdktrace.WithIDGenerator(NewIDGenerator()); otelexport.Setup's provider
+// does.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if tp != nil {

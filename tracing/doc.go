@@ -25,9 +25,17 @@
 //     FenceGate in production. Each of their spans is a root, so each
 //     carries the resource, holder and fence itself.
 //
-// Setup builds an SDK TracerProvider with an exporter chosen by
-// ParseExporter (OTLP over HTTP or gRPC, a file of OTLP-JSON lines, or
-// nothing) and counts the spans it could not deliver.
+// # Instrumenting apart from exporting
+//
+// This package uses the OpenTelemetry API alone (go.opentelemetry.io/otel,
+// its trace and attribute packages): both ways in take a
+// trace.TracerProvider (WithTracerProvider, the global provider by
+// default), never an exporter, so importing it links neither the SDK nor
+// gRPC. IDGenerator, the SDK id generator that gives a SimRecorder's spans
+// their derived ids, is written on the API's types for the same reason.
+// The export pipeline, which builds an SDK provider wired to OTLP over
+// HTTP or gRPC or to a file of OTLP-JSON lines and counts the spans it
+// could not deliver, is package tracing/otelexport.
 //
 // # What it does not do
 //
@@ -36,8 +44,8 @@
 // the link from a refused commit to the newer holder exist only in simulated
 // runs, where one observer sees the whole system. Tracing never changes a
 // run: a SimRecorder only reads events, and a collector that is down or slow
-// costs dropped spans (counted by Pipeline.Dropped), never a blocked or
-// failed run. It is not free: the SDK makes, snapshots and exports every
+// costs dropped spans (counted by otelexport's Pipeline.Dropped), never a
+// blocked or failed run. It is not free: the SDK makes, snapshots and exports every
 // span, and on the "crowd" scenario that costs more than the simulation
 // itself (BenchmarkCrowdTracing in package bench measures it).
 package tracing

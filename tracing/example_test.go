@@ -65,8 +65,8 @@ func ExampleHooks() {
 
 // Recording a simulated run: one trace per lease generation, its "lease"
 // span naming the holder and the fence, its children the acquire and the
-// writes; timestamps are t0 plus the simulated instants. Setup's provider
-// would export them.
+// writes; timestamps are t0 plus the simulated instants. The provider
+// otelexport.Setup builds would export them.
 func ExampleNewSimRecorder() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
@@ -109,22 +109,4 @@ func ExampleNewSimRecorder() {
 	// lease agent-2 fence 2, 1s to 2s
 	//   lease acquire at 1s, 0 links, Unset
 	//   fence commit  at 1.01s, 0 links, Unset
-}
-
-// The values of the --trace flag.
-func ExampleParseExporter() {
-	for _, flag := range []string{"otlp", "otlp-grpc=http://collector:4317", "file=run.jsonl", "none", "jaeger"} {
-		cfg, err := tracing.ParseExporter(flag)
-		if err != nil {
-			fmt.Println(err)
-			continue
-		}
-		fmt.Printf("%s: exporter %s endpoint %q path %q\n", flag, cfg.Exporter, cfg.Endpoint, cfg.Path)
-	}
-	// Output:
-	// otlp: exporter otlp endpoint "" path ""
-	// otlp-grpc=http://collector:4317: exporter otlp-grpc endpoint "http://collector:4317" path ""
-	// file=run.jsonl: exporter file endpoint "" path "run.jsonl"
-	// none: exporter none endpoint "" path ""
-	// tracing: bad exporter "jaeger": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none
 }

@@ -5,22 +5,25 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// NewIDGenerator returns an sdktrace.IDGenerator that uses the trace and
-// span ids a SimRecorder chose for the span being started, and random ids
-// for every other span. A SimRecorder derives its ids from the scenario's
+// IDGenerator gives spans the trace and span ids a SimRecorder chose for
+// them, and random ids to every other span. Its method set is the SDK's
+// sdktrace.IDGenerator: pass it to sdktrace.WithIDGenerator. It is defined
+// here, on the OpenTelemetry API's types alone, so that instrumenting does
+// not link the SDK.
+//
+// The zero IDGenerator is ready to use and safe for concurrent use.
+type IDGenerator struct{}
+
+// NewIDGenerator returns an IDGenerator: with it, a SimRecorder's spans get
+// the ids it derived. A SimRecorder derives its ids from the scenario's
 // name and seed, the mode, t0 and the lease generation, so with this
 // generator the same run recorded twice with the same t0 gives the same
 // ids, and a run recorded at another t0 gives other ids (so two runs sent
 // to one collector are never merged into one trace).
-//
-// It is safe for concurrent use.
-func NewIDGenerator() sdktrace.IDGenerator { return idGenerator{} }
-
-type idGenerator struct{}
+func NewIDGenerator() IDGenerator { return IDGenerator{} }
 
 // idSlot holds the ids a SimRecorder wants for the span it is about to
 // start. The recorder puts a pointer to its slot in the context once and
@@ -45,7 +48,9 @@ func slotOf(ctx context.Context) *idSlot {
 	return s
 }
 
-func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+// NewIDs returns the ids the SimRecorder set in ctx for the span being
+// started, or random ones.
+func (IDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if s := slotOf(ctx); s != nil && s.trace.IsValid() && s.span.IsValid() {
 		t, sp := s.trace, s.span
 		*s = idSlot{}
@@ -59,7 +64,9 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	return t, randomSpanID()
 }
 
-func (idGenerator) NewSpanID(ctx context.Context, t trace.TraceID) trace.SpanID {
+// NewSpanID returns the span id the SimRecorder set in ctx for a span of
+// trace t, or a random one.
+func (IDGenerator) NewSpanID(ctx context.Context, t trace.TraceID) trace.SpanID {
 	// Ids chosen for another trace are not for this span: the SDK takes the
 	// trace id from the parent, which the caller may have swapped.
 	if s := slotOf(ctx); s != nil && s.trace == t && s.span.IsValid() {

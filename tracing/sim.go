@@ -214,7 +214,7 @@ func (r *SimRecorder) record() {
 // lease still live ends at the last event seen in its mode, a request
 // still waiting is marked unanswered. Call it once the run is over; it
 // returns once that is done, and later calls return at once. Exporting is
-// the provider's job (Pipeline.Shutdown flushes).
+// the provider's job (otelexport's Pipeline.Shutdown flushes).
 func (r *SimRecorder) Close() {
 	r.mu.Lock()
 	if r.closed {

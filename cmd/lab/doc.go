@@ -58,8 +58,9 @@
 //
 // --trace sends the run to OpenTelemetry: one trace per lease generation,
 // timestamped from the wall time of the run's start plus virtual time (see
-// package tracing). OTLP respects OTEL_EXPORTER_OTLP_ENDPOINT,
-// OTEL_EXPORTER_OTLP_PROTOCOL and OTEL_SERVICE_NAME; a local Jaeger takes
+// package tracing; the exporters are package tracing/otelexport). OTLP
+// respects OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL and
+// OTEL_SERVICE_NAME; a local Jaeger takes
 // `--trace otlp=http://localhost:4318`. Spans are flushed before the command
 // exits, Ctrl-C included; spans a collector did not take are counted on
 // standard error, and never fail the run.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
-	"github.com/leasefence/lab/tracing"
+	"github.com/leasefence/lab/tracing/otelexport"
 )
 
 const runAbout = `Runs a scenario headless, as fast as it goes, in both modes (or one) on the same
@@ -37,7 +37,7 @@ type runConfig struct {
 	sc      harness.Scenario
 	modes   []harness.Mode
 	json    bool
-	trace   tracing.Config
+	trace   otelexport.Config
 	html    *os.File // created before the run, so a bad path fails first
 	events  *os.File // likewise: the history file, if asked for
 	command []string // the command line that reproduces the run
@@ -93,7 +93,7 @@ func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath
 	if err != nil {
 		return nil, fmt.Errorf("--mode: must be fenced, naive or both, got %q", mode)
 	}
-	tc, err := tracing.ParseExporter(trace)
+	tc, err := otelexport.ParseExporter(trace)
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}

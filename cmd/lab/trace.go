@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/tracing"
+	"github.com/leasefence/lab/tracing/otelexport"
 )
 
 // traceFlushTimeout bounds how long the command waits, after a run, for
@@ -18,17 +19,17 @@ const traceFlushTimeout = 10 * time.Second
 // traceSink is a run's tracing: the export pipeline and the recorder that
 // turns simulation events into spans.
 type traceSink struct {
-	pipe *tracing.Pipeline
+	pipe *otelexport.Pipeline
 	rec  *tracing.SimRecorder
 }
 
 // startTracing sets up the pipeline cfg asks for, or returns nil for none.
-func startTracing(ctx context.Context, cfg tracing.Config, sc harness.Scenario) (*traceSink, error) {
-	if cfg.Exporter == tracing.ExporterNone || cfg.Exporter == "" {
+func startTracing(ctx context.Context, cfg otelexport.Config, sc harness.Scenario) (*traceSink, error) {
+	if cfg.Exporter == otelexport.ExporterNone || cfg.Exporter == "" {
 		return nil, nil
 	}
 	cfg.Attributes = append(cfg.Attributes, tracing.ScenarioAttributes(sc)...)
-	pipe, err := tracing.Setup(ctx, cfg)
+	pipe, err := otelexport.Setup(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,10 +31,41 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tracing"
 )
+
+// t0 is a fixed wall time so that ids and timestamps are reproducible.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func builtin(t testing.TB, name string) harness.Scenario {
+	t.Helper()
+	sc, ok := harness.Builtin(name)
+	if !ok {
+		t.Fatalf("no built-in scenario %q", name)
+	}
+	return sc
+}
+
+// recordRun runs sc with a SimRecorder on an in-memory provider with
+// tracing's ids, and returns the spans in the order they ended: what a
+// pipeline should deliver.
+func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+	t.Helper()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
+	rec := tracing.NewSimRecorder(sc, start, tracing.WithTracerProvider(tp))
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+	return sr.Ended(), res
+}
 
 // clearOTelEnv unsets every variable Setup or the OTLP exporters read, so
 // a developer's shell cannot change what a test sees.
@@ -193,7 +225,7 @@ func TestSetupChoosesProtocol(t *testing.T) {
 // runThrough runs sc with a recorder on p and shuts p down.
 func runThrough(t *testing.T, p *Pipeline, sc harness.Scenario) *harness.Result {
 	t.Helper()
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +300,7 @@ func checkGapArrived(t *testing.T, r *receiver) {
 		}
 		if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 			refused++
-			if s.Name != SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != SpanLease {
+			if s.Name != tracing.SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != tracing.SpanLease {
 				t.Errorf("error span %q with links %v, want a fence commit linked to a lease", s.Name, s.Links)
 			}
 		}
@@ -301,7 +333,7 @@ func TestOTLPHTTPExport(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLP, Endpoint: srv.URL, ServiceName: "lab-test",
-		Attributes: ScenarioAttributes(builtin(t, "gap"))})
+		Attributes: tracing.ScenarioAttributes(builtin(t, "gap"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +366,7 @@ func TestOTLPGRPCExportFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ServiceName = "overridden-by-OTEL_SERVICE_NAME"
-	cfg.Attributes = ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -418,6 +450,113 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 	}
 }
 
+// closedPort returns the URL of a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	if err := lis.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
+
+// A collector that is down costs a run nothing, over either protocol: the
+// export fails at once, is not retried, and every span is counted as
+// undelivered. The export timeout is long on purpose: waiting for it, or
+// retrying within it, would show as tens of seconds.
+func TestDownCollectorDelaysNothing(t *testing.T) {
+	clearOTelEnv(t)
+	sc := builtin(t, "gap")
+	want := countSpans(t, sc)
+	for _, kind := range []ExporterKind{ExporterOTLPHTTP, ExporterOTLPGRPC} {
+		t.Run(string(kind), func(t *testing.T) {
+			p, err := Setup(t.Context(), Config{Exporter: kind, Endpoint: closedPort(t), ExportTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			runThrough(t, p, sc)
+			elapsed := time.Since(start)
+			if p.Dropped() != want {
+				t.Errorf("Dropped() = %d, want all %d spans", p.Dropped(), want)
+			}
+			if p.ExportErr() == nil {
+				t.Error("ExportErr() = nil: the refused connection is not reported")
+			}
+			// A sanity guard only, far above a run of gap and far below
+			// the export timeout; TestFailedExportIsNotRetried says why.
+			if elapsed > 10*time.Second {
+				t.Errorf("run and shutdown took %v with the collector down", elapsed)
+			}
+		})
+	}
+}
+
+// A collector that answers "unavailable" (HTTP 503, gRPC Unavailable:
+// what both exporters would retry) gets one attempt, and the spans of
+// that export are counted as undelivered.
+func TestFailedExportIsNotRetried(t *testing.T) {
+	clearOTelEnv(t)
+	var httpCalls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpCalls.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := &unavailable{}
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, busy)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+
+	sc := builtin(t, "gap")
+	want := countSpans(t, sc)
+	for _, tc := range []struct {
+		kind     ExporterKind
+		endpoint string
+		calls    *atomic.Int64
+	}{
+		{ExporterOTLPHTTP, srv.URL, &httpCalls},
+		{ExporterOTLPGRPC, "http://" + lis.Addr().String(), &busy.calls},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			p, err := Setup(t.Context(), Config{Exporter: tc.kind, Endpoint: tc.endpoint, ExportTimeout: 30 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runThrough(t, p, sc)
+			// The run's spans make one batch: one attempt, no retry.
+			if n := tc.calls.Load(); n != 1 {
+				t.Errorf("the collector was asked %d times, want once", n)
+			}
+			if p.Dropped() != want || p.ExportErr() == nil {
+				t.Errorf("Dropped() = %d (%v), want all %d spans and the error", p.Dropped(), p.ExportErr(), want)
+			}
+		})
+	}
+}
+
+// unavailable is a gRPC trace service that is always too busy.
+type unavailable struct {
+	coltracepb.UnimplementedTraceServiceServer
+	calls atomic.Int64
+}
+
+func (u *unavailable) Export(context.Context, *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	u.calls.Add(1)
+	return nil, status.Error(grpccodes.Unavailable, "busy")
+}
+
 // fileLine is what the file exporter writes, decoded by the OTLP-JSON rules.
 type fileLine struct {
 	ResourceSpans []struct {
@@ -464,7 +603,7 @@ func TestFileExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Attributes = ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -504,8 +643,8 @@ func TestFileExport(t *testing.T) {
 				t.Errorf("resource %v, want service.name %s and sim.scenario gap", res, DefaultServiceName)
 			}
 			for _, ss := range rs.ScopeSpans {
-				if ss.Scope.Name != ScopeName {
-					t.Errorf("scope %q, want %q", ss.Scope.Name, ScopeName)
+				if ss.Scope.Name != tracing.ScopeName {
+					t.Errorf("scope %q, want %q", ss.Scope.Name, tracing.ScopeName)
 				}
 				for _, s := range ss.Spans {
 					spans++
@@ -515,7 +654,7 @@ func TestFileExport(t *testing.T) {
 					if s.StartTimeUnixNano == "" || s.EndTimeUnixNano == "" {
 						t.Errorf("span %s has no times", s.SpanID)
 					}
-					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != SpanLease) {
+					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != tracing.SpanLease) {
 						t.Errorf("error span %q links %v, want a lease", s.Name, s.Links)
 					}
 				}
@@ -656,7 +795,7 @@ func dropLinkTraceStates(v any) []string {
 	return found
 }
 
-// oddSpans are spans with what a SimRecorder never makes: every attribute
+// oddSpans are spans with what a tracing.SimRecorder never makes: every attribute
 // type, strings that need escaping, a remote parent, a trace state, status
 // Ok, span kinds, dropped attributes and another resource and scope.
 func oddSpans(t *testing.T) []sdktrace.ReadOnlySpan {

@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/leasefence/lab/tracing"
 )
 
 // ExporterKind is where a Pipeline sends spans.
@@ -48,10 +50,10 @@ const (
 	// DefaultQueueSize is how many ended spans wait for export before new
 	// ones are dropped: a whole run of the "crowd" scenario fits.
 	DefaultQueueSize = 1 << 15
-	// DefaultExportTimeout bounds one export, retries included. After a
-	// failed export the next ones are skipped (and counted as dropped) for
-	// as long again, so a collector that does not answer costs about one
-	// timeout, not one per batch.
+	// DefaultExportTimeout bounds one export. A failed export is not
+	// retried, and the next ones are skipped (and counted as dropped) for
+	// as long again, so a collector that is down costs nothing and one
+	// that does not answer costs about one timeout, not one per batch.
 	DefaultExportTimeout = 3 * time.Second
 	// DefaultHTTPEndpoint and DefaultGRPCEndpoint are used when neither the
 	// Config nor OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ variant) names
@@ -63,7 +65,7 @@ const (
 
 // ErrBadExporter is wrapped by every error about an exporter's
 // configuration: a bad flag value, a bad endpoint, a bad protocol variable.
-var ErrBadExporter = errors.New("tracing: bad exporter")
+var ErrBadExporter = errors.New("otelexport: bad exporter")
 
 // Config says how Setup exports spans. The zero Config, with an Exporter,
 // is a good one.
@@ -80,7 +82,7 @@ type Config struct {
 	// empty). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it,
 	// as the SDK's environment rules say.
 	ServiceName string
-	// Attributes are more resource attributes, e.g. ScenarioAttributes.
+	// Attributes are more resource attributes, e.g. tracing.ScenarioAttributes.
 	Attributes []attribute.KeyValue
 	// QueueSize bounds the spans waiting for export (DefaultQueueSize if
 	// 0). When it is full, new spans are dropped and counted, never waited
@@ -147,7 +149,7 @@ type Pipeline struct {
 // Setup builds a TracerProvider that exports as cfg says, with resource
 // attributes service.name and cfg.Attributes (the environment's
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win), ids from
-// NewIDGenerator, and a batch span processor whose queue is bounded and
+// tracing.NewIDGenerator, and a batch span processor whose queue is bounded and
 // never blocks a run (except for the file exporter). It makes no
 // connection: a collector that is down shows up as Dropped spans, not as
 // an error here. Errors wrap ErrBadExporter when cfg or an OTLP variable is
@@ -192,7 +194,7 @@ func Setup(ctx context.Context, cfg Config) (*Pipeline, error) {
 	case ExporterFile:
 		exp, err = newFileExporter(cfg.Path)
 		if err != nil {
-			err = fmt.Errorf("tracing: file exporter: %w", err)
+			err = fmt.Errorf("otelexport: file exporter: %w", err)
 		}
 		p.desc = "file " + cfg.Path
 	}
@@ -210,7 +212,7 @@ func Setup(ctx context.Context, cfg Config) (*Pipeline, error) {
 	}
 	p.sdk = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithIDGenerator(NewIDGenerator()),
+		sdktrace.WithIDGenerator(tracing.NewIDGenerator()),
 		// The counter sees every span before the batch processor may drop it.
 		sdktrace.WithSpanProcessor(p.counts),
 		sdktrace.WithBatcher(&countingExporter{next: exp, counts: p.counts}, bspOpts...),
@@ -264,7 +266,7 @@ func newResource(ctx context.Context, cfg Config) (*resource.Resource, error) {
 		resource.WithFromEnv(), // last, so the environment wins
 	)
 	if err != nil {
-		return nil, fmt.Errorf("tracing: resource (check OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME): %w", err)
+		return nil, fmt.Errorf("otelexport: resource (check OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME): %w", err)
 	}
 	return res, nil
 }
@@ -287,7 +289,7 @@ func httpExporter(ctx context.Context, cfg Config, jsonEncoding bool) (sdktrace.
 	opts := []otlptracehttp.Option{
 		otlptracehttp.WithEncoding(enc),
 		otlptracehttp.WithTimeout(cfg.ExportTimeout),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: retryFirst, MaxInterval: retryMax, MaxElapsedTime: cfg.ExportTimeout}),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: retryExports}),
 	}
 	desc := "otlp-http "
 	endpoint := cfg.Endpoint
@@ -305,7 +307,7 @@ func httpExporter(ctx context.Context, cfg Config, jsonEncoding bool) (sdktrace.
 	}
 	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("tracing: OTLP/HTTP exporter: %w", err)
+		return nil, "", fmt.Errorf("otelexport: OTLP/HTTP exporter: %w", err)
 	}
 	return exp, desc, nil
 }
@@ -324,7 +326,7 @@ func tracesURL(endpoint string) string {
 func grpcExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, string, error) {
 	opts := []otlptracegrpc.Option{
 		otlptracegrpc.WithTimeout(cfg.ExportTimeout),
-		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: retryFirst, MaxInterval: retryMax, MaxElapsedTime: cfg.ExportTimeout}),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: retryExports}),
 	}
 	desc := "otlp-grpc "
 	endpoint := cfg.Endpoint
@@ -341,18 +343,20 @@ func grpcExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, strin
 	}
 	exp, err := otlptracegrpc.New(ctx, opts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("tracing: OTLP/gRPC exporter: %w", err)
+		return nil, "", fmt.Errorf("otelexport: OTLP/gRPC exporter: %w", err)
 	}
 	return exp, desc, nil
 }
 
-// Retries: transient failures (a collector busy or restarting) are retried,
-// but only within one export's time, so a collector that stays down costs
-// one timeout, not the exporters' default minute.
-const (
-	retryFirst = 100 * time.Millisecond
-	retryMax   = time.Second
-)
+// retryExports is off: both OTLP exporters are built without retries (by
+// default they retry for a minute). Retries made the protocols differ: the
+// gRPC exporter retries Unavailable, which is also what a refused
+// connection gives, so a collector that was down cost a run the whole
+// retry time over gRPC and nothing over HTTP, which does not retry a
+// refused connection. A lab run lasts seconds: a failed export's spans are
+// counted as undelivered, never waited for, whatever the protocol; a
+// collector that is busy for a moment loses a batch, counted the same way.
+const retryExports = false
 
 // TracerProvider returns the provider to make spans with: pass it to
 // WithTracerProvider. With ExporterNone it is a no-op provider.
@@ -375,7 +379,7 @@ func (p *Pipeline) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, p.sdk.Shutdown(ctx))
 		p.counts.shutDown.Store(true)
 		if err != nil {
-			p.shutdownErr = fmt.Errorf("tracing: shutdown: %w", err)
+			p.shutdownErr = fmt.Errorf("otelexport: shutdown: %w", err)
 		}
 	})
 	return p.shutdownErr

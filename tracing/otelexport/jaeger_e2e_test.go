@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tracing"
 )
 
 // jaegerQuery is where the end-to-end test looks for Jaeger's query API.
@@ -104,12 +105,12 @@ func TestJaegerEndToEnd(t *testing.T) {
 	service := fmt.Sprintf("leasefence-e2e-%d", time.Now().UnixNano())
 	sc := builtin(t, "gap")
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLPHTTP, Endpoint: jaegerOTLP(), ServiceName: service,
-		Attributes: ScenarioAttributes(sc)})
+		Attributes: tracing.ScenarioAttributes(sc)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 	leases := map[string]jaegerSpan{} // by span id
 	for _, s := range spans {
 		traces[strings.ToLower(s.TraceID)] = true
-		if s.Name == SpanLease {
+		if s.Name == tracing.SpanLease {
 			leases[strings.ToLower(s.SpanID)] = s
 		}
 	}
@@ -163,7 +164,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 	}
 	var refused []jaegerSpan
 	for _, s := range spans {
-		if s.Name == SpanFenceCommit && s.attr(string(FenceOutcome)) == OutcomeRefused {
+		if s.Name == tracing.SpanFenceCommit && s.attr(string(tracing.FenceOutcome)) == tracing.OutcomeRefused {
 			refused = append(refused, s)
 		}
 	}
@@ -171,8 +172,8 @@ func TestJaegerEndToEnd(t *testing.T) {
 		t.Fatalf("%d refused fence commits in Jaeger, want 1", len(refused))
 	}
 	r := refused[0]
-	if !r.isError() || r.attr(string(ErrorType)) != ErrorStaleFence {
-		t.Errorf("refused commit: status %s, error.type %q; want Error and %q", r.Status.Code, r.attr(string(ErrorType)), ErrorStaleFence)
+	if !r.isError() || r.attr(string(tracing.ErrorType)) != tracing.ErrorStaleFence {
+		t.Errorf("refused commit: status %s, error.type %q; want Error and %q", r.Status.Code, r.attr(string(tracing.ErrorType)), tracing.ErrorStaleFence)
 	}
 	if len(r.Links) != 1 {
 		t.Fatalf("refused commit has %d links, want 1", len(r.Links))
@@ -181,9 +182,9 @@ func TestJaegerEndToEnd(t *testing.T) {
 	if !ok || !strings.EqualFold(newer.TraceID, r.Links[0].TraceID) {
 		t.Fatalf("refused commit links to %s/%s, not to a lease span", r.Links[0].TraceID, r.Links[0].SpanID)
 	}
-	if newer.attr(string(LeaseHolder)) != "agent-2" || newer.attr(string(LeaseFence)) != "2" || newer.attr(string(SimMode)) != "fenced" {
+	if newer.attr(string(tracing.LeaseHolder)) != "agent-2" || newer.attr(string(tracing.LeaseFence)) != "2" || newer.attr(string(tracing.SimMode)) != "fenced" {
 		t.Errorf("the link leads to %s's lease with fence %s (%s), want agent-2's fence 2 (fenced)",
-			newer.attr(string(LeaseHolder)), newer.attr(string(LeaseFence)), newer.attr(string(SimMode)))
+			newer.attr(string(tracing.LeaseHolder)), newer.attr(string(tracing.LeaseFence)), newer.attr(string(tracing.SimMode)))
 	}
 	if want := fmt.Sprint(t0.Add(1400 * time.Millisecond).UnixNano()); r.StartTime != want {
 		t.Errorf("refused commit starts at %s, want t0+1400ms = %s", r.StartTime, want)

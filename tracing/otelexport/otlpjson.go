@@ -1,4 +1,4 @@
-package tracing
+package otelexport
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type fileExporter struct {
 // cache.
 const fileChunk = 64 << 10
 
-var errFileClosed = errors.New("tracing: file exporter is shut down")
+var errFileClosed = errors.New("otelexport: file exporter is shut down")
 
 func newFileExporter(path string) (*fileExporter, error) {
 	f, err := os.Create(path)
