@@ -322,6 +322,10 @@ func (s *Sim) denied(a *agent, out leasefence.AcquireOutcome) {
 	s.emit(history.Event{Kind: history.Denied, Agent: a.idx, Resource: a.resource, Other: s.agentIndexOf(out.HeldBy),
 		RequestID: a.acq.RequestID, Reason: out.Reason, Dur: out.RetryAfter})
 	if a.scripted {
+		// A scripted agent does only what its script says: it does not
+		// try again, so the denial ends its acquire.
+		s.emit(history.Event{Kind: history.AcquireAbandoned, Agent: a.idx, Resource: a.resource, Other: -1,
+			Request: history.RequestAcquire, RequestID: a.acq.RequestID, Outcome: history.OutcomeDenied})
 		a.phase = phIdle
 		s.setState(a, AgentIdle)
 		return

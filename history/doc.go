@@ -36,7 +36,7 @@
 // lease generation the event concerns), other and other_fence (a second
 // party), request ("acquire", "renew" or "release"), request_id, reason
 // (the coordinator's: "held", "expired", ...), outcome (the history's own:
-// no_reply, check_failed, commit_refused, renew_refused, done, released,
+// no_reply, denied, check_failed, commit_refused, renew_refused, done, released,
 // below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns,
 // intervention and detail. A lease generation is named by (incarnation, resource,
 // fence). Readers ignore fields they do not know, so the format can grow;
@@ -49,7 +49,7 @@
 //	reply_dropped          the reply was lost
 //	request_duplicated     the request is delivered twice; dur_ns: when the copy arrives
 //	request_retried        an acquire resent under the same request_id
-//	acquire_abandoned      the agent stopped waiting for its acquire (outcome no_reply)
+//	acquire_abandoned      the agent gave up its acquire: outcome no_reply, or denied (it will not try again)
 //	granted                the coordinator minted a generation for agent; deadline_ns: its coordinator expiry
 //	acquired               the agent completed the acquire; deadline_ns: the true instant it believes until
 //	denied                 the coordinator refused an acquire: reason, other (holder), dur_ns (retry hint)

@@ -40,8 +40,9 @@ const (
 	RequestDuplicated
 	// RequestRetried: an acquire was resent under the same request id.
 	RequestRetried
-	// AcquireAbandoned: the agent stopped waiting for its acquire's reply
-	// (Outcome says why); a reply that comes later is ignored.
+	// AcquireAbandoned: the agent gave up its acquire (Outcome says why: no
+	// reply came in time, or it was denied and will not try again); a
+	// reply that comes later is ignored.
 	AcquireAbandoned
 	// Granted: the coordinator minted a lease generation for Agent
 	// (Incarnation, Resource, Fence); Deadline is its coordinator expiry,
@@ -175,6 +176,9 @@ const (
 	// OutcomeNoReply: an acquire was abandoned because no reply came in
 	// time and no retry was left.
 	OutcomeNoReply Outcome = "no_reply"
+	// OutcomeDenied: an acquire was abandoned after the coordinator denied
+	// it, by an agent that will not try again.
+	OutcomeDenied Outcome = "denied"
 	// OutcomeCheckFailed: the lease was abandoned after a failed check.
 	OutcomeCheckFailed Outcome = "check_failed"
 	// OutcomeCommitRefused: the lease was abandoned after the gate refused
@@ -197,8 +201,6 @@ const (
 	OutcomeCounterLost Outcome = "counter_lost"
 )
 
-var outcomes = []Outcome{OutcomeNoReply, OutcomeCheckFailed, OutcomeCommitRefused, OutcomeRenewRefused,
-	OutcomeDone, OutcomeReleased, OutcomeBelowFloor, OutcomeCounterPersisted, OutcomeCounterLost}
 
 // InterventionKind is a live intervention in a paced run.
 type InterventionKind string

@@ -174,7 +174,7 @@
 // there; incarnation (the coordinator incarnation that minted the lease
 // generation, from 0), other, other_fence, request (acquire, renew,
 // release), request_id, reason (the coordinator's), outcome (the history's
-// own: no_reply, check_failed, commit_refused, renew_refused, done,
+// own: no_reply, denied, check_failed, commit_refused, renew_refused, done,
 // released, below_floor, counter_persisted, counter_lost), dur_ns,
 // deadline_ns, intervention and detail appear when set. A lease generation
 // is (incarnation, resource, fence). Readers ignore fields they do not know;
@@ -185,7 +185,7 @@
 //	reply_dropped          the reply was lost
 //	request_duplicated     the request is delivered twice; dur_ns: when the copy arrives
 //	request_retried        an acquire resent under the same request_id
-//	acquire_abandoned      the agent stopped waiting for its acquire (outcome no_reply)
+//	acquire_abandoned      the agent gave up its acquire: outcome no_reply, or denied (it will not try again)
 //	granted                the coordinator minted a generation for agent; deadline_ns: its coordinator expiry
 //	acquired               the agent completed the acquire; deadline_ns: the true instant it believes until
 //	denied                 the coordinator refused an acquire: reason, other (holder), dur_ns (retry hint)
