@@ -201,7 +201,6 @@ const (
 	OutcomeCounterLost Outcome = "counter_lost"
 )
 
-
 // InterventionKind is a live intervention in a paced run.
 type InterventionKind string
 
