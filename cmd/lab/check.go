@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/report"
 )
 
 const checkAbout = `Checks a history file, as lab run --events writes it (or any runner that
@@ -14,8 +16,10 @@ nothing else, and prints the same report lab run prints (--json: the same
 JSON). It needs no scenario: what the checker assumes (TTL, skew budget,
 clocks, restarts) is in the file's header.
 
+--html draws the page lab run --html draws, from the file alone.
+
 A line that cannot be read is an error naming the file and the line; the
-events before it are still checked and reported, marked INCOMPLETE.
+events before it are still checked and reported, marked INTERRUPTED.
 
 Exit status: 0 when the fenced mode held its invariants, 1 when it broke one
 or the history records a library error, 2 for a file that cannot be read
@@ -23,8 +27,9 @@ or the history records a library error, 2 for a file that cannot be read
 
 // check is `lab check`.
 func (a *app) check(_ context.Context, args []string) int {
-	fs := a.newFlagSet("check", "PATH [--json]", checkAbout)
+	fs := a.newFlagSet("check", "PATH [--json] [--html PATH]", checkAbout)
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
+	htmlPath := fs.String("html", "", "also write the self-contained HTML page of the history to `PATH`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -38,19 +43,24 @@ func (a *app) check(_ context.Context, args []string) int {
 		return a.badInput("check", readErr) // no header: nothing to check
 	}
 	res := history.Check(h, events)
-	stop := stopInfo{}
+	stop := report.Stop{}
 	if readErr != nil {
-		stop = stopInfo{interrupted: true, by: fmt.Sprintf("line %d of the history could not be read", lineErr.Line)}
+		stop = report.Stop{Interrupted: true, By: fmt.Sprintf("line %d of the history could not be read", lineErr.Line)}
 		if n := len(events); n > 0 {
-			stop.at = events[n-1].At
+			stop.At = events[n-1].At
+		}
+	}
+	if *htmlPath != "" {
+		if err := writePage(*htmlPath, h, events, res, stop); err != nil {
+			return a.badInput("check", fmt.Errorf("--html: %w", err))
 		}
 	}
 	if *asJSON {
-		if err := writeJSONReport(a.stdout, res, stop); err != nil {
+		if err := report.JSON(a.stdout, res, stop); err != nil {
 			fmt.Fprintf(a.stderr, "lab check: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, h.Description, res, stop)
+		report.Text(a.stdout, h.Description, res, stop)
 	}
 	switch {
 	case readErr != nil:
@@ -60,4 +70,21 @@ func (a *app) check(_ context.Context, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writePage draws the HTML page of a history read from a file.
+func writePage(path string, h history.Header, events []history.Event, res *history.Result, stop report.Stop) error {
+	tl := report.NewTimeline(h)
+	for _, e := range events {
+		tl.Event(e)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.HTML(f, res, tl, stop); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

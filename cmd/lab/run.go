@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
 
@@ -152,9 +153,9 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		}
 		subs = append(subs, events)
 	}
-	var timeline *timelineRecorder
+	var timeline *report.Timeline
 	if cfg.html != nil {
-		timeline = newTimelineRecorder(cfg.sc)
+		timeline = report.NewTimeline(cfg.sc.Header(cfg.modes))
 		subs = append(subs, timeline)
 	}
 	prog := a.newProgress("run " + cfg.sc.Name)
@@ -172,7 +173,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		a.afterRun(res)
 	}
 	sink.finish(a.stderr)
-	stop := stopInfo{interrupted: interrupted, at: watcher.lastAt}
+	stop := report.Stop{Interrupted: interrupted, At: watcher.lastAt}
 	eventsFailed := false
 	if events != nil {
 		err := events.Flush()
@@ -186,18 +187,18 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 
 	if timeline != nil {
-		if err := writeHTML(cfg.html, cfg.sc, res, timeline, stop); err != nil {
+		if err := report.HTML(cfg.html, res, timeline, stop); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		} else if err := cfg.html.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		}
 	}
 	if cfg.json {
-		if err := writeJSONReport(a.stdout, res, stop); err != nil {
+		if err := report.JSON(a.stdout, res, stop); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, cfg.sc.Description, res, stop)
+		report.Text(a.stdout, cfg.sc.Description, res, stop)
 	}
 	switch {
 	case res.Failed():
@@ -206,7 +207,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	case eventsFailed:
 		return exitUsage
 	case interrupted:
-		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.at.Truncate(time.Millisecond))
+		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.At.Truncate(time.Millisecond))
 		return exitInterrupted
 	}
 	return exitOK

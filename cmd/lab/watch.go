@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/tui"
 )
@@ -80,8 +81,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	a.saveScenario(*save, live.Scenario())
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
-	stop := stopInfo{interrupted: !live.Done(), at: live.Now(), by: "the dashboard closed"}
-	writeTextReport(a.stdout, cfg.sc.Description, res, stop)
+	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
+	report.Text(a.stdout, cfg.sc.Description, res, stop)
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
