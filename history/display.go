@@ -42,4 +42,3 @@ const (
 	MarkRefused
 	MarkStale // landed after a higher fence's write
 )
-
