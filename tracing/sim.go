@@ -1029,7 +1029,7 @@ func (m *modeState) restarted(e history.Event) {
 		}
 	}
 	m.epoch = int(e.Incarnation) // the incarnation the history names
-	clear(m.current) // denials from the new incarnation are not about the old one's leases
+	clear(m.current)             // denials from the new incarnation are not about the old one's leases
 }
 
 // --- writes ---
