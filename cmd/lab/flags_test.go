@@ -46,7 +46,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"push-drop":             {"-0.5", `--push-drop: must be a probability in [0, 1], got -0.5`},
 		"mode":                  {"sideways", `--mode: must be fenced, naive or both, got "sideways"`},
 		"json":                  {"yes please", `--json: must be true or false, got "yes please"`},
-		"trace":                 {"carrier-pigeon", `--trace: tracing: bad exporter "carrier-pigeon": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none`},
+		"trace":                 {"carrier-pigeon", `--trace: otelexport: bad exporter "carrier-pigeon": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none`},
 		"html":                  {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
 		"swarm":                 {"2", `--swarm: must be true or false, got "2"`},
 	},
