@@ -503,5 +503,12 @@ func (g *Gate) retry(ctx context.Context, op string, attempt func() error) error
 		}
 		last = err
 	}
-	return fmt.Errorf("%w: %s at %q failed %d times; last: %w", ErrBusy, op, g.resource, g.attempts, last)
+	return fmt.Errorf("%w: %s at %q, %s; last: %w", ErrBusy, op, g.resource, attemptsMade(g.attempts), last)
+}
+
+func attemptsMade(n int) string {
+	if n == 1 {
+		return "1 attempt (no retry)"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

@@ -99,7 +99,8 @@ func (g *Gate) ensureTable(ctx context.Context, name string, def table) error {
 		return nil
 	case createErr != nil:
 		return fmt.Errorf("%w: table %s cannot be read (%v) and cannot be created: %w; "+
-			"create it ahead with the statement in the sqlgate package doc, or choose another prefix with WithTablePrefix",
+			"a read-only database, or a role that may not create tables, needs the tables made ahead "+
+			"with the statements in the sqlgate package doc",
 			ErrSchema, name, readErr, createErr)
 	}
 	return fmt.Errorf("%w: table %s was created but cannot be read: %w", ErrSchema, name, readAgain)
