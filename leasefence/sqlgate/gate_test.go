@@ -611,7 +611,9 @@ func waitForLockWait(t *testing.T, db *sql.DB) {
 // fakeDriver is a driver of no known dialect.
 type fakeDriver struct{}
 
-func (fakeDriver) Open(string) (driver.Conn, error) { return nil, errors.New("fake driver: no connections") }
+func (fakeDriver) Open(string) (driver.Conn, error) {
+	return nil, errors.New("fake driver: no connections")
+}
 
 func TestDialect(t *testing.T) {
 	ctx := t.Context()
