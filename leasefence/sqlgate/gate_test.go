@@ -91,14 +91,15 @@ func TestDurability(t *testing.T) {
 }
 
 // Two handles stand for two processes: many goroutines on each commit
-// rising fences from one counter. The database serialises them: rows land
-// in non-decreasing fence order, and every refusal is logged once.
+// rising fences from one counter, each fence twice, as a holder writes more
+// than once under one lease. The database serialises them: rows land in
+// non-decreasing fence order, and every refusal is logged once.
 func TestTwoHandles(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
 		const (
 			r          = "orders"
 			perHandle  = 4
-			commits    = 25
+			commits    = 24 // in pairs under one fence
 			committers = 2 * perHandle
 		)
 		ctx := t.Context()
@@ -113,8 +114,11 @@ func TestTwoHandles(t *testing.T) {
 			g := gates[w%2]
 			holder := "w" + strconv.Itoa(w)
 			wg.Go(func() {
-				for range commits {
-					tk := tok(r, holder, leasefence.Fence(next.Add(1)))
+				var tk leasefence.Token
+				for i := range commits {
+					if i%2 == 0 {
+						tk = tok(r, holder, leasefence.Fence(next.Add(1)))
+					}
 					err := g.Commit(ctx, tk, insertOrder(tk, "item"))
 					var se *leasefence.StaleFenceError
 					switch {
@@ -648,3 +652,41 @@ type fakeConnector struct{}
 
 func (fakeConnector) Connect(context.Context) (driver.Conn, error) { return fakeDriver{}.Open("") }
 func (fakeConnector) Driver() driver.Driver                        { return fakeDriver{} }
+
+// On PostgreSQL a Commit under the floor's own token locks the floor row
+// without writing a new version of it (which would grow a chain of dead
+// versions on a row a holder commits under again and again); a new fence
+// rewrites it.
+func TestPostgresFloorRowRewrittenOnlyWhenItRises(t *testing.T) {
+	d := openPostgres(t)
+	ctx := t.Context()
+	db := d.handle(t)
+	g := newGate(t, db, "orders")
+	version := func() string {
+		t.Helper()
+		var xmin string
+		if err := db.QueryRowContext(ctx, `SELECT xmin::text FROM leasefence_floor WHERE resource = 'orders'`).Scan(&xmin); err != nil {
+			t.Fatal(err)
+		}
+		return xmin
+	}
+	nothing := func(context.Context, *sql.Tx) error { return nil }
+	if err := g.Commit(ctx, tok("orders", "a", 1), nothing); err != nil {
+		t.Fatal(err)
+	}
+	raised := version()
+	for range 3 {
+		if err := g.Commit(ctx, tok("orders", "a", 1), nothing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := version(); v != raised {
+		t.Errorf("the floor row was rewritten by commits under its own token (xmin %s, then %s)", raised, v)
+	}
+	if err := g.Commit(ctx, tok("orders", "b", 2), nothing); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v == raised {
+		t.Error("the floor row was not rewritten when the floor rose")
+	}
+}
