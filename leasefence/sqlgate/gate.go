@@ -281,8 +281,10 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 // On SQLite the first statement must write: it takes the database's write
 // lock, whereas a read first would open a read transaction whose later write
 // SQLite answers SQLITE_BUSY at once in WAL mode. So the conditional UPDATE
-// comes first, and SQLite rewrites the row in place, cheaply, even when the
-// token is already the floor.
+// comes first, and SQLite rewrites the row in place even when the token is
+// already the floor: an UPDATE that spared the rewrite would need a second
+// statement to tell the floor's own token from a refusal, and preparing
+// that statement measured dearer than the rewrite.
 //
 // On PostgreSQL every UPDATE writes a new version of the row, even one that
 // changes nothing, and a row updated thousands of times a second grows a
