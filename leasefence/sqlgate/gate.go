@@ -257,11 +257,10 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 		if err != nil {
 			return err
 		}
-		if err := tx.Commit(); err != nil {
-			done = true
-			return err
-		}
 		done = true
+		if err := tx.Commit(); err != nil {
+			return err // not logged, so not refused
+		}
 		return refusal(r)
 	}
 	mark := &writeMark{}
