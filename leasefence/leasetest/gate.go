@@ -92,7 +92,7 @@ func readGate(t *testing.T, g Gate) gateState {
 	return gateState{floor, rejections, written}
 }
 
-// checkState fails t unless g shows exactly want.
+// checkGateState fails t unless g shows exactly want.
 func checkGateState(t *testing.T, g Gate, want gateState) {
 	t.Helper()
 	got := readGate(t, g)
@@ -107,7 +107,7 @@ func checkGateState(t *testing.T, g Gate, want gateState) {
 	}
 }
 
-// outcome is what a Commit or Admit is expected to answer.
+// gateOutcome is what a Commit or Admit is expected to answer.
 type gateOutcome int
 
 const (
@@ -122,7 +122,7 @@ func (o gateOutcome) String() string {
 	return [...]string{"admitted", "stale", "conflict", "wrong resource", "invalid"}[o]
 }
 
-// checkOutcome fails t unless err is want, telling outcomes apart by the
+// checkGateOutcome fails t unless err is want, telling outcomes apart by the
 // sentinels they match.
 func checkGateOutcome(t *testing.T, what string, err error, want gateOutcome) {
 	t.Helper()
