@@ -32,14 +32,28 @@ func (a *app) check(_ context.Context, args []string) int {
 	htmlPath := fs.String("html", "", "also write the self-contained HTML page of the history to `PATH`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) != 1 {
-		return a.badInput("check", fmt.Errorf("takes one history file, got %d: %q", len(pos), pos))
+		return a.badInput("check", &argumentsError{takesOne: true, what: "history file", got: pos})
+	}
+	var page *os.File
+	if *htmlPath != "" {
+		// Made before the file is read, so that a bad path fails first.
+		f, err := os.Create(*htmlPath)
+		if err != nil {
+			return a.badInput("check", fmt.Errorf("--html: %w", err))
+		}
+		defer f.Close()
+		page = f
 	}
 	h, events, readErr := history.ReadFile(pos[0])
 	var lineErr *history.LineError
 	if readErr != nil && (!errors.As(readErr, &lineErr) || h.Format == 0) {
+		if page != nil {
+			page.Close()
+			os.Remove(page.Name()) // nothing to draw: leave no empty page behind
+		}
 		return a.badInput("check", readErr) // no header: nothing to check
 	}
 	res := history.Check(h, events)
@@ -50,8 +64,8 @@ func (a *app) check(_ context.Context, args []string) int {
 			stop.At = events[n-1].At
 		}
 	}
-	if *htmlPath != "" {
-		if err := writePage(*htmlPath, h, events, res, stop); err != nil {
+	if page != nil {
+		if err := writePage(page, h, events, res, stop); err != nil {
 			return a.badInput("check", fmt.Errorf("--html: %w", err))
 		}
 	}
@@ -73,17 +87,12 @@ func (a *app) check(_ context.Context, args []string) int {
 }
 
 // writePage draws the HTML page of a history read from a file.
-func writePage(path string, h history.Header, events []history.Event, res *history.Result, stop report.Stop) error {
+func writePage(f *os.File, h history.Header, events []history.Event, res *history.Result, stop report.Stop) error {
 	tl := report.NewTimeline(h)
 	for _, e := range events {
 		tl.Event(e)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
 	if err := report.HTML(f, res, tl, stop); err != nil {
-		f.Close()
 		return err
 	}
 	return f.Close()

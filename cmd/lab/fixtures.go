@@ -55,7 +55,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if *jobs < 0 {
 		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))

@@ -57,10 +57,10 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 1 {
-		return a.badInput("run", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+		return a.badInput("run", &argumentsError{takesOne: true, got: pos})
 	}
 	var arg string
 	if len(pos) == 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/report"
@@ -36,10 +37,10 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	save := fs.String("save", "", "when the dashboard closes, write the scenario with your interventions to `PATH` (replay it with lab run PATH)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 1 {
-		return a.badInput("watch", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+		return a.badInput("watch", &argumentsError{takesOne: true, got: pos})
 	}
 	var arg string
 	if len(pos) == 1 {
@@ -47,6 +48,13 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	}
 	if *speed < harness.MinSpeed || *speed > harness.MaxSpeed || *speed != *speed {
 		return a.badInput("watch", fmt.Errorf("--speed: must be in [%v, %v], got %v", harness.MinSpeed, harness.MaxSpeed, *speed))
+	}
+	if *save != "" {
+		// The scenario is saved when the dashboard closes: a path that
+		// cannot be written must fail now, not after the session.
+		if dir := filepath.Dir(*save); !isDir(dir) {
+			return a.badInput("watch", fmt.Errorf("--save: %s is not a directory", dir))
+		}
 	}
 	cfg, err := prepareRun(arg, &sf, *mode, "none", "", "", false)
 	if err != nil {
@@ -92,6 +100,11 @@ func (a *app) watch(ctx context.Context, args []string) int {
 
 // saveScenario writes sc, with the interventions made in the dashboard,
 // as a scenario file that lab run replays; path "" saves nothing.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 func (a *app) saveScenario(path string, sc harness.Scenario) {
 	if path == "" {
 		return
