@@ -196,8 +196,8 @@ func (c *Checker) Report() *Report {
 					per[ri].SilentOverlaps++
 					cx.add(Counterexample{Kind: SilentOverlap, AtMS: ms(at), Resource: resName(int32(ri)),
 						Holder: agentName(lo.Agent), Fence: lo.Fence, Other: agentName(ln.Agent), OtherFence: ln.Fence,
-						Detail: fmt.Sprintf("both believed they held it; %s@%d wrote at %.3fms after %s@%d had written at %.3fms",
-							agentName(lo.Agent), lo.Fence, ms(wo.lastLanded), agentName(ln.Agent), ln.Fence, ms(wn.firstLanded))})
+						Detail: fmt.Sprintf("both believed they held it; %s@%d wrote at %s after %s@%d had written at %s",
+							agentName(lo.Agent), lo.Fence, FormatDuration(wo.lastLanded), agentName(ln.Agent), ln.Fence, FormatDuration(wn.firstLanded))})
 				case wo.refused > 0 || wn.refused > 0:
 					r.RefusedOverlaps++
 					cx.add(Counterexample{Kind: RefusedWrite, AtMS: ms(at), Resource: resName(int32(ri)),
@@ -218,8 +218,8 @@ func (c *Checker) Report() *Report {
 		r.ContainmentBreaches++
 		cx.add(Counterexample{Kind: ContainmentBreach, AtMS: ms(g.CoordEnd), Resource: resName(g.Resource),
 			Holder: agentName(g.Agent), Fence: g.Fence,
-			Detail: fmt.Sprintf("believed valid until %.3fms; the coordinator let it go at %.3fms (%.3fms earlier)",
-				ms(g.BeliefEnd), ms(g.CoordEnd), ms(g.BeliefEnd-g.CoordEnd))})
+			Detail: fmt.Sprintf("believed valid until %s; the coordinator let it go at %s (%s earlier)",
+				FormatDuration(g.BeliefEnd), FormatDuration(g.CoordEnd), FormatDuration(g.BeliefEnd-g.CoordEnd))})
 	}
 
 	// (d) Fences strictly increase in mint order, across restarts.

@@ -135,21 +135,16 @@ type refusalRow struct {
 // px formats a coordinate.
 func px(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }
 
-// msText writes an instant in milliseconds, to a tenth.
-func msText(d time.Duration) string {
-	return strconv.FormatFloat(math.Round(float64(d)/float64(time.Millisecond/10))/10, 'f', -1, 64) + "ms"
-}
-
 // HTML writes the self-contained page of a run from its result and its
 // timeline: a summary, then one timeline per mode, naive above fenced.
 func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 	h := &tl.header
 	data := pageData{
 		Scenario: res.Scenario, Description: h.Description, Seed: res.Seed, Digest: res.Digest,
-		Duration: h.Duration.String(), Events: res.Events, Failed: res.Failed(),
+		Duration: history.FormatDuration(h.Duration), Events: res.Events, Failed: res.Failed(),
 	}
 	if stop.Interrupted {
-		data.Interrupted = fmt.Sprintf("Interrupted at %v of virtual time: the page shows what ran before.", stop.At)
+		data.Interrupted = fmt.Sprintf("Interrupted at %s of virtual time: the page shows what ran before.", history.FormatDuration(stop.At))
 	}
 	modes := resultModes(res)
 	for _, m := range modes {
@@ -204,7 +199,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 
 	step := tickStep(dur, plotW)
 	for t := time.Duration(0); t <= dur; t += step {
-		v.Ticks = append(v.Ticks, tickView{X: px(x(t)), Label: tickLabel(t, step)})
+		v.Ticks = append(v.Ticks, tickView{X: px(x(t)), Label: history.FormatDuration(t)})
 	}
 
 	pos := make(map[string][2]float64) // mark id -> centre, for the links
@@ -229,7 +224,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 			if s.resource >= 0 {
 				what += fmt.Sprintf(" %s fence %d", resourceName(s.resource), s.fence)
 			}
-			sv.Title = fmt.Sprintf("%s %s, %s to %s", name, what, msText(s.from), msText(next))
+			sv.Title = fmt.Sprintf("%s %s, %s to %s", name, what, history.FormatDuration(s.from), history.FormatDuration(next))
 			if x1-x0 > float64(7*len(stateWord(s.state))+8) {
 				sv.Label = stateWord(s.state)
 			}
@@ -238,7 +233,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		for _, st := range mt.agents[i].stalled {
 			x0, x1 := x(st[0]), x(min(st[1], dur))
 			lane.Stalls = append(lane.Stalls, segView{X: px(x0), Y: px(top + laneH - 5), W: px(math.Max(x1-x0, 1)), H: "5",
-				Class: "st-stalled", Title: fmt.Sprintf("%s stalled from %s to %s", name, msText(st[0]), msText(st[1]))})
+				Class: "st-stalled", Title: fmt.Sprintf("%s stalled from %s to %s", name, history.FormatDuration(st[0]), history.FormatDuration(st[1]))})
 		}
 		for _, f := range mt.faults {
 			if f.agent != i {
@@ -247,11 +242,11 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 			if f.to > f.from {
 				x0, x1 := x(f.from), x(f.to)
 				lane.Faults = append(lane.Faults, faultView{X: px(x0), Y: px(top - 3), W: px(x1 - x0), H: px(laneH + 6),
-					TextX: px(x0 + 3), TextY: px(top - 5), Label: fmt.Sprintf("%s %s to %s", f.label, msText(f.from), msText(f.to))})
+					TextX: px(x0 + 3), TextY: px(top - 5), Label: fmt.Sprintf("%s %s to %s", f.label, history.FormatDuration(f.from), history.FormatDuration(f.to))})
 				continue
 			}
 			lane.Drops = append(lane.Drops, dropView{X: px(x(f.from)), Y1: px(top - 3), Y2: px(top + 5),
-				Title: fmt.Sprintf("%s: %s at %s", name, f.label, msText(f.from))})
+				Title: fmt.Sprintf("%s: %s at %s", name, f.label, history.FormatDuration(f.from))})
 		}
 		lane.BottomOfLanes = px(height)
 		v.Lanes = append(v.Lanes, lane)
@@ -262,7 +257,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		cx, cy := x(w.at), laneTop(w.agent)+laneH/2
 		pos[w.id] = [2]float64{cx, cy}
 		mv := markView{ID: w.id, X: px(cx), Y: px(cy), Link: w.link}
-		where := fmt.Sprintf("%s wrote %s with fence %d at %s", agentName(w.agent), resourceName(w.resource), w.fence, msText(w.at))
+		where := fmt.Sprintf("%s wrote %s with fence %d at %s", agentName(w.agent), resourceName(w.resource), w.fence, history.FormatDuration(w.at))
 		switch w.kind {
 		case history.MarkAdmitted:
 			mv.Kind, mv.Class = "admitted", "mark-admitted"
@@ -282,7 +277,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		lane.Marks = append(lane.Marks, mv)
 		if w.kind != history.MarkAdmitted {
 			if rows < maxTableRows {
-				row := refusalRow{ID: w.id + "-row", At: msText(w.at), Agent: agentName(w.agent),
+				row := refusalRow{ID: w.id + "-row", At: history.FormatDuration(w.at), Agent: agentName(w.agent),
 					Resource: resourceName(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
 				row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(h, w.other), w.otherFence)
 				v.Rows = append(v.Rows, row)
@@ -299,7 +294,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		cx, cy := x(p.at), laneTop(p.agent)+3
 		pos[p.id] = [2]float64{cx, cy}
 		v.Lanes[p.agent].Pushes = append(v.Lanes[p.agent].Pushes, pushView{ID: p.id,
-			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", agentName(p.agent), p.fence, resourceName(p.resource), msText(p.at)),
+			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", agentName(p.agent), p.fence, resourceName(p.resource), history.FormatDuration(p.at)),
 			Points: fmt.Sprintf("%s,%s %s,%s %s,%s %s,%s", px(cx), px(cy-4), px(cx+4), px(cy), px(cx), px(cy+4), px(cx-4), px(cy))})
 	}
 	for _, w := range mt.writes {
@@ -308,7 +303,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		}
 		from, to := pos[w.id], pos[w.link]
 		v.Links = append(v.Links, linkView{X1: px(from[0]), Y1: px(from[1]), X2: px(to[0]), Y2: px(to[1]),
-			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", agentName(w.agent), w.fence, msText(w.at))})
+			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", agentName(w.agent), w.fence, history.FormatDuration(w.at))})
 	}
 	for _, r := range mt.restarts {
 		label := "restart: fence counter lost"
@@ -316,7 +311,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 			label = "restart: counter persisted"
 		}
 		v.Restarts = append(v.Restarts, restartView{X: px(x(r.at)), Y1: px(axisH + 2), Y2: px(height), TextY: px(axisH + 12),
-			Label: label + " at " + msText(r.at)})
+			Label: label + " at " + history.FormatDuration(r.at)})
 	}
 	return v
 }
@@ -362,11 +357,4 @@ func tickStep(dur time.Duration, plotW float64) time.Duration {
 			}
 		}
 	}
-}
-
-func tickLabel(t, step time.Duration) string {
-	if step >= time.Second {
-		return strconv.FormatFloat(t.Seconds(), 'f', -1, 64) + "s"
-	}
-	return msText(t)
 }

@@ -182,10 +182,10 @@ func TestHTMLRefusalLinksToFloorWrite(t *testing.T) {
 		t.Fatalf("the refusal links to %q, not to an admitted write", link)
 	}
 	title := textOf(target)
-	if !strings.Contains(title, "agent-2 wrote res-1 with fence 2 at 1010ms") {
+	if !strings.Contains(title, "agent-2 wrote res-1 with fence 2 at 1.010s") {
 		t.Errorf("the floor write is %q", title)
 	}
-	if !strings.Contains(textOf(refused[0]), "agent-1 wrote res-1 with fence 1 at 1400ms: REFUSED") {
+	if !strings.Contains(textOf(refused[0]), "agent-1 wrote res-1 with fence 1 at 1.400s: REFUSED") {
 		t.Errorf("the refused write is %q", textOf(refused[0]))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,8 +57,8 @@ type Stop struct {
 // read it all. description says what the scenario shows ("" for nothing).
 func Text(w io.Writer, description string, res *history.Result, stop Stop) {
 	modes := resultModes(res)
-	fmt.Fprintf(w, "%s · seed %d · %v of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
-		time.Duration(res.VirtualDurationMS)*time.Millisecond, res.Events, res.Digest)
+	fmt.Fprintf(w, "%s · seed %d · %s of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
+		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), res.Events, res.Digest)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n", description)
 	}
@@ -68,7 +67,7 @@ func Text(w io.Writer, description string, res *history.Result, stop Stop) {
 		if by == "" {
 			by = "Ctrl-C"
 		}
-		fmt.Fprintf(w, "INTERRUPTED at %v of virtual time: the counts below cover only what ran before %s.\n", stop.At.Truncate(time.Millisecond), by)
+		fmt.Fprintf(w, "INTERRUPTED at %s of virtual time: the counts below cover only what ran before %s.\n", history.FormatDuration(stop.At), by)
 	}
 	fmt.Fprintln(w)
 
@@ -104,7 +103,7 @@ func Text(w io.Writer, description string, res *history.Result, stop Stop) {
 		shown := min(len(cx), maxShownCounterexamples)
 		fmt.Fprintf(w, "%s: first counterexamples (%d of %d kept; --json has them all):\n", m, shown, len(cx))
 		for _, c := range cx[:shown] {
-			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", formatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
+			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", history.FormatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
 			fmt.Fprintf(w, "  %10s  %s\n", "", c.Detail)
 		}
 	}
@@ -133,10 +132,6 @@ func describeParties(c history.Counterexample) string {
 	}
 	return s
 }
-
-// formatMS writes a counterexample's instant as milliseconds, as exact as
-// the report has it.
-func formatMS(ms float64) string { return strconv.FormatFloat(ms, 'f', -1, 64) + "ms" }
 
 // writeVerdict writes the verdict paragraphs, wrapped for a terminal.
 func writeVerdict(w io.Writer, res *history.Result) {

@@ -4,21 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/leasefence"
 )
-
-// fmtTime is a virtual instant or span to the millisecond: "1.400s".
-func fmtTime(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
-}
-
-// fmtLeft is time left to the hundredth of a second, signed: "0.61s", "-0.20s".
-func fmtLeft(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
-}
 
 // fmtSpeed is a pace as a multiple of wall time: "1x", "0.5x", "0.0156x".
 func fmtSpeed(x float64) string {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // runInfo is what does not change during a run.
@@ -39,8 +40,8 @@ func (p *headerPane) SetSize(width, _ int) {
 func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, done bool, speed float64) {
 	st, info := p.st, p.info
 	p.lines[0] = st.Title.Render("leasefence lab") + "  " + st.Value.Render(info.name) +
-		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %v", info.seed,
-			plural(info.agents, "agent", "agents"), plural(info.resources, "resource", "resources"), info.ttl))
+		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %s", info.seed,
+			plural(info.agents, "agent", "agents"), plural(info.resources, "resource", "resources"), history.FormatDuration(info.ttl)))
 
 	var run string
 	switch {
@@ -63,7 +64,7 @@ func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, don
 			views = append(views, st.ViewOff.Render(string(m)))
 		}
 	}
-	p.lines[1] = run + "  " + st.Value.Render("t "+fmtTime(snap.Now)) + st.Muted.Render(" / "+snap.Duration.String()) +
+	p.lines[1] = run + "  " + st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration)) +
 		st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(speed)) +
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
 

@@ -1,11 +1,13 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/charmbracelet/bubbles/table"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -38,9 +40,13 @@ type holdersPane struct {
 	view          string
 }
 
+// leftWidth is the width the time-left figures are right-aligned to:
+// "-10.026s" and "expired" fit.
+const leftWidth = 8
+
 var holderColumns = []table.Column{
 	{Title: "resource", Width: 9}, {Title: "holder", Width: 10}, {Title: "fence", Width: 6},
-	{Title: "coord left", Width: 10}, {Title: "belief left", Width: 11}, {Title: "state", Width: 18},
+	{Title: "coord left", Width: leftWidth + 2}, {Title: "belief left", Width: 11}, {Title: "state", Width: 18},
 }
 
 func newHoldersPane(st *styles) holdersPane {
@@ -151,10 +157,10 @@ func (p *holdersPane) render() {
 			mark = "> "
 		}
 		if r.agent == "" {
-			rows = append(rows, table.Row{mark + r.name, "-", "-", "-", "-", "free"})
+			rows = append(rows, table.Row{mark + r.name, "-", "-", fmt.Sprintf("%*s", leftWidth, "-"), fmt.Sprintf("%*s", leftWidth, "-"), "free"})
 			continue
 		}
-		coord, belief := fmtLeft(r.coord), fmtLeft(r.belief)
+		coord, belief := history.FormatDuration(r.coord), history.FormatDuration(r.belief)
 		if r.zombie || r.coord <= 0 {
 			coord = "expired"
 		}
@@ -165,8 +171,9 @@ func (p *holdersPane) render() {
 			// its own deadline passed while it still meant to write.
 			belief = "-"
 		}
+		// Right-aligned, so that seconds line up under seconds.
 		rows = append(rows, table.Row{mark + r.name, r.agent, strconv.FormatUint(uint64(r.fence), 10),
-			coord, belief, stateWord(r.state)})
+			fmt.Sprintf("%*s", leftWidth, coord), fmt.Sprintf("%*s", leftWidth, belief), stateWord(r.state)})
 	}
 	p.tbl.SetRows(rows)
 	if c := p.cursor - off; p.tbl.Cursor() != c { // each call renders every row: skip the second when it can

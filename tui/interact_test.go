@@ -51,7 +51,7 @@ func TestPauseStopsVirtualTime(t *testing.T) {
 	for range 3 {
 		tm.Send(frame(100 * time.Millisecond))
 	}
-	waitFor(t, tm, "t 0.300s")
+	waitFor(t, tm, "t 300ms")
 
 	tm.Send(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
 	waitFor(t, tm, "PAUSED")

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // Smallest terminal the dashboard draws in.
@@ -269,7 +270,7 @@ func (m Model) stall() (tea.Model, tea.Cmd) {
 	}
 	d := 2 * m.info.ttl
 	return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.StallAgent, Agent: row.agent, Duration: d},
-		what: fmt.Sprintf("stalled %s (%s@%d) for %v", row.agent, row.name, row.fence, d)})
+		what: fmt.Sprintf("stalled %s (%s@%d) for %s", row.agent, row.name, row.fence, history.FormatDuration(d))})
 }
 
 // layout sizes every pane for the terminal and what there is to show.

@@ -150,7 +150,7 @@ func TestControls(t *testing.T) {
 				if len(iv) != 1 || iv[0].Agent != "agent-1" || iv[0].Duration != 2*time.Second || iv[0].At != 500*time.Millisecond {
 					t.Errorf("interventions %+v, want agent-1 stalled 2s at 500ms", iv)
 				}
-				if m.statusErr || !strings.Contains(m.status, "stalled agent-1 (res-1@1) for 2s at 0.500s") {
+				if m.statusErr || !strings.Contains(m.status, "stalled agent-1 (res-1@1) for 2.000s at 500ms") {
 					t.Errorf("status %q", m.status)
 				}
 			}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/viewport"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // logPane is the rejection log: every write a gate refused, newest last:
@@ -98,7 +99,7 @@ func (p *logPane) setSnapshot(snap *harness.Snapshot, filter string) {
 	for _, r := range snap.Refusals {
 		if filter == "" || r.Resource == filter {
 			p.shown++
-			tw = max(tw, len(fmtTime(r.At)))
+			tw = max(tw, len(history.FormatDuration(r.At)))
 			rw = max(rw, len(r.Resource)+1+len(strconv.FormatUint(r.Seq, 10)))
 		}
 	}
@@ -113,7 +114,7 @@ func (p *logPane) setSnapshot(snap *harness.Snapshot, filter string) {
 			b.WriteByte('\n')
 		}
 		first = false
-		fmt.Fprintf(&b, "%*s %-*s %s vs %s", tw, fmtTime(r.At), rw, r.Resource+"#"+strconv.FormatUint(r.Seq, 10),
+		fmt.Fprintf(&b, "%*s %-*s %s vs %s", tw, history.FormatDuration(r.At), rw, r.Resource+"#"+strconv.FormatUint(r.Seq, 10),
 			p.st.Refused.Render(holderAt(r.Holder, r.Fence)), holderAt(r.FloorHolder, r.FloorFence))
 	}
 	follow := p.vp.AtBottom()

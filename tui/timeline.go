@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // rank names what a timeline cell shows, one glyph each.
@@ -367,7 +368,7 @@ func (p *timelinePane) draw() string {
 		what = "one lane per resource"
 	}
 	title := p.st.PaneTitle.Render("timeline") + p.st.Muted.Render(fmt.Sprintf(" · %s · %s to %s · %s",
-		p.mode, fmtTime(p.from), fmtTime(p.from+p.span), what))
+		p.mode, history.FormatDuration(p.from), history.FormatDuration(p.from+p.span), what))
 	if len(p.lanes) < p.total {
 		title += p.st.Muted.Render(fmt.Sprintf(" · %d-%d of %d", p.first+1, p.first+len(p.lanes), p.total))
 	}

@@ -6,6 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // This file is the only place the dashboard touches the Live. Update never
@@ -88,9 +89,9 @@ func (o op) apply(live *harness.Live) (string, error) {
 		p := !live.Paused()
 		live.SetPaused(p)
 		if p {
-			return "paused at " + fmtTime(live.Now()), nil
+			return "paused at " + history.FormatDuration(live.Now()), nil
 		}
-		return "resumed at " + fmtTime(live.Now()), nil
+		return "resumed at " + history.FormatDuration(live.Now()), nil
 	case opSpeed:
 		x := min(max(live.Speed()*o.factor, harness.MinSpeed), harness.MaxSpeed)
 		if err := live.SetSpeed(x); err != nil {
@@ -102,13 +103,13 @@ func (o op) apply(live *harness.Live) (string, error) {
 		if !live.Step() {
 			return "nothing left to step: the run is over", nil
 		}
-		return "stepped to " + fmtTime(live.Now()), nil
+		return "stepped to " + history.FormatDuration(live.Now()), nil
 	case opIntervene:
 		at := live.Now()
 		if err := live.Intervene(o.iv); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s at %s", o.what, fmtTime(at)), nil
+		return fmt.Sprintf("%s at %s", o.what, history.FormatDuration(at)), nil
 	}
 	return "", fmt.Errorf("tui: unknown op %d", o.kind)
 }

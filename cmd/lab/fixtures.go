@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/scenario"
 )
 
@@ -183,7 +184,7 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 	if !o.Passed() {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(a.stdout, "%s %s (%s, %s)\n", verdict, r.fixture.Name, seedsText(r.fixture.Seeds), o.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(a.stdout, "%s %s (%s, %s)\n", verdict, r.fixture.Name, seedsText(r.fixture.Seeds), history.FormatDuration(o.Elapsed))
 	if verbose {
 		for _, e := range r.fixture.Expect {
 			fmt.Fprintf(a.stdout, "    checks %s: %s\n", e.Field, e.Want)

@@ -207,7 +207,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	case eventsFailed:
 		return exitUsage
 	case interrupted:
-		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.At.Truncate(time.Millisecond))
+		fmt.Fprintf(a.stderr, "lab run: interrupted at %s of virtual time; the report covers what ran.\n", history.FormatDuration(stop.At))
 		return exitInterrupted
 	}
 	return exitOK
@@ -257,7 +257,7 @@ func (w *runWatcher) Event(e history.Event) {
 		return
 	}
 	frac := (float64(w.modeIndex[e.Mode]) + float64(e.At)/float64(w.duration)) / float64(w.nModes)
-	w.prog.show(frac, fmt.Sprintf("%s %v/%v", e.Mode, e.At.Truncate(time.Second), w.duration))
+	w.prog.show(frac, fmt.Sprintf("%s %s/%s", e.Mode, history.FormatDuration(e.At), history.FormatDuration(w.duration)))
 }
 
 // bugSummary says which promise a failed run saw broken.

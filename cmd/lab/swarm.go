@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 const swarmAbout = `Runs a scenario over many seeds, both modes each, on all cores. Each seed draws
@@ -66,7 +67,7 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	start := time.Now()
 	res, err := harness.Swarm(ctx, base, harness.SwarmOptions{Seeds: *seeds, FirstSeed: *first, Jobs: *jobs,
 		Progress: func(done, total int) {
-			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds, %s", done, total, time.Since(start).Truncate(time.Second)))
+			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds, %s", done, total, history.FormatDuration(time.Since(start))))
 		}})
 	prog.clear()
 	interrupted := err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
@@ -134,5 +135,5 @@ func writeSwarmReport(w interface{ Write([]byte) (int, error) }, name string, fi
 	fmt.Fprintf(w, "  fenced failures      %d\n", len(res.Failures))
 	fmt.Fprintf(w, "  naive stale writes   %d (in %d of %d seeds)\n", res.NaiveStaleWrites, res.NaiveSeedsStale, res.Seeds)
 	fmt.Fprintf(w, "  fenced refusals      %d\n", res.FencedRefusals)
-	fmt.Fprintf(w, "  events               %d in %v (%.0f events/s)\n", res.Events, res.Elapsed.Round(time.Millisecond), res.EventsPerSecond())
+	fmt.Fprintf(w, "  events               %d in %s (%.0f events/s)\n", res.Events, history.FormatDuration(res.Elapsed), res.EventsPerSecond())
 }
