@@ -313,16 +313,16 @@ func explained(gens []Generation, byFloor map[floorKey][]int32, w *Write) bool {
 func (c *Checker) violations(r *Report) []string {
 	var v []string
 	if r.StaleWritesLanded > 0 {
-		v = append(v, fmt.Sprintf("%d stale writes landed through the gate", r.StaleWritesLanded))
+		v = append(v, Plural(r.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
 	}
 	if r.ContainmentBreaches > 0 && c.h.Clocks.WithinBudget {
-		v = append(v, fmt.Sprintf("%d containment breaches with drift inside the skew budget", r.ContainmentBreaches))
+		v = append(v, Plural(r.ContainmentBreaches, "containment breach", "containment breaches")+" with drift inside the skew budget")
 	}
 	if r.FenceReuses > 0 && !c.lostCounter {
-		v = append(v, fmt.Sprintf("%d fences reused with no restart that lost the counter", r.FenceReuses))
+		v = append(v, Plural(r.FenceReuses, "fence", "fences")+" reused with no restart that lost the counter")
 	}
 	if r.UnexplainedRefusals > 0 {
-		v = append(v, fmt.Sprintf("%d refusals with no overlap behind them", r.UnexplainedRefusals))
+		v = append(v, Plural(r.UnexplainedRefusals, "refusal with no overlap behind it", "refusals with no overlap behind them"))
 	}
 	return v
 }

@@ -23,15 +23,15 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		file string
 		want want
 	}{
-		{"stale_write", want{stale: 1, overlaps: 1, silent: 1, violation: "1 stale writes landed", cx: StaleWrite, cxAt: 1400}},
+		{"stale_write", want{stale: 1, overlaps: 1, silent: 1, violation: "1 stale write landed", cx: StaleWrite, cxAt: 1400}},
 		{"refused_overlap", want{overlaps: 1, refusedOverlaps: 1, cx: RefusedWrite, cxAt: 1000}},
 		{"naive_stale_write", want{stale: 1, overlaps: 1, silent: 1, cx: StaleWrite, cxAt: 1400}},
-		{"containment_breach", want{breaches: 1, violation: "containment breaches", cx: ContainmentBreach, cxAt: 1040}},
+		{"containment_breach", want{breaches: 1, violation: "1 containment breach with", cx: ContainmentBreach, cxAt: 1040}},
 		{"containment_beyond_budget", want{breaches: 1, cx: ContainmentBreach, cxAt: 1040}},
-		{"fence_reuse", want{reuses: 1, violation: "fences reused", cx: FenceReuse, cxAt: 200}},
-		{"fence_reuse_after_persisted_restart", want{reuses: 1, violation: "fences reused", cx: FenceReuse, cxAt: 200}},
+		{"fence_reuse", want{reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
+		{"fence_reuse_after_persisted_restart", want{reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
 		{"fence_reuse_after_lost_restart", want{reuses: 1, cx: FenceReuse, cxAt: 200}},
-		{"unexplained_refusal", want{unexplained: 1, violation: "refusals with no overlap", cx: UnexplainedRefusal, cxAt: 550}},
+		{"unexplained_refusal", want{unexplained: 1, violation: "1 refusal with no overlap behind it", cx: UnexplainedRefusal, cxAt: 550}},
 		{"library_error", want{violation: "the library returned an error: CompleteAcquire"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

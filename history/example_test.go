@@ -30,7 +30,7 @@ func ExampleCheck() {
 	fmt.Println(fenced.Counterexamples[0].Detail)
 	// Output:
 	// failed: true
-	// 1 stale writes landed through the gate
+	// 1 stale write landed through the gate
 	// fence 1 landed after fence 2 had landed, with no error
 }
 

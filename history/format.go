@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -46,4 +47,19 @@ func pad3(n int64) string {
 		s = "0" + s
 	}
 	return s
+}
+
+// Plural writes a count with its noun in agreement: Plural(1, "write",
+// "writes") is "1 write", Plural(0, ...) and Plural(2, ...) "0 writes" and
+// "2 writes". Every message of the lab that prints a count goes through it.
+func Plural[N count](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprint(n) + " " + many
+}
+
+// count is any integer a message may count with.
+type count interface {
+	~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64
 }

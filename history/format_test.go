@@ -51,3 +51,37 @@ func TestFormatDurationParses(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for n, want := range []string{"0 writes", "1 write", "2 writes"} {
+		if got := Plural(n, "write", "writes"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := Plural(uint64(1), "event", "events"); got != "1 event" {
+		t.Errorf("Plural(uint64(1)) = %q", got)
+	}
+}
+
+// Every violation the checker names agrees with its count, at 1 and 2 (a
+// violation is only named when its count is above 0).
+func TestViolationsAgree(t *testing.T) {
+	c := &Checker{h: &Header{Clocks: Clocks{WithinBudget: true}}}
+	want := map[int][]string{
+		1: {"1 stale write landed through the gate", "1 containment breach with drift inside the skew budget",
+			"1 fence reused with no restart that lost the counter", "1 refusal with no overlap behind it"},
+		2: {"2 stale writes landed through the gate", "2 containment breaches with drift inside the skew budget",
+			"2 fences reused with no restart that lost the counter", "2 refusals with no overlap behind them"},
+	}
+	for n := range 3 {
+		got := c.violations(&Report{StaleWritesLanded: n, ContainmentBreaches: n, FenceReuses: n, UnexplainedRefusals: n})
+		if len(got) != len(want[n]) {
+			t.Fatalf("at %d: %q, want %q", n, got, want[n])
+		}
+		for i := range got {
+			if got[i] != want[n][i] {
+				t.Errorf("at %d: %q, want %q", n, got[i], want[n][i])
+			}
+		}
+	}
+}

@@ -130,7 +130,7 @@ func TestTamperedHistoriesAreCaught(t *testing.T) {
 				return false
 			},
 			check: func(r *history.Report) bool { return r.StaleWritesLanded == 1 },
-			want:  "stale writes landed through the gate",
+			want:  "1 stale write landed through the gate",
 		},
 		{
 			name: "two writes swapped land a lower fence after a higher one",
@@ -155,7 +155,7 @@ func TestTamperedHistoriesAreCaught(t *testing.T) {
 				return false
 			},
 			check: func(r *history.Report) bool { return r.StaleWritesLanded >= 1 },
-			want:  "stale writes landed through the gate",
+			want:  "1 stale write landed through the gate",
 		},
 		{
 			name: "a fence minted again is a fence reuse",
@@ -173,7 +173,7 @@ func TestTamperedHistoriesAreCaught(t *testing.T) {
 				return false
 			},
 			check: func(r *history.Report) bool { return r.FenceReuses == 1 },
-			want:  "fences reused with no restart that lost the counter",
+			want:  "1 fence reused with no restart that lost the counter",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

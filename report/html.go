@@ -64,7 +64,9 @@ type modeView struct {
 	Links         []linkView
 	Rows          []refusalRow
 	MoreRows      int
-	FloorWord     string // who the refused or stale write lost to: "gate floor raised" or "newer write landed"
+	// RefusalsSummary heads the table of Rows, counting MoreRows too.
+	RefusalsSummary string
+	FloorWord       string // who the refused or stale write lost to: "gate floor raised" or "newer write landed"
 }
 
 type tickView struct {
@@ -194,8 +196,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 	if mt.mode == history.Naive {
 		v.FloorWord = "newer write landed"
 	}
-	v.Summary = fmt.Sprintf("%d acquisitions, %d writes admitted, %d refused, %d stale writes landed, %d overlaps (%d silent)",
-		rep.Acquisitions, rep.CommitsAdmitted, rep.CommitsRefused, rep.StaleWritesLanded, rep.Overlaps, rep.SilentOverlaps)
+	v.Summary = modeSummary(rep)
 
 	step := tickStep(dur, plotW)
 	for t := time.Duration(0); t <= dur; t += step {
@@ -287,6 +288,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 			rows++
 		}
 	}
+	v.RefusalsSummary = refusalsSummary(len(v.Rows), v.MoreRows)
 	for _, p := range mt.pushes {
 		if !p.applied {
 			continue
@@ -345,6 +347,27 @@ func stateWord(s history.AgentState) string {
 		return "holding"
 	}
 	return s.String()
+}
+
+// modeSummary is the line under a mode's heading on the page.
+func modeSummary(rep *history.Report) string {
+	return fmt.Sprintf("%s, %s admitted, %d refused, %s landed, %s (%d silent)",
+		history.Plural(rep.Acquisitions, "acquisition", "acquisitions"), history.Plural(rep.CommitsAdmitted, "write", "writes"),
+		rep.CommitsRefused, history.Plural(rep.StaleWritesLanded, "stale write", "stale writes"),
+		history.Plural(rep.Overlaps, "overlap", "overlaps"), rep.SilentOverlaps)
+}
+
+// refusalsSummary heads a mode's table of refused and stale writes: shown
+// rows, and more not shown.
+func refusalsSummary(shown, more int) string {
+	s := strconv.Itoa(shown)
+	if more > 0 {
+		s += fmt.Sprintf(" (and %d more)", more)
+	}
+	if shown+more == 1 {
+		return s + " write refused or landed stale, with the newer write it lost to"
+	}
+	return s + " writes refused or landed stale, each with the newer write it lost to"
 }
 
 // tickStep picks a 1-2-5 step putting axis labels at least 90px apart.

@@ -57,8 +57,8 @@ type Stop struct {
 // read it all. description says what the scenario shows ("" for nothing).
 func Text(w io.Writer, description string, res *history.Result, stop Stop) {
 	modes := resultModes(res)
-	fmt.Fprintf(w, "%s · seed %d · %s of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
-		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), res.Events, res.Digest)
+	fmt.Fprintf(w, "%s · seed %d · %s of virtual time · %s · digest %s\n", res.Scenario, res.Seed,
+		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), history.Plural(res.Events, "event", "events"), res.Digest)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n", description)
 	}
@@ -101,7 +101,7 @@ func Text(w io.Writer, description string, res *history.Result, stop Stop) {
 			return 0
 		})
 		shown := min(len(cx), maxShownCounterexamples)
-		fmt.Fprintf(w, "%s: first counterexamples (%d of %d kept; --json has them all):\n", m, shown, len(cx))
+		fmt.Fprintln(w, counterexamplesHeading(m, shown, len(cx)))
 		for _, c := range cx[:shown] {
 			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", history.FormatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
 			fmt.Fprintf(w, "  %10s  %s\n", "", c.Detail)
@@ -123,6 +123,14 @@ func resultModes(res *history.Result) []history.Mode {
 		}
 	}
 	return modes
+}
+
+// counterexamplesHeading introduces the counterexamples shown of those kept.
+func counterexamplesHeading(m history.Mode, shown, kept int) string {
+	if shown == 1 {
+		return fmt.Sprintf("%s: the first counterexample (1 of %d kept; --json has them all):", m, kept)
+	}
+	return fmt.Sprintf("%s: the first %d counterexamples (of %d kept; --json has them all):", m, shown, kept)
 }
 
 func describeParties(c history.Counterexample) string {
@@ -165,22 +173,10 @@ func verdictParagraphs(res *history.Result) []string {
 		}
 	}
 	if n, ok := res.Modes[history.Naive]; ok {
-		ps = append(ps, fmt.Sprintf("The naive mode landed %s; %s silent.", plural(n.StaleWritesLanded, "stale write"),
-			plural(n.SilentOverlaps, "of its overlaps was", "of its overlaps were")))
+		ps = append(ps, fmt.Sprintf("The naive mode landed %s; %s silent.", history.Plural(n.StaleWritesLanded, "stale write", "stale writes"),
+			history.Plural(n.SilentOverlaps, "of its overlaps was", "of its overlaps were")))
 	}
 	return ps
-}
-
-// plural writes "1 stale write", "2 stale writes"; with a second form,
-// that form for n != 1.
-func plural(n int, one string, many ...string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	if len(many) > 0 {
-		return fmt.Sprintf("%d %s", n, many[0])
-	}
-	return fmt.Sprintf("%d %ss", n, one)
 }
 
 // wrap breaks text into lines of at most width columns at spaces.

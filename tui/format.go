@@ -25,14 +25,6 @@ func holderAt(holder string, f leasefence.Fence) string {
 	return fmt.Sprintf("%s@%d", holder, f)
 }
 
-// plural is "1 write", "2 writes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 // fit cuts every line of s to width cells and pads or cuts s to exactly
 // height lines, so a pane never spills into its neighbours.
 func fit(s string, width, height int) string {

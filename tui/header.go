@@ -41,7 +41,7 @@ func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, don
 	st, info := p.st, p.info
 	p.lines[0] = st.Title.Render("leasefence lab") + "  " + st.Value.Render(info.name) +
 		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %s", info.seed,
-			plural(info.agents, "agent", "agents"), plural(info.resources, "resource", "resources"), history.FormatDuration(info.ttl)))
+			history.Plural(info.agents, "agent", "agents"), history.Plural(info.resources, "resource", "resources"), history.FormatDuration(info.ttl)))
 
 	var run string
 	switch {
@@ -69,8 +69,8 @@ func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, don
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
 
 	t := snap.Totals
-	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %d admitted  %d lost  %d events",
-		t.Acquisitions, t.Renewals, t.Expiries, t.CommitsAdmitted, t.MessagesLost, snap.Events))
+	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %d admitted  %d lost  %s",
+		t.Acquisitions, t.Renewals, t.Expiries, t.CommitsAdmitted, t.MessagesLost, history.Plural(snap.Events, "event", "events")))
 	p.draw()
 }
 
@@ -109,15 +109,21 @@ func (p *stripPane) set(modes []harness.Mode, snaps []harness.Snapshot) {
 			if t.StaleWritesLanded > 0 {
 				s = st.Stale
 			}
-			naive = st.Value.Render("naive: ") + s.Render(plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
+			naive = st.Value.Render("naive: ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
 		case harness.Fenced:
 			s := st.Muted
 			if t.CommitsRefused > 0 {
 				s = st.Refused
 			}
-			landed := st.Good.Render(fmt.Sprintf("%d landed", t.StaleWritesLanded))
+			// Beside the naive figure the noun is already said; alone it is not.
+			landed := fmt.Sprintf("%d landed", t.StaleWritesLanded)
+			if len(modes) == 1 {
+				landed = history.Plural(t.StaleWritesLanded, "stale write landed", "stale writes landed")
+			}
 			if t.StaleWritesLanded > 0 {
-				landed = st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.StaleWritesLanded))
+				landed = st.Stale.Render(landed + " (a bug)")
+			} else {
+				landed = st.Good.Render(landed)
 			}
 			fenced = st.Value.Render("fenced: ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
 		}
@@ -128,7 +134,7 @@ func (p *stripPane) set(modes []harness.Mode, snaps []harness.Snapshot) {
 	case naive != "":
 		p.line = naive + st.Muted.Render("  (run both modes to compare)")
 	default:
-		p.line = fenced + st.Muted.Render(" stale writes  (run both modes to compare)")
+		p.line = fenced + st.Muted.Render("  (run both modes to compare)")
 	}
 	p.view = cut(p.line, p.width)
 }

@@ -185,7 +185,7 @@ func (p *holdersPane) render() {
 func (p *holdersPane) title() string {
 	t := p.st.PaneTitle.Render("holders") + p.st.Muted.Render(" · "+string(p.mode))
 	if p.zombies > 0 {
-		t += p.st.Muted.Render(" · ") + p.st.Refused.Render(plural(p.zombies, "agent believes an expired lease", "agents believe expired leases"))
+		t += p.st.Muted.Render(" · ") + p.st.Refused.Render(history.Plural(p.zombies, "agent believes an expired lease", "agents believe expired leases"))
 	}
 	if len(p.rows) > p.visible() {
 		t += p.st.Muted.Render(" · " + strconv.Itoa(p.cursor+1) + "/" + strconv.Itoa(len(p.rows)))

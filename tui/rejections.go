@@ -145,7 +145,7 @@ func (p *logPane) draw() string {
 		body = ""
 	case p.mode == harness.Naive:
 		body = renderLines(p.st.Muted, "naive mode has no gate: nothing is", "refused, nothing is logged, and") + "\n" +
-			p.st.Stale.Render(plural(p.stale, "stale write", "stale writes")+" landed silently") + "\n" +
+			p.st.Stale.Render(history.Plural(p.stale, "stale write", "stale writes")+" landed silently") + "\n" +
 			p.st.Muted.Render("(S in the timeline)")
 	case p.total == 0:
 		body = renderLines(p.st.Muted, "no refusals yet: select a holder", "and stall it (s) past its TTL")

@@ -125,7 +125,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stdout, "%d of them could not be loaded (BROKEN above).\n", broken)
 	}
 	if interrupted {
-		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %d fixture files ran.\n", len(runs), len(files))
+		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %s ran.\n", len(runs), history.Plural(len(files), "fixture file", "fixture files"))
 	}
 	fmt.Fprintf(a.stdout, "%d passed, %d failed\n", passed, failed)
 	switch {
@@ -193,14 +193,14 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 	if o.Err != nil {
 		msg := o.Err.Error()
 		if errors.Is(o.Err, context.Canceled) {
-			msg = fmt.Sprintf("interrupted after %d of %d seeds", len(o.Seeds), len(r.fixture.Seeds))
+			msg = "interrupted after " + ofSeeds(len(o.Seeds), len(r.fixture.Seeds))
 		}
 		fmt.Fprintf(a.stdout, "    %s\n", msg)
 	}
 	failures := o.Failures()
 	for i, f := range failures {
 		if i == maxFailureLines && !verbose {
-			fmt.Fprintf(a.stdout, "    ... and %d more failures (-v lists them all)\n", len(failures)-i)
+			fmt.Fprintf(a.stdout, "    ... and %s (-v lists them all)\n", history.Plural(len(failures)-i, "more failure", "more failures"))
 			break
 		}
 		loc := r.file
@@ -209,6 +209,11 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 		}
 		fmt.Fprintf(a.stdout, "    %s: %s\n", loc, f)
 	}
+}
+
+// ofSeeds is "1 of 1 seed", "3 of 200 seeds": how many of a count of seeds.
+func ofSeeds(n, total int) string {
+	return fmt.Sprintf("%d of %s", n, history.Plural(total, "seed", "seeds"))
 }
 
 // seedsText writes a fixture's seeds briefly: "seed 1", "seeds 1-200",

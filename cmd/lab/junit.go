@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/leasefence/lab/history"
 )
 
 // The JUnit XML schema as CI systems read it (Jenkins, GitLab, GitHub
@@ -61,17 +63,17 @@ func writeJUnit(w io.Writer, runs []*fixtureRun, elapsed time.Duration) error {
 		default:
 			o := r.outcome
 			c.Time = seconds(o.Elapsed)
-			c.SystemOut = fmt.Sprintf("%s: %d expectations over %s", r.fixture.Name, len(r.fixture.Expect), seedsText(r.fixture.Seeds))
+			c.SystemOut = fmt.Sprintf("%s: %s over %s", r.fixture.Name, history.Plural(len(r.fixture.Expect), "expectation", "expectations"), seedsText(r.fixture.Seeds))
 			if o.Err != nil {
 				c.Error = &junitProblem{Message: o.Err.Error(), Type: "incomplete",
-					Text: fmt.Sprintf("%d of %d seeds ran", len(o.Seeds), len(r.fixture.Seeds))}
+					Text: ofSeeds(len(o.Seeds), len(r.fixture.Seeds)) + " ran"}
 				suite.Errors++
 			} else if failures := o.Failures(); len(failures) > 0 {
 				var text strings.Builder
 				for _, f := range failures {
 					fmt.Fprintf(&text, "%s:%d: %s\n", r.file, f.Expectation.Line, f)
 				}
-				c.Failure = &junitProblem{Message: fmt.Sprintf("%d failed expectations", len(failures)), Type: "expectation", Text: text.String()}
+				c.Failure = &junitProblem{Message: history.Plural(len(failures), "failed expectation", "failed expectations"), Type: "expectation", Text: text.String()}
 				suite.Failures++
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 func breakFencedMode(res *harness.Result) {
 	if f, ok := res.Modes[harness.Fenced]; ok {
 		f.StaleWritesLanded++
-		f.Violations = append(f.Violations, fmt.Sprintf("%d stale writes landed through the gate", f.StaleWritesLanded))
+		f.Violations = append(f.Violations, history.Plural(f.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
 	}
 }
 

@@ -106,11 +106,11 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	}
 	switch {
 	case len(res.Failures) > 0:
-		fmt.Fprintf(a.stderr, "\n!! BUG IN LEASEFENCE: the fenced mode broke an invariant on %d of %d seeds. Each line above\n!! starting with FAIL names a seed and the command that reproduces it.\n",
-			len(res.Failures), res.Seeds)
+		fmt.Fprintf(a.stderr, "\n!! BUG IN LEASEFENCE: the fenced mode broke an invariant on %s. Each line above\n!! starting with FAIL names a seed and the command that reproduces it.\n",
+			ofSeeds(len(res.Failures), res.Seeds))
 		return exitFailed
 	case interrupted:
-		fmt.Fprintf(a.stderr, "lab swarm: interrupted after %d of %d seeds; the summary covers those.\n", res.Seeds, *seeds)
+		fmt.Fprintf(a.stderr, "lab swarm: interrupted after %s; the summary covers those.\n", ofSeeds(res.Seeds, *seeds))
 		return exitInterrupted
 	}
 	return exitOK
@@ -133,7 +133,7 @@ func writeSwarmReport(w interface{ Write([]byte) (int, error) }, name string, fi
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  seeds run            %d\n", res.Seeds)
 	fmt.Fprintf(w, "  fenced failures      %d\n", len(res.Failures))
-	fmt.Fprintf(w, "  naive stale writes   %d (in %d of %d seeds)\n", res.NaiveStaleWrites, res.NaiveSeedsStale, res.Seeds)
+	fmt.Fprintf(w, "  naive stale writes   %d (in %s)\n", res.NaiveStaleWrites, ofSeeds(res.NaiveSeedsStale, res.Seeds))
 	fmt.Fprintf(w, "  fenced refusals      %d\n", res.FencedRefusals)
 	fmt.Fprintf(w, "  events               %d in %s (%.0f events/s)\n", res.Events, history.FormatDuration(res.Elapsed), res.EventsPerSecond())
 }

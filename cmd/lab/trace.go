@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -51,7 +52,7 @@ func (t *traceSink) finish(w io.Writer) {
 		fmt.Fprintf(w, "lab: trace: %v\n", err)
 	}
 	if n := t.pipe.Dropped(); n > 0 {
-		fmt.Fprintf(w, "lab: trace: %d spans were not delivered to %s", n, t.pipe)
+		fmt.Fprintf(w, "lab: trace: %s to %s", undelivered(n), t.pipe)
 		if err := t.pipe.ExportErr(); err != nil {
 			fmt.Fprintf(w, ": %v", err)
 		}
@@ -59,4 +60,9 @@ func (t *traceSink) finish(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "lab: trace: sent to %s\n", t.pipe)
+}
+
+// undelivered says how many spans an exporter lost.
+func undelivered(n int64) string {
+	return history.Plural(n, "span was", "spans were") + " not delivered"
 }

@@ -1,0 +1,57 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/leasefence/lab/harness"
+)
+
+// Every dashboard line that prints a count agrees with it, at 0, 1 and 2.
+func TestCountsAgree(t *testing.T) {
+	st := defaultStyles()
+	lines := map[string]func(n int) string{
+		"header totals": func(n int) string {
+			p := headerPane{st: st, width: 200, info: runInfo{name: "x", agents: n, resources: n, modes: []harness.Mode{harness.Fenced}}}
+			p.set(&harness.Snapshot{Mode: harness.Fenced, Events: uint64(n)}, harness.Fenced, false, false, 1)
+			return p.View()
+		},
+		"strip, both modes": func(n int) string {
+			p := stripPane{st: st, width: 200}
+			p.set([]harness.Mode{harness.Naive, harness.Fenced}, []harness.Snapshot{
+				{Totals: harness.Totals{StaleWritesLanded: n}}, {Totals: harness.Totals{CommitsRefused: n}}})
+			return p.view
+		},
+		"strip, fenced alone": func(n int) string {
+			p := stripPane{st: st, width: 200}
+			p.set([]harness.Mode{harness.Fenced}, []harness.Snapshot{{Totals: harness.Totals{StaleWritesLanded: n}}})
+			return p.view
+		},
+		"holders title": func(n int) string {
+			p := holdersPane{st: st, mode: harness.Fenced, zombies: n, height: 10}
+			return p.title()
+		},
+	}
+	want := map[string][3]string{
+		"header totals":       {"0 agents on 0 resources", "1 agent on 1 resource", "2 agents on 2 resources"},
+		"strip, both modes":   {"naive: 0 stale writes landed silently", "naive: 1 stale write landed silently", "naive: 2 stale writes landed silently"},
+		"strip, fenced alone": {"0 stale writes landed  (run", "1 stale write landed (a bug)  (run", "2 stale writes landed (a bug)  (run"},
+		"holders title":       {"holders · fenced", "1 agent believes an expired lease", "2 agents believe expired leases"},
+	}
+	events := [3]string{"0 events", "1 event", "2 events"}
+	for name, line := range lines {
+		for n := range 3 {
+			got := ansi.Strip(line(n))
+			if !strings.Contains(got, want[name][n]) {
+				t.Errorf("%s at %d: %q does not contain %q", name, n, got, want[name][n])
+			}
+			if name == "header totals" && !strings.Contains(got, events[n]) {
+				t.Errorf("%s at %d: %q does not contain %q", name, n, got, events[n])
+			}
+			if n == 1 && strings.Contains(got, "1 events") {
+				t.Errorf("%s at 1: %q", name, got)
+			}
+		}
+	}
+}
