@@ -17,7 +17,7 @@ var builtins = map[string]func() Scenario{
 	"overlap": func() Scenario {
 		return Scenario{
 			Name:        "overlap",
-			Description: "4 agents on 1 resource; 1 write in 4 stalls past the TTL, so leases are reassigned under stalled holders",
+			Description: "1 write in 4 stalls past the TTL, so leases are reassigned under stalled holders",
 			Seed:        1, Duration: time.Minute, Agents: 4, Resources: 1, TTL: time.Second,
 			ClockSkew: 10 * time.Millisecond,
 			Agent: Behaviour{
@@ -68,7 +68,7 @@ var builtins = map[string]func() Scenario{
 	"crowd": func() Scenario {
 		return Scenario{
 			Name:        "crowd",
-			Description: "50 agents on 5 resources with long-tail stalls (1 in 20 takes 1.5-4s, like a model call)",
+			Description: "long-tail stalls: 1 in 20 takes 1.5-4s, like a model call",
 			Seed:        1, Duration: 2 * time.Minute, Agents: 50, Resources: 5, TTL: 2 * time.Second,
 			ClockSkew: 20 * time.Millisecond,
 			Agent: Behaviour{

@@ -39,6 +39,18 @@ type Header struct {
 	Restarts []Restart `json:"restarts,omitempty"`
 }
 
+// Outline says who took part and under which lease terms, the facts every
+// report puts under the scenario's name: "3 agents on 2 resources · ttl
+// 1.000s", with the skew budget when there is one.
+func (h *Header) Outline() string {
+	s := Plural(len(h.Agents), "agent", "agents") + " on " + Plural(len(h.Resources), "resource", "resources") +
+		" · ttl " + FormatDuration(h.TTL)
+	if h.ClockSkew != 0 {
+		s += " · skew budget " + FormatDuration(h.ClockSkew)
+	}
+	return s
+}
+
 // Clocks are the run's clock assumptions.
 type Clocks struct {
 	// DriftPPMMin and DriftPPMMax bound the agents' clock drift.

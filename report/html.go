@@ -35,10 +35,11 @@ const (
 // pageData is what the template draws.
 type pageData struct {
 	Scenario, Description string
+	Outline               string // who took part, on which lease terms
 	Seed                  uint64
 	Digest                string
 	Duration              string
-	Events                uint64
+	Events                string
 	Interrupted           string
 	ModeNames             []string
 	Rows                  []pageRow
@@ -142,8 +143,8 @@ func px(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f',
 func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 	h := &tl.header
 	data := pageData{
-		Scenario: res.Scenario, Description: h.Description, Seed: res.Seed, Digest: res.Digest,
-		Duration: history.FormatDuration(h.Duration), Events: res.Events, Failed: res.Failed(),
+		Scenario: res.Scenario, Description: h.Description, Outline: h.Outline(), Seed: res.Seed, Digest: res.Digest,
+		Duration: history.FormatDuration(h.Duration), Events: history.Plural(res.Events, "event", "events"), Failed: res.Failed(),
 	}
 	if stop.Interrupted {
 		data.Interrupted = fmt.Sprintf("Interrupted at %s of virtual time: the page shows what ran before.", history.FormatDuration(stop.At))

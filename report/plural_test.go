@@ -20,12 +20,12 @@ func TestCountsAgree(t *testing.T) {
 	}{
 		{"header", func(n int) string {
 			var b bytes.Buffer
-			Text(&b, "", &history.Result{Scenario: "x", Events: uint64(n), Modes: map[history.Mode]*history.Report{}}, Stop{})
+			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Events: uint64(n), Modes: map[history.Mode]*history.Report{}}, Stop{})
 			return b.String()
 		}, [3]string{"· 0 events ·", "· 1 event ·", "· 2 events ·"}},
 		{"counterexamples heading", func(n int) string {
 			var b bytes.Buffer
-			Text(&b, "", &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{history.Fenced: {Counterexamples: cx(n)}}}, Stop{})
+			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{history.Fenced: {Counterexamples: cx(n)}}}, Stop{})
 			return b.String()
 		}, [3]string{"fenced: no counterexamples.", "fenced: the first counterexample (1 of 1 kept", "fenced: the first 2 counterexamples (of 2 kept"}},
 		{"naive verdict", func(n int) string {

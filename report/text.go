@@ -54,13 +54,16 @@ type Stop struct {
 
 // Text writes the human report of a run: a header, one column per mode of
 // counters, the first counterexamples of each mode, the verdict, and how to
-// read it all. description says what the scenario shows ("" for nothing).
-func Text(w io.Writer, description string, res *history.Result, stop Stop) {
+// read it all. The header names the scenario that ran, says who took part
+// on which lease terms, and what the scenario shows, all from h, the run's
+// history header.
+func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop) {
 	modes := resultModes(res)
 	fmt.Fprintf(w, "%s · seed %d · %s of virtual time · %s · digest %s\n", res.Scenario, res.Seed,
 		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), history.Plural(res.Events, "event", "events"), res.Digest)
-	if description != "" {
-		fmt.Fprintf(w, "%s\n", description)
+	fmt.Fprintln(w, h.Outline())
+	if h.Description != "" {
+		fmt.Fprintln(w, h.Description)
 	}
 	if stop.Interrupted {
 		by := stop.By

@@ -278,10 +278,20 @@ var (
 // scenarioKeyBuiltin names the built-in scenario a file starts from.
 const scenarioKeyBuiltin = "builtin"
 
+// unchangingKeys are the scenario keys that leave a built-in what it is:
+// what it is called and the seed it runs on.
+var unchangingKeys = []string{"name", "description", "seed"}
+
 // decodeScenario reads a scenario mapping at path into sc: from the built-in
 // it names, if any, then every other key on top, field by field.
+//
+// A built-in the file changes is no longer that built-in: it loses the
+// built-in's name (the file's `name:`, or the file's or fixture's name,
+// names it) and its description says what was changed, so that no report
+// calls it by a name or describes it with words that no longer hold.
 func (d *decoder) decodeScenario(n ast.Node, path string, sc *harness.Scenario) {
 	es, _ := d.entries(n, path)
+	builtin := ""
 	for _, e := range es {
 		if e.key != scenarioKeyBuiltin {
 			continue
@@ -300,8 +310,21 @@ func (d *decoder) decodeScenario(n ast.Node, path string, sc *harness.Scenario) 
 			continue
 		}
 		*sc = b
+		builtin = name
 	}
 	rest := slices.DeleteFunc(es, func(e entry) bool { return e.key == scenarioKeyBuiltin })
+	if builtin != "" {
+		var changed []string
+		for _, e := range rest {
+			if !slices.Contains(unchangingKeys, e.key) {
+				changed = append(changed, e.key)
+			}
+		}
+		if len(changed) > 0 {
+			sc.Name = ""
+			sc.Description = fmt.Sprintf("%s (the built-in %s with %s changed)", sc.Description, builtin, strings.Join(changed, ", "))
+		}
+	}
 	d.decodeFields(rest, path, reflect.ValueOf(sc).Elem(), []string{scenarioKeyBuiltin})
 }
 

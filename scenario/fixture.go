@@ -125,8 +125,14 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 		d.fail(d.lines[""], fixtureKeyScenario, "is required (a scenario: `builtin: NAME`, or the scenario's keys)")
 		d.failed[""] = true
 	}
-	if fx.Scenario.Name == "" {
+	// Run on its own (lab run FILE), the fixture's scenario is reported
+	// under the fixture's name and description, unless its scenario
+	// mapping names and describes itself.
+	if _, named := d.lines[join(fixtureKeyScenario, "name")]; !named {
 		fx.Scenario.Name = fx.Name
+	}
+	if _, described := d.lines[join(fixtureKeyScenario, "description")]; !described && fx.Description != "" {
+		fx.Scenario.Description = fx.Description
 	}
 	fx.Seeds = []uint64{fx.Scenario.Seed}
 	if e, ok := byKey[fixtureKeySeeds]; ok {

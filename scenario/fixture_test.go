@@ -144,7 +144,7 @@ func TestFixtureErrors(t *testing.T) {
 }
 
 // TestLoadReadsFixtureScenario checks that `lab run fixture.yaml` runs the
-// fixture's scenario with its first seed.
+// fixture's scenario with its first seed, under the fixture's name.
 func TestLoadReadsFixtureScenario(t *testing.T) {
 	sc, err := scenario.Parse("f.yaml", []byte("scenario: {builtin: gap}\nseeds: [5, 6]\nexpect: {fenced: {overlaps: 1}}\n"))
 	if err != nil {
@@ -152,8 +152,38 @@ func TestLoadReadsFixtureScenario(t *testing.T) {
 	}
 	want, _ := harness.Builtin("gap")
 	want.Seed = 5
-	if sc.Name != want.Name || sc.Seed != 5 || len(sc.Script) != len(want.Script) {
+	if sc.Name != "f" || sc.Description != want.Description || sc.Seed != 5 || len(sc.Script) != len(want.Script) {
 		t.Errorf("got %+v", sc)
+	}
+}
+
+// A fixture run on its own is reported under its own name and
+// description, and a built-in it changes is described as changed, never
+// with the built-in's words alone.
+func TestFixtureScenarioDescribesItself(t *testing.T) {
+	overlap, _ := harness.Builtin("overlap")
+	for _, tt := range []struct {
+		name, yaml         string
+		wantName, wantDesc string
+	}{
+		{"own name and description", "name: mine\ndescription: three agents share two resources\nscenario: {builtin: overlap, agents: 3, resources: 2}\nexpect: {fenced: {overlaps: 1}}\n",
+			"mine", "three agents share two resources"},
+		{"changed built-in, no description", "name: mine\nscenario: {builtin: overlap, agents: 3, resources: 2}\nexpect: {fenced: {overlaps: 1}}\n",
+			"mine", overlap.Description + " (the built-in overlap with agents, resources changed)"},
+		{"only another seed", "name: mine\nscenario: {builtin: overlap, seed: 4}\nexpect: {fenced: {overlaps: 1}}\n",
+			"mine", overlap.Description},
+		{"the scenario names itself", "name: mine\ndescription: d\nscenario: {builtin: overlap, name: inner, description: inner d, agents: 3}\nexpect: {fenced: {overlaps: 1}}\n",
+			"inner", "inner d"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := scenario.Parse("f.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.Name != tt.wantName || sc.Description != tt.wantDesc {
+				t.Errorf("named %q, described %q; want %q, %q", sc.Name, sc.Description, tt.wantName, tt.wantDesc)
+			}
+		})
 	}
 }
 

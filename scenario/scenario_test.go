@@ -39,6 +39,8 @@ partitions:
 	want.Clocks.DriftPPM = harness.Range{Min: -5000, Max: 5000}
 	want.Clocks.Offset = harness.DurationRange{Min: -50 * time.Millisecond, Max: 50 * time.Millisecond}
 	want.Partitions = []harness.Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second}}
+	// No longer the built-in: its description says so.
+	want.Description += " (the built-in crowd with duration, network, agent, clocks, partitions changed)"
 	if !reflect.DeepEqual(sc, want) {
 		t.Errorf("got  %+v\nwant %+v", sc, want)
 	}
@@ -211,6 +213,6 @@ network:
 `))
 	fmt.Println(err)
 	// Output:
-	// gap 2 0.5
+	// gap-lossy 2 0.5
 	// gap-lossy.yaml:4: network.drop_replies: must be a probability in [0, 1], got 1.5
 }

@@ -74,7 +74,7 @@ func (a *app) check(_ context.Context, args []string) int {
 			fmt.Fprintf(a.stderr, "lab check: %v\n", err)
 		}
 	} else {
-		report.Text(a.stdout, h.Description, res, stop)
+		report.Text(a.stdout, &h, res, stop)
 	}
 	switch {
 	case readErr != nil:

@@ -258,9 +258,26 @@ func (v *knobValue) Set(s string) error {
 
 // apply changes sc by every knob flag given, then validates it, reporting
 // an out-of-range value against the flag that set it.
+//
+// The description then says which flags changed the scenario, so that a
+// report never describes a scenario by what it was before the flags.
 func (sf *scenarioFlags) apply(sc *harness.Scenario, source string) error {
 	for _, c := range sf.changes {
 		c.apply(sc)
+	}
+	var changedBy []string
+	for _, g := range sf.given {
+		if g.name != "seed" { // the same scenario, another run of it
+			changedBy = append(changedBy, "--"+g.name+"="+g.value)
+		}
+	}
+	if len(changedBy) > 0 {
+		what := "changed by " + strings.Join(changedBy, " ")
+		if sc.Description == "" {
+			sc.Description = what
+		} else {
+			sc.Description += " (" + what + ")"
+		}
 	}
 	return sf.validate(sc, source)
 }

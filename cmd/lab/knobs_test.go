@@ -86,6 +86,15 @@ func TestKnobs(t *testing.T) {
 			if err := sf.apply(&got, "crowd"); err != nil {
 				t.Fatal(err)
 			}
+			// The description says the flags changed the built-in.
+			if tt.args[0] == "--seed" {
+				if got.Description != want.Description {
+					t.Errorf("description %q: another seed is the same scenario", got.Description)
+				}
+			} else if !strings.HasSuffix(got.Description, " (changed by "+strings.Join(sf.args(), " ")+")") {
+				t.Errorf("description %q does not name the flags %q", got.Description, sf.args())
+			}
+			got.Description = want.Description
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got  %+v\nwant %+v", got, want)
 			}

@@ -198,7 +198,8 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		report.Text(a.stdout, cfg.sc.Description, res, stop)
+		hd := cfg.sc.Header(cfg.modes)
+		report.Text(a.stdout, &hd, res, stop)
 	}
 	switch {
 	case res.Failed():

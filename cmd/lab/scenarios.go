@@ -25,7 +25,8 @@ first is the default of lab and lab run.`)
 	}
 	for _, n := range names {
 		sc, _ := harness.Builtin(n)
-		fmt.Fprintf(a.stdout, "%-*s  %s\n", width, n, sc.Description)
+		h := sc.Header(harness.Modes)
+		fmt.Fprintf(a.stdout, "%-*s  %s\n%-*s  %s\n", width, n, h.Outline(), width, "", sc.Description)
 	}
 	return exitOK
 }

@@ -90,7 +90,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
 	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
-	report.Text(a.stdout, cfg.sc.Description, res, stop)
+	hd := cfg.sc.Header(cfg.modes)
+	report.Text(a.stdout, &hd, res, stop)
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
