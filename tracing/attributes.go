@@ -12,8 +12,11 @@ const (
 	SpanLeaseAcquire = "lease acquire" // an acquire: send to reply
 	SpanLeaseRenew   = "lease renew"   // a renewal: send to reply
 	SpanLeaseRelease = "lease release" // a release: send to the coordinator's answer
-	SpanFenceCommit  = "fence commit"  // a write through a FenceGate, admitted or refused
-	SpanFenceAdmit   = "fence admit"   // the coordinator's push of a new fence to a gate
+	// SpanFenceCommit is a write through a FenceGate, admitted or refused.
+	// In a simulated run it lasts from the holder's validity check to the
+	// gate's answer: the check-to-write window a stall stretches.
+	SpanFenceCommit = "fence commit"
+	SpanFenceAdmit  = "fence admit" // the coordinator's push of a new fence to a gate
 )
 
 // Attribute keys on spans, span events and links.
@@ -110,4 +113,12 @@ const (
 	EventRestarted      = "coordinator restarted" // the lease was forgotten
 	EventPartitionBegan = "partition began"
 	EventPartitionEnded = "partition ended"
+
+	// An act of a simulated run that took no time (an acquire answered at
+	// the instant it was sent, a write at the instant of its check) is a
+	// span event of its name on the "lease" span, with the attributes the
+	// span would have had: a span of no length is one a tracing backend
+	// has to repair.
+	EventLeaseAcquire = SpanLeaseAcquire
+	EventFenceCommit  = SpanFenceCommit
 )

@@ -10,8 +10,10 @@
 //     incarnation that minted it): a root span "lease" from the acquire's
 //     send to the last thing that happened under that fence, which carries
 //     the resource, holder and fence, with children "lease acquire",
-//     "lease renew", "lease release" and "fence commit", and span events
-//     for instants (checks, stalls, expiry, pushes). An acquire refused
+//     "lease renew", "lease release" and "fence commit" (from the
+//     holder's check to the gate's answer), and span events for instants
+//     (checks, stalls, expiry, pushes, and an acquire or a write that took
+//     no time: no span has zero length). An acquire refused
 //     because the lease was held is an "acquire denied" event on the
 //     holder's "lease" span, not a trace of its own. A refused commit is an
 //     error span linked to the "lease" span of the holder that raised the

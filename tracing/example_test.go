@@ -65,8 +65,10 @@ func ExampleHooks() {
 
 // Recording a simulated run: one trace per lease generation, its "lease"
 // span naming the holder and the fence, its children the acquire and the
-// writes; timestamps are t0 plus the simulated instants. The provider
-// otelexport.Setup builds would export them.
+// writes; timestamps are t0 plus the simulated instants. An act that took
+// no time (here every acquire, answered at once, and agent-2's write at
+// the instant of its check) is an event on the "lease" span instead. The
+// provider otelexport.Setup builds would export them.
 func ExampleNewSimRecorder() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
@@ -98,15 +100,20 @@ func ExampleNewSimRecorder() {
 			}
 		}
 		fmt.Printf("lease %s fence %d, %v to %v\n", holder, fence, at(l), l.EndTime().Sub(t0))
+		for _, e := range l.Events() {
+			if e.Name == tracing.EventLeaseAcquire || e.Name == tracing.EventFenceCommit {
+				fmt.Printf("  %-13s at %v (an event)\n", e.Name, e.Time.Sub(t0))
+			}
+		}
 		for _, c := range children[l.SpanContext().SpanID()] {
-			fmt.Printf("  %-13s at %v, %d links, %s\n", c.Name(), at(c), len(c.Links()), c.Status().Code)
+			fmt.Printf("  %-13s %v to %v, %d links, %s\n", c.Name(), at(c), c.EndTime().Sub(t0), len(c.Links()), c.Status().Code)
 		}
 	}
 	// Output:
 	// lease agent-1 fence 1, 0s to 1.4s
-	//   lease acquire at 0s, 0 links, Unset
-	//   fence commit  at 1.4s, 1 links, Error
+	//   lease acquire at 0s (an event)
+	//   fence commit  950ms to 1.4s, 1 links, Error
 	// lease agent-2 fence 2, 1s to 2s
-	//   lease acquire at 1s, 0 links, Unset
-	//   fence commit  at 1.01s, 0 links, Unset
+	//   lease acquire at 1s (an event)
+	//   fence commit  at 1.01s (an event)
 }

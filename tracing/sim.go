@@ -32,8 +32,13 @@ import (
 // recorded), sim.scenario and sim.seed. Its children carry only what is
 // their own: "lease acquire" (send to reply; lost, duplicated and retried
 // messages are span events), each "lease renew" and "lease release", and
-// each "fence commit". Instants (checks, stalls, expiry, pushes,
-// partitions) are span events on the root. A refused commit has status
+// each "fence commit" (from the holder's validity check to the gate's
+// answer, the window a stall stretches). Instants (checks, stalls, expiry,
+// pushes, partitions) are span events on the root, and so is an acquire
+// answered at the instant it was sent or a write made at the instant of
+// its check (EventLeaseAcquire, EventFenceCommit, with the span's
+// attributes): a span of no length is one a backend has to repair, and a
+// write recorded as an event has no link and no status. A refused commit has status
 // Error, error.type stale_fence, and a link to the "lease" span of the
 // generation that raised the floor.
 //
@@ -75,6 +80,9 @@ type SimRecorder struct {
 	modes  map[harness.Mode]*modeState
 	lastAt time.Duration
 	lastTS trace.SpanEventOption
+	// stoppedAt is when the run stopped, as CloseAt was told; what is
+	// still open then ends there (or at a mode's last event, if later).
+	stoppedAt time.Duration
 
 	agentNames, resourceNames []string // filled lazily: a name per span would allocate
 }
@@ -205,7 +213,7 @@ func (r *SimRecorder) record() {
 	}
 	slices.Sort(modes)
 	for _, mode := range modes {
-		r.modes[mode].close()
+		r.modes[mode].close(r.stoppedAt)
 	}
 }
 
@@ -215,7 +223,14 @@ func (r *SimRecorder) record() {
 // still waiting is marked unanswered. Call it once the run is over; it
 // returns once that is done, and later calls return at once. Exporting is
 // the provider's job (otelexport's Pipeline.Shutdown flushes).
-func (r *SimRecorder) Close() {
+func (r *SimRecorder) Close() { r.CloseAt(0) }
+
+// CloseAt is Close for a run known to have stopped at the virtual instant
+// stopped (its Duration if it ran to its end): a lease still live, or a
+// request still waiting for its reply, then lasts until the run stopped,
+// not only until the last thing that happened, so that a request sent at
+// the last event is not a span of no length.
+func (r *SimRecorder) CloseAt(stopped time.Duration) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -223,6 +238,7 @@ func (r *SimRecorder) Close() {
 		return
 	}
 	r.closed = true
+	r.stoppedAt = stopped // read by the recording goroutine only after the queue closes
 	if r.flush != nil {
 		r.flush.Stop()
 	}
@@ -401,8 +417,12 @@ type agentState struct {
 	attempt *attempt // the acquire in flight, or nil; points to spare
 	spare   attempt  // reused by every acquire of the agent
 	holding *generation
-	renew   *request
-	release *request
+	// checkedUnder is the generation of the agent's last passed validity
+	// check, at checkedAt: where its next write began.
+	checkedUnder *generation
+	checkedAt    time.Duration
+	renew        *request
+	release      *request
 }
 
 func (m *modeState) agent(i int) *agentState {
@@ -482,8 +502,13 @@ func (m *modeState) event(e history.Event) {
 	case history.ReleaseRefused:
 		m.releaseRefused(e)
 	case history.CheckPassed:
-		m.holderInstant(e, EventCheckPassed)
+		if g := m.holding(e); g != nil {
+			m.rootEvent(g, EventCheckPassed, e.At)
+			a := m.agent(e.Agent)
+			a.checkedUnder, a.checkedAt = g, e.At
+		}
 	case history.CheckFailed:
+		m.agent(e.Agent).checkedUnder = nil
 		m.holderInstant(e, EventCheckFailed)
 	case history.WriteSkipped:
 		m.holderInstant(e, EventWriteSkipped)
@@ -676,9 +701,14 @@ func (m *modeState) acquired(e history.Event) {
 		LeaseRequestID.String(e.RequestID),
 		LeaseOutcome.String(OutcomeGranted),
 		LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()))
-	sp := m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
-	m.replay(sp, at.events)
-	sp.End(m.r.ts(e.At))
+	if at.sent < e.At {
+		sp := m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
+		m.replay(sp, at.events)
+		sp.End(m.r.ts(e.At))
+	} else {
+		m.rootEvent(g, EventLeaseAcquire, e.At, attrs...)
+		m.replay(g.root, at.events)
+	}
 	g.touch(e.At)
 	g.holderDone = false
 	if prev := a.holding; prev != nil && prev != g {
@@ -805,9 +835,18 @@ func (m *modeState) settle(agent int, at *attempt, end time.Duration, outcome, e
 	}
 	var sp trace.Span
 	g := at.gen
-	if g != nil {
+	switch {
+	case g != nil && at.sent >= end:
+		// Answered at the instant it was sent: no span, an event.
+		m.rootEvent(g, EventLeaseAcquire, end, attrs...)
+		m.replay(g.root, at.events)
+		m.takeDenials(g, at)
+		g.holderDone = true
+		m.tryEnd(g)
+		return
+	case g != nil:
 		sp = m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
-	} else {
+	default:
 		// A root of its own: it says what it is about.
 		attrs = append(attrs, LeaseResource.String(m.r.resource(at.resource)), LeaseHolder.String(m.r.agent(agent)))
 		attrs = append(attrs, m.rootAttrs...)
@@ -1076,12 +1115,25 @@ func (m *modeState) commit(e history.Event) {
 		}
 		attrs = append(attrs, ErrorType.String(errType))
 	}
-	sp := m.child(g, SpanFenceCommit, e.At, optKindInternal, attrs, links...)
-	if refused {
-		sp.RecordError(err, m.r.ts(e.At))
-		sp.SetStatus(codes.Error, err.Error())
+	// The write began at the holder's validity check before it (the
+	// stall, if any, lies between): a write at the instant of its check
+	// took no time, and is an event on the lease, not a span.
+	start := e.At
+	if a := m.agent(e.Agent); a.checkedUnder == g {
+		start = min(a.checkedAt, e.At)
+		a.checkedUnder = nil
 	}
-	sp.End(m.r.ts(e.At))
+	if start < e.At {
+		sp := m.child(g, SpanFenceCommit, start, optKindInternal, attrs, links...)
+		if refused {
+			sp.RecordError(err, m.r.ts(e.At))
+			sp.SetStatus(codes.Error, err.Error())
+		}
+		sp.End(m.r.ts(e.At))
+		g.touch(e.At)
+	} else {
+		m.rootEvent(g, EventFenceCommit, e.At, attrs...)
+	}
 	if !refused && !stale {
 		m.floors[e.Resource] = floorRef{fence: e.Fence, agent: e.Agent, span: g.root.SpanContext()}
 	}
@@ -1147,7 +1199,10 @@ func (m *modeState) sortedGens() []*generation {
 	return gens
 }
 
-func (m *modeState) close() {
+// close ends what is still open, as of the run's stop (or the mode's last
+// event, if later).
+func (m *modeState) close(stopped time.Duration) {
+	m.last = max(m.last, stopped)
 	for i, a := range m.agents {
 		if a != nil && a.attempt != nil {
 			m.settle(i, a.attempt, m.last, OutcomeUnanswered, "", "")

@@ -166,13 +166,17 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
 	if runErr != nil && !interrupted {
-		sink.finish(a.stderr)
+		sink.finish(a.stderr, watcher.lastAt)
 		return a.badInput("run", runErr)
 	}
 	if a.afterRun != nil {
 		a.afterRun(res)
 	}
-	sink.finish(a.stderr)
+	stopped := cfg.sc.Duration
+	if interrupted {
+		stopped = watcher.lastAt
+	}
+	sink.finish(a.stderr, stopped)
 	stop := report.Stop{Interrupted: interrupted, At: watcher.lastAt}
 	eventsFailed := false
 	if events != nil {

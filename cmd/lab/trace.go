@@ -39,13 +39,15 @@ func startTracing(ctx context.Context, cfg otelexport.Config, sc harness.Scenari
 }
 
 // finish ends every open span and flushes the pipeline, on a context of
-// its own: an interrupted run still delivers the spans it made. It says on
-// w where the spans went and how many were lost. A nil sink does nothing.
-func (t *traceSink) finish(w io.Writer) {
+// its own: an interrupted run still delivers the spans it made. stopped is
+// the virtual instant the run stopped at: what is still open ends there.
+// It says on w where the spans went and how many were lost. A nil sink
+// does nothing.
+func (t *traceSink) finish(w io.Writer, stopped time.Duration) {
 	if t == nil {
 		return
 	}
-	t.rec.Close()
+	t.rec.CloseAt(stopped)
 	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
 	defer cancel()
 	if err := t.pipe.Shutdown(ctx); err != nil {

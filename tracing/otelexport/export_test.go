@@ -63,7 +63,7 @@ func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.Close()
+	rec.CloseAt(sc.Duration)
 	return sr.Ended(), res
 }
 
@@ -230,7 +230,7 @@ func runThrough(t *testing.T, p *Pipeline, sc harness.Scenario) *harness.Result 
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.Close()
+	rec.CloseAt(sc.Duration)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Shutdown(ctx); err != nil {
