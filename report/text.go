@@ -209,9 +209,13 @@ agent writes through the resource's FenceGate with its lease's fence. An overlap
 is two agents acting as holders of one resource at once (a stall or a lost
 message makes it; no lease can prevent it). In naive mode an overlap whose
 older write lands last is silent: a stale write, with no error anywhere. In
-fenced mode that write is refused and logged, so "commits refused" should track
-"refused overlaps", and "stale writes landed" must stay 0. A containment breach
-is a holder believing in a lease after the coordinator let it go. Each
+fenced mode that write is refused and logged, so "silent overlaps" and "stale
+writes landed" must stay 0. "Commits refused" counts refused writes, "refused
+overlaps" the pairs of holders whose overlap a refusal caught: one stalled
+write can settle two overlaps, and a restart that lost the fence counter
+causes refusals with no overlap; "unexplained refusals" must stay 0. A
+containment breach is a holder believing in a lease after the coordinator let
+it go. Each
 counterexample is dated when it began (an overlap: when the second holder took
 the lease). The digest identifies the run: the same scenario and seed give the
 same digest, event for event.
