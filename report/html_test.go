@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"image"
 	"image/png"
@@ -261,6 +263,34 @@ func TestHTMLInBrowser(t *testing.T) {
 		if err := os.WriteFile("testdata/report.png", data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(screenshotStamp, []byte(pageDigest(b)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// screenshotStamp holds the digest of the page testdata/report.png (the
+// README's picture) was taken of.
+const screenshotStamp = "testdata/report.png.page-sha256"
+
+func pageDigest(page []byte) string {
+	sum := sha256.Sum256(page)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestReadmeScreenshotIsCurrent fails once the page of the default
+// scenario is no longer the one the README's screenshot shows: it needs
+// no browser, so every test run catches a stale picture, and says how to
+// take a new one.
+func TestReadmeScreenshotIsCurrent(t *testing.T) {
+	b, _ := renderPage(t, harness.DefaultScenario, nil)
+	stamp, err := os.ReadFile(screenshotStamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pageDigest(b), strings.TrimSpace(string(stamp)); got != want {
+		t.Errorf("testdata/report.png, the README's picture, shows another page than lab run %s --html draws now (page sha256 %s, picture of %s): "+
+			"retake it with Debian's chromium installed: go test ./report -run TestHTMLInBrowser -update", harness.DefaultScenario, got, want)
 	}
 }
 

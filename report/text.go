@@ -215,10 +215,9 @@ overlaps" the pairs of holders whose overlap a refusal caught: one stalled
 write can settle two overlaps, and a restart that lost the fence counter
 causes refusals with no overlap; "unexplained refusals" must stay 0. A
 containment breach is a holder believing in a lease after the coordinator let
-it go. Each
-counterexample is dated when it began (an overlap: when the second holder took
-the lease). The digest identifies the run: the same scenario and seed give the
-same digest, event for event.
+it go. Each counterexample is dated when it began (an overlap: when the second
+holder took the lease). The digest identifies the run: the same scenario and
+seed give the same digest, event for event.
 `
 
 // jsonResult is the JSON report: history.Result's fields, and whether the
