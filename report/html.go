@@ -27,6 +27,12 @@ const (
 	minPlotW   = 1200
 	maxPlotW   = 12000
 	pxPerSec   = 100 // the plot is this wide per virtual second, within the bounds above
+	// The page fits the run to the window and zooms in from there, down
+	// to maxPxPerMS; the axis has labels at least minTickGap apart at
+	// any zoom, from a plot as narrow as minFitW.
+	maxPxPerMS = 1
+	minFitW    = 200
+	minTickGap = 90
 	// maxTableRows bounds the refusal table of each mode; the lanes keep
 	// every mark.
 	maxTableRows = 200
@@ -34,18 +40,19 @@ const (
 
 // pageData is what the template draws.
 type pageData struct {
-	Scenario, Description string
-	Outline               string // who took part, on which lease terms
-	Seed                  uint64
-	Digest                string
-	Duration              string
-	Events                string
-	Interrupted           string
-	ModeNames             []string
-	Rows                  []pageRow
-	Failed                bool
-	Verdict               []string
-	Modes                 []modeView
+	Scenario, Description  string
+	Outline                string // who took part, on which lease terms
+	MaxPxPerMS, MinTickGap int    // the zoom's bounds, for the page's script
+	Seed                   uint64
+	Digest                 string
+	Duration               string
+	Events                 string
+	Interrupted            string
+	ModeNames              []string
+	Rows                   []pageRow
+	Failed                 bool
+	Verdict                []string
+	Modes                  []modeView
 }
 
 type pageRow struct {
@@ -56,6 +63,7 @@ type pageRow struct {
 
 type modeView struct {
 	Name, Summary string
+	DurationNS    int64 // the run's length: the page's zoom maps it onto the plot
 	Width, Height int
 	PlotX0, PlotW string
 	LaneH         int
@@ -70,8 +78,13 @@ type modeView struct {
 	FloorWord       string // who the refused or stale write lost to: "gate floor raised" or "newer write landed"
 }
 
+// tickView is one label of the time axis. Step is the spacing of the
+// level of labels it belongs to: the page shows the level that suits its
+// zoom.
 type tickView struct {
 	X, Label string
+	Step     int64 // ns
+	Base     bool  // of the level shown at the base scale, without the script
 }
 
 type laneView struct {
@@ -143,6 +156,7 @@ func px(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f',
 func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 	h := &tl.header
 	data := pageData{
+		MaxPxPerMS: maxPxPerMS, MinTickGap: minTickGap,
 		Scenario: res.Scenario, Description: h.Description, Outline: h.Outline(), Seed: res.Seed, Digest: res.Digest,
 		Duration: history.FormatDuration(h.Duration), Events: history.Plural(res.Events, "event", "events"), Failed: res.Failed(),
 	}
@@ -190,7 +204,7 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 	laneTop := func(i int) float64 { return axisH + bandTop + float64(i)*(laneH+laneGap) }
 	height := laneTop(len(mt.agents)) + 4
 	v := modeView{
-		Name: string(mt.mode), Width: int(laneLabelW + plotW + 36), Height: int(height),
+		Name: string(mt.mode), DurationNS: int64(dur), Width: int(laneLabelW + plotW + 36), Height: int(height),
 		PlotX0: px(laneLabelW), PlotW: px(plotW), LaneH: laneH,
 		FloorWord: "gate floor raised",
 	}
@@ -199,9 +213,18 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 	}
 	v.Summary = modeSummary(rep)
 
-	step := tickStep(dur, plotW)
-	for t := time.Duration(0); t <= dur; t += step {
-		v.Ticks = append(v.Ticks, tickView{X: px(x(t)), Label: history.FormatDuration(t)})
+	steps := tickSteps(dur)
+	base := steps[len(steps)-1]
+	for _, s := range steps {
+		if float64(s)/float64(dur)*plotW >= minTickGap {
+			base = s
+			break
+		}
+	}
+	for _, step := range steps {
+		for t := time.Duration(0); t <= dur; t += step {
+			v.Ticks = append(v.Ticks, tickView{X: px(x(t)), Label: history.FormatDuration(t), Step: int64(step), Base: step == base})
+		}
 	}
 
 	pos := make(map[string][2]float64) // mark id -> centre, for the links
@@ -371,13 +394,23 @@ func refusalsSummary(shown, more int) string {
 	return s + " writes refused or landed stale, each with the newer write it lost to"
 }
 
-// tickStep picks a 1-2-5 step putting axis labels at least 90px apart.
-func tickStep(dur time.Duration, plotW float64) time.Duration {
-	minStep := time.Duration(float64(dur) * 90 / plotW)
+// tickSteps are the 1-2-5 spacings of axis labels the page may show:
+// from the finest that puts labels minTickGap apart at the deepest zoom
+// (maxPxPerMS) to the coarsest that does so with the run fitted into
+// minFitW pixels. The page picks the finest that fits its zoom.
+func tickSteps(dur time.Duration) []time.Duration {
+	finest := time.Duration(float64(time.Millisecond) * minTickGap / maxPxPerMS)
+	coarsest := time.Duration(float64(dur) * minTickGap / minFitW)
+	var steps []time.Duration
 	for step := time.Millisecond; ; step *= 10 {
 		for _, k := range []time.Duration{1, 2, 5} {
-			if step*k >= minStep {
-				return step * k
+			s := step * k
+			if s < finest {
+				continue
+			}
+			steps = append(steps, s)
+			if s >= coarsest {
+				return steps
 			}
 		}
 	}

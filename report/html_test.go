@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -156,10 +159,19 @@ func TestHTMLStructure(t *testing.T) {
 			if links == 0 {
 				t.Error("no links")
 			}
+			// Self-contained: the one script is inline, and nothing is
+			// loaded from anywhere.
+			scripts := 0
 			for _, n := range p.nodes {
-				if n.Data == "script" || (n.Data == "link" && attr(n, "rel") == "stylesheet") || strings.HasPrefix(attr(n, "src"), "http") {
-					t.Errorf("external or scripted content: <%s>", n.Data)
+				if n.Data == "script" {
+					scripts++
 				}
+				if attr(n, "src") != "" || (n.Data == "link" && attr(n, "rel") == "stylesheet") {
+					t.Errorf("external content: <%s src=%q href=%q>", n.Data, attr(n, "src"), attr(n, "href"))
+				}
+			}
+			if scripts != 1 {
+				t.Errorf("%d scripts, want the one inline zoom script", scripts)
 			}
 			if p.byID["legend"] == nil || p.byID["verdict"] == nil || p.byID["counters"] == nil {
 				t.Error("the legend, verdict or counters are missing")
@@ -207,21 +219,89 @@ func textOf(n *html.Node) string {
 	return b.String()
 }
 
+// headlessBrowser is the path of a Chromium, or the test is skipped.
+func headlessBrowser(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run this test")
+	return ""
+}
+
+// TestHTMLFitsAndZooms loads the page of a 60s run in a real headless
+// browser 1400 pixels wide and reads the page as its script left it: by
+// default each timeline fits the window, with axis labels at least
+// minTickGap apart; ?zoom=4 draws it four times as wide, with finer labels,
+// still minTickGap apart.
+func TestHTMLFitsAndZooms(t *testing.T) {
+	browser := headlessBrowser(t)
+	b, _ := renderPage(t, harness.DefaultScenario, nil)
+	dir := t.TempDir()
+	pagePath := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(pagePath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const window = 1400
+	type view struct {
+		width int
+		ticks []float64 // x of the labels shown
+	}
+	load := func(query string) view {
+		cmd := exec.CommandContext(t.Context(), browser, "--headless", "--no-sandbox", "--disable-gpu",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+			"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,900", window), "--dump-dom",
+			"file://"+pagePath+query)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", browser, err)
+		}
+		p := parsePage(t, out)
+		svg := p.byID["timeline-fenced"]
+		if svg == nil {
+			t.Fatal("no fenced timeline")
+		}
+		var v view
+		v.width, _ = strconv.Atoi(attr(svg, "width"))
+		for n := range svg.Descendants() {
+			if n.Data == "text" && strings.Contains(attr(n, "class"), "tick") && strings.Contains(attr(n, "style"), "inline") {
+				x, _ := strconv.ParseFloat(attr(n, "x"), 64)
+				v.ticks = append(v.ticks, x)
+			}
+		}
+		return v
+	}
+	fit, zoomed := load(""), load("?zoom=4")
+	if fit.width > window || fit.width < window/2 {
+		t.Errorf("the fitted timeline is %dpx wide in a %dpx window", fit.width, window)
+	}
+	const plot = laneLabelW + 36
+	if got, want := float64(zoomed.width-plot), 4*float64(fit.width-plot); math.Abs(got-want) > 2 {
+		t.Errorf("at zoom 4 the plot is %.0fpx wide, want 4 x %dpx", got, fit.width-plot)
+	}
+	for name, v := range map[string]view{"fitted": fit, "zoomed": zoomed} {
+		if len(v.ticks) < 3 {
+			t.Errorf("%s: %d axis labels shown", name, len(v.ticks))
+		}
+		for i := 1; i < len(v.ticks); i++ {
+			if gap := v.ticks[i] - v.ticks[i-1]; gap < minTickGap-0.5 {
+				t.Errorf("%s: axis labels %.1fpx apart, want at least %d", name, gap, minTickGap)
+				break
+			}
+		}
+	}
+	if len(zoomed.ticks) <= len(fit.ticks) {
+		t.Errorf("zoomed in, %d axis labels; fitted, %d: want finer labels", len(zoomed.ticks), len(fit.ticks))
+	}
+}
+
 // TestHTMLInBrowser renders a page in a real headless browser and checks
 // the screenshot is a real picture: it decodes, has the window's size, and
 // is not one blank colour. With -update it keeps the screenshot as
 // testdata/report.png, the picture in the README.
 func TestHTMLInBrowser(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run this test")
-	}
+	browser := headlessBrowser(t)
 	b, _ := renderPage(t, harness.DefaultScenario, nil)
 	dir := t.TempDir()
 	pagePath := filepath.Join(dir, "report.html")
