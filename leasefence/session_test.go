@@ -605,7 +605,10 @@ func TestLocalService(t *testing.T) {
 	}
 	for _, call := range []func() error{
 		func() error { _, err := leasefence.Local(nil).Acquire(t.Context(), req); return err },
-		func() error { _, err := leasefence.Local(nil).Renew(t.Context(), leasefence.RenewRequest{}); return err },
+		func() error {
+			_, err := leasefence.Local(nil).Renew(t.Context(), leasefence.RenewRequest{})
+			return err
+		},
 		func() error { _, err := leasefence.Local(nil).Release(t.Context(), tk); return err },
 	} {
 		if err := call(); !errors.Is(err, leasefence.ErrInvalidRequest) {
