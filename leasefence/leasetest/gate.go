@@ -1,0 +1,383 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Gate is a fence gate of any implementation, bound to one resource, as
+// TestGate drives it. Its write is "append a value to a list that the gate
+// guards": an adapter makes the append through its gate's own Commit, so the
+// list is the resource and Written is what landed on it.
+//
+// The contract an implementation's adapter must keep:
+//
+//   - Commit appends value under t through the gate's Commit, in the one
+//     operation that judges t and raises the floor, and returns the gate's
+//     error as is: nil if admitted and the append landed; a
+//     *leasefence.StaleFenceError (logged) below the floor; an error matching
+//     leasefence.ErrTokenConflict (logged) for the floor's fence under another
+//     holder; leasefence.ErrWrongResource or leasefence.ErrInvalidRequest
+//     (neither logged) for a token of another resource, with no holder or
+//     with fence 0; an error matching ctx.Err() for a done ctx.
+//   - Admit, Floor and Rejections are the gate's own: Admit raises the floor
+//     without writing and logs nothing; Floor is the zero Token (or, at most,
+//     one with only the Resource set) before any token was admitted;
+//     Rejections is the whole log, oldest first, Seq 1, 2, 3, ...
+//   - Written returns every value that landed, in the order it landed. It
+//     may read the store; it is called only while no Commit runs.
+//   - Every method is safe for concurrent use.
+type Gate interface {
+	Commit(ctx context.Context, t leasefence.Token, value string) error
+	Admit(ctx context.Context, t leasefence.Token) error
+	Floor(ctx context.Context) (leasefence.Token, error)
+	Rejections(ctx context.Context) ([]leasefence.Rejection, error)
+	Written(ctx context.Context) ([]string, error)
+}
+
+// TestGate checks that a gate keeps the admission rule of the in-memory
+// leasefence.FenceGate: a fence below the floor is refused and logged, the
+// floor's own fence from another holder is a logged conflict, the floor is
+// raised with the write and only with it, and committers racing from many
+// goroutines land their writes in non-decreasing fence order with every
+// refusal logged exactly once.
+//
+// open must return a gate of resource with an empty floor and an empty log
+// and list; TestGate calls it once per resource, with resources that are
+// distinct within a run of TestGate, and several times in one subtest for
+// the gates of several resources, which must be independent. What a write
+// that fails does to the floor differs between implementations (the
+// in-memory gate keeps it raised, a database rolls it back), so TestGate
+// does not test it: test it beside the implementation.
+func TestGate(t *testing.T, open func(t *testing.T, resource string) Gate) {
+	t.Run("Empty", func(t *testing.T) { testGateEmpty(t, open) })
+	t.Run("AdmissionRule", func(t *testing.T) { testGateAdmissionRule(t, open) })
+	t.Run("Admit", func(t *testing.T) { testGateAdmit(t, open) })
+	t.Run("BadTokens", func(t *testing.T) { testGateBadTokens(t, open) })
+	t.Run("DoneContext", func(t *testing.T) { testGateDoneContext(t, open) })
+	t.Run("Resources", func(t *testing.T) { testGateResources(t, open) })
+	t.Run("Concurrent", func(t *testing.T) { testGateConcurrent(t, open) })
+}
+
+// gateState is what a gate shows from outside.
+type gateState struct {
+	floor      leasefence.Token
+	rejections []leasefence.Rejection
+	written    []string
+}
+
+func readGate(t *testing.T, g Gate) gateState {
+	t.Helper()
+	ctx := t.Context()
+	floor, err := g.Floor(ctx)
+	if err != nil {
+		t.Fatalf("Floor: %v", err)
+	}
+	rejections, err := g.Rejections(ctx)
+	if err != nil {
+		t.Fatalf("Rejections: %v", err)
+	}
+	written, err := g.Written(ctx)
+	if err != nil {
+		t.Fatalf("Written: %v", err)
+	}
+	return gateState{floor, rejections, written}
+}
+
+// checkState fails t unless g shows exactly want.
+func checkState(t *testing.T, g Gate, want gateState) {
+	t.Helper()
+	got := readGate(t, g)
+	if got.floor != want.floor {
+		t.Errorf("Floor = %+v, want %+v", got.floor, want.floor)
+	}
+	if !slices.Equal(got.rejections, want.rejections) {
+		t.Errorf("Rejections =\n\t%+v\nwant\n\t%+v", got.rejections, want.rejections)
+	}
+	if !slices.Equal(got.written, want.written) {
+		t.Errorf("Written = %q, want %q", got.written, want.written)
+	}
+}
+
+// outcome is what a Commit or Admit is expected to answer.
+type outcome int
+
+const (
+	admitted outcome = iota
+	stale
+	conflict
+	wrongResource
+	invalid
+)
+
+func (o outcome) String() string {
+	return [...]string{"admitted", "stale", "conflict", "wrong resource", "invalid"}[o]
+}
+
+// checkOutcome fails t unless err is want, telling outcomes apart by the
+// sentinels they match.
+func checkOutcome(t *testing.T, what string, err error, want outcome) {
+	t.Helper()
+	var got outcome
+	switch {
+	case err == nil:
+		got = admitted
+	case errors.Is(err, leasefence.ErrStaleFence):
+		got = stale
+	case errors.Is(err, leasefence.ErrTokenConflict):
+		got = conflict
+	case errors.Is(err, leasefence.ErrWrongResource):
+		got = wrongResource
+	case errors.Is(err, leasefence.ErrInvalidRequest):
+		got = invalid
+	default:
+		t.Fatalf("%s: unexpected error %v, want %v", what, err, want)
+	}
+	if got != want {
+		t.Fatalf("%s = %v (%v), want %v", what, got, err, want)
+	}
+}
+
+func tok(resource, holder string, f leasefence.Fence) leasefence.Token {
+	return leasefence.Token{Resource: resource, Holder: holder, Fence: f}
+}
+
+func testGateEmpty(t *testing.T, open func(*testing.T, string) Gate) {
+	g := open(t, "gate-empty")
+	got := readGate(t, g)
+	if got.floor.Fence != 0 || got.floor.Holder != "" {
+		t.Errorf("Floor of a new gate = %+v, want fence 0 and no holder", got.floor)
+	}
+	if len(got.rejections) != 0 || len(got.written) != 0 {
+		t.Errorf("a new gate has rejections %+v and writes %q", got.rejections, got.written)
+	}
+}
+
+func testGateAdmissionRule(t *testing.T, open func(*testing.T, string) Gate) {
+	const r = "gate-rule"
+	g := open(t, r)
+	steps := []struct {
+		token leasefence.Token
+		want  outcome
+		floor leasefence.Token // after the step
+	}{
+		{tok(r, "a", 5), admitted, tok(r, "a", 5)},
+		{tok(r, "a", 5), admitted, tok(r, "a", 5)}, // the floor's holder again, at its fence
+		{tok(r, "b", 5), conflict, tok(r, "a", 5)}, // the floor's fence, another holder
+		{tok(r, "c", 3), stale, tok(r, "a", 5)},
+		{tok(r, "d", 7), admitted, tok(r, "d", 7)},
+		{tok(r, "a", 5), stale, tok(r, "d", 7)}, // the old holder after the handover
+		{tok(r, "d", 7), admitted, tok(r, "d", 7)},
+		{tok(r, "e", 8), admitted, tok(r, "e", 8)},
+	}
+	var want gateState
+	for i, s := range steps {
+		value := "v" + strconv.Itoa(i)
+		err := g.Commit(t.Context(), s.token, value)
+		checkOutcome(t, fmt.Sprintf("step %d: Commit(%v)", i, s.token), err, s.want)
+		if s.want == admitted {
+			want.written = append(want.written, value)
+		} else {
+			floor := want.floor
+			r := leasefence.Rejection{
+				Seq: uint64(len(want.rejections)) + 1, Resource: r,
+				Holder: s.token.Holder, Fence: s.token.Fence,
+				FloorHolder: floor.Holder, FloorFence: floor.Fence,
+			}
+			want.rejections = append(want.rejections, r)
+			var se *leasefence.StaleFenceError
+			if errors.As(err, &se) && se.Rejection != r {
+				t.Errorf("step %d: the refusal carries %+v, want the logged %+v", i, se.Rejection, r)
+			}
+		}
+		want.floor = s.floor
+		checkState(t, g, want)
+	}
+}
+
+func testGateAdmit(t *testing.T, open func(*testing.T, string) Gate) {
+	const r = "gate-admit"
+	g := open(t, r)
+	ctx := t.Context()
+	var want gateState
+
+	checkOutcome(t, "Admit(b@4) on an empty gate", g.Admit(ctx, tok(r, "b", 4)), admitted)
+	want.floor = tok(r, "b", 4)
+	checkState(t, g, want)
+
+	err := g.Admit(ctx, tok(r, "a", 2))
+	checkOutcome(t, "Admit(a@2) below the floor", err, stale)
+	var se *leasefence.StaleFenceError
+	if errors.As(err, &se) && se.Seq != 0 {
+		t.Errorf("Admit below the floor carries Seq %d, want 0 (not logged)", se.Seq)
+	}
+	checkOutcome(t, "Admit(c@4) at the floor's fence", g.Admit(ctx, tok(r, "c", 4)), conflict)
+	checkOutcome(t, "Admit(b@4) again", g.Admit(ctx, tok(r, "b", 4)), admitted)
+	checkState(t, g, want) // nothing logged, nothing written
+
+	checkOutcome(t, "Commit(a@3) after Admit(b@4)", g.Commit(ctx, tok(r, "a", 3), "stale"), stale)
+	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 1, Resource: r, Holder: "a", Fence: 3, FloorHolder: "b", FloorFence: 4})
+	checkOutcome(t, "Commit(b@4) by the admitted holder", g.Commit(ctx, tok(r, "b", 4), "b4"), admitted)
+	want.written = append(want.written, "b4")
+	checkState(t, g, want)
+
+	checkOutcome(t, "Admit(e@9)", g.Admit(ctx, tok(r, "e", 9)), admitted)
+	checkOutcome(t, "Commit(b@4) after Admit(e@9)", g.Commit(ctx, tok(r, "b", 4), "late"), stale)
+	want.floor = tok(r, "e", 9)
+	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 2, Resource: r, Holder: "b", Fence: 4, FloorHolder: "e", FloorFence: 9})
+	checkState(t, g, want)
+}
+
+func testGateBadTokens(t *testing.T, open func(*testing.T, string) Gate) {
+	const r = "gate-bad"
+	g := open(t, r)
+	ctx := t.Context()
+	checkOutcome(t, "Commit(a@2)", g.Commit(ctx, tok(r, "a", 2), "ok"), admitted)
+	want := gateState{floor: tok(r, "a", 2), written: []string{"ok"}}
+	for _, c := range []struct {
+		name  string
+		token leasefence.Token
+		want  outcome
+	}{
+		{"another resource", tok(r+"-other", "a", 3), wrongResource},
+		{"another resource, below the floor", tok(r+"-other", "a", 1), wrongResource},
+		{"no resource", tok("", "a", 3), wrongResource},
+		{"no holder", tok(r, "", 3), invalid},
+		{"fence 0", tok(r, "a", 0), invalid},
+		{"no holder, below the floor", tok(r, "", 1), invalid},
+	} {
+		checkOutcome(t, "Commit with "+c.name, g.Commit(ctx, c.token, "forged"), c.want)
+		checkOutcome(t, "Admit with "+c.name, g.Admit(ctx, c.token), c.want)
+	}
+	checkState(t, g, want)
+}
+
+func testGateDoneContext(t *testing.T, open func(*testing.T, string) Gate) {
+	const r = "gate-done"
+	g := open(t, r)
+	checkOutcome(t, "Commit(a@2)", g.Commit(t.Context(), tok(r, "a", 2), "ok"), admitted)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, token := range []leasefence.Token{tok(r, "b", 3), tok(r, "a", 2)} {
+		if err := g.Commit(ctx, token, "cancelled"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Commit(%v) with a cancelled ctx = %v, want context.Canceled", token, err)
+		}
+	}
+	checkState(t, g, gateState{floor: tok(r, "a", 2), written: []string{"ok"}})
+}
+
+func testGateResources(t *testing.T, open func(*testing.T, string) Gate) {
+	const r1, r2 = "gate-res-1", "gate-res-2"
+	g1, g2 := open(t, r1), open(t, r2)
+	ctx := t.Context()
+	checkOutcome(t, "Commit(a@9) at "+r1, g1.Commit(ctx, tok(r1, "a", 9), "a9"), admitted)
+	checkOutcome(t, "Commit(b@3) at "+r2, g2.Commit(ctx, tok(r2, "b", 3), "b3"), admitted)
+	checkOutcome(t, "Commit(c@2) at "+r2, g2.Commit(ctx, tok(r2, "c", 2), "c2"), stale)
+	checkOutcome(t, "Commit(r1's token) at "+r2, g2.Commit(ctx, tok(r1, "a", 9), "x"), wrongResource)
+	checkState(t, g1, gateState{floor: tok(r1, "a", 9), written: []string{"a9"}})
+	checkState(t, g2, gateState{
+		floor:      tok(r2, "b", 3),
+		rejections: []leasefence.Rejection{{Seq: 1, Resource: r2, Holder: "c", Fence: 2, FloorHolder: "b", FloorFence: 3}},
+		written:    []string{"b3"},
+	})
+}
+
+// testGateConcurrent races committers from goroutines. Fences come from one
+// counter, so each is used once and each committer's fences rise; whether a
+// commit is admitted depends on who reaches the gate first.
+func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
+	const (
+		r          = "gate-race"
+		committers = 4
+		commits    = 20
+	)
+	g := open(t, r)
+	ctx := t.Context()
+	var next atomic.Uint64
+	var mu sync.Mutex
+	holderOf := map[leasefence.Fence]string{}
+	var refused []leasefence.Rejection // as the refusals' errors tell them
+	var wg sync.WaitGroup
+	for w := range committers {
+		holder := "w" + strconv.Itoa(w)
+		wg.Go(func() {
+			for range commits {
+				f := leasefence.Fence(next.Add(1))
+				mu.Lock()
+				holderOf[f] = holder
+				mu.Unlock()
+				err := g.Commit(ctx, tok(r, holder, f), strconv.FormatUint(uint64(f), 10))
+				var se *leasefence.StaleFenceError
+				switch {
+				case err == nil:
+				case errors.As(err, &se):
+					mu.Lock()
+					refused = append(refused, se.Rejection)
+					mu.Unlock()
+				default:
+					t.Errorf("Commit(%s@%d) = %v, want admitted or stale", holder, f, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	got := readGate(t, g)
+	var written []leasefence.Fence
+	for _, v := range got.written {
+		f, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("Written holds %q, which no committer wrote", v)
+		}
+		written = append(written, leasefence.Fence(f))
+	}
+	if !slices.IsSorted(written) {
+		t.Errorf("writes landed out of fence order: %v", written)
+	}
+	if n := len(written) + len(refused); n != committers*commits {
+		t.Errorf("%d writes landed and %d were refused, out of %d commits", len(written), len(refused), committers*commits)
+	}
+	if len(written) == 0 {
+		t.Fatal("no write landed")
+	}
+	last := written[len(written)-1]
+	if want := tok(r, holderOf[last], last); got.floor != want {
+		t.Errorf("Floor = %+v, want the last write's token %+v", got.floor, want)
+	}
+
+	// Every refusal is logged once, as its error told it, against a floor
+	// that a landed write raised: the floor never moves without its write.
+	if len(got.rejections) != len(refused) {
+		t.Errorf("%d refusals logged, %d returned", len(got.rejections), len(refused))
+	}
+	landed := map[leasefence.Fence]bool{}
+	for _, f := range written {
+		landed[f] = true
+	}
+	for i, rej := range got.rejections {
+		if rej.Seq != uint64(i)+1 {
+			t.Errorf("log entry %d has Seq %d", i, rej.Seq)
+		}
+		if !landed[rej.FloorFence] || holderOf[rej.FloorFence] != rej.FloorHolder {
+			t.Errorf("log entry %+v names a floor no landed write raised", rej)
+		}
+		if rej.Fence >= rej.FloorFence || holderOf[rej.Fence] != rej.Holder {
+			t.Errorf("log entry %+v is not a refusal of an issued, lower fence", rej)
+		}
+	}
+	slices.SortFunc(refused, func(a, b leasefence.Rejection) int { return int(a.Seq) - int(b.Seq) })
+	if !slices.Equal(refused, got.rejections) {
+		t.Errorf("the refusals returned\n\t%+v\nare not the refusals logged\n\t%+v", refused, got.rejections)
+	}
+}

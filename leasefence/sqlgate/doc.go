@@ -1,0 +1,107 @@
+// Package sqlgate is a fence gate inside a SQL database: the database itself
+// refuses a write whose fence is below the highest fence it has admitted for
+// the resource, in the same transaction as the write, and keeps the floor and
+// the refusal log in tables beside the data they guard.
+//
+// It works on database/sql with any driver for SQLite or PostgreSQL and
+// imports no driver itself.
+//
+//	gate, err := sqlgate.New(ctx, db, "orders")
+//	err = gate.Commit(ctx, lease.Token, func(ctx context.Context, tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, `INSERT INTO orders (id, total) VALUES ($1, $2)`, id, total)
+//		return err
+//	})
+//	if errors.Is(err, leasefence.ErrStaleFence) { /* a newer holder has written: stop */ }
+//
+// # What it guarantees
+//
+//   - The floor check, the floor raise and the write run in one transaction,
+//     and the database decides: Commit's first statement is a conditional
+//     UPDATE of the resource's floor row that matches only if the floor admits
+//     the token. On PostgreSQL that UPDATE locks the row, and a concurrent one
+//     waits for it and judges the committed floor; on SQLite it takes the
+//     database's write lock (a transaction that reads first would be answered
+//     SQLITE_BUSY in WAL mode however long the busy timeout).
+//     Nothing is judged in process memory, so gates in many processes, or
+//     many *sql.DB handles, on one database serialise correctly.
+//   - If write returns an error or panics, the transaction rolls back: neither
+//     the write nor the floor change is applied. (The in-memory
+//     leasefence.FenceGate keeps its floor raised, since it cannot undo a
+//     partial write; a database can.)
+//   - A refusal is a *leasefence.StaleFenceError, or an error matching
+//     leasefence.ErrTokenConflict for the floor's own fence under another
+//     holder, returned only once it is durably logged: the refusal is judged
+//     and appended to the log in a transaction of its own, in which write
+//     never ran, and with the floor row locked, so the log names the floor
+//     that refused it and its sequence numbers are 1, 2, 3, ... per resource.
+//   - Reopening the database gives back the floor, with its holder, and the
+//     whole log. Each log entry carries the database's clock at the refusal.
+//   - Busy and serialisation failures (SQLite's SQLITE_BUSY and SQLITE_LOCKED,
+//     PostgreSQL's serialization_failure and deadlock_detected) roll the
+//     attempt back and retry it a bounded number of times with jittered
+//     exponential backoff (WithRetry); then the error matches ErrBusy and
+//     wraps the last failure. A Commit that returns an error other than a
+//     refusal was not refused: it may have been judged and rolled back, or
+//     never judged.
+//
+// # Tables
+//
+// New creates two tables if they are absent, named with a prefix
+// (WithTablePrefix, "leasefence_" by default) and shared by every resource:
+//
+//	CREATE TABLE leasefence_floor (
+//		resource TEXT PRIMARY KEY,
+//		holder   TEXT NOT NULL,   -- '' for a floor nobody has written under
+//		fence    BIGINT NOT NULL, -- 0 before the first write
+//		refused  BIGINT NOT NULL  -- refusals logged so far: the last Seq
+//	);
+//	CREATE TABLE leasefence_rejections (
+//		resource     TEXT NOT NULL,
+//		seq          BIGINT NOT NULL,
+//		holder       TEXT NOT NULL, -- the refused writer
+//		fence        BIGINT NOT NULL,
+//		floor_holder TEXT NOT NULL, -- who raised the floor that refused it
+//		floor_fence  BIGINT NOT NULL,
+//		at_us        BIGINT NOT NULL, -- the database's clock, µs since the Unix epoch
+//		PRIMARY KEY (resource, seq)
+//	);
+//
+// A role that may not create tables can use tables created ahead with these
+// statements; it needs SELECT, INSERT and UPDATE on both. A table of that
+// name with other columns is reported as a collision (ErrSchema), never
+// written to.
+//
+// # Dialects
+//
+// The dialect is inferred from the package path of the driver's type
+// (db.Driver()): a path containing "sqlite" is SQLite (modernc.org/sqlite,
+// github.com/mattn/go-sqlite3, ...); one containing "pgx", "lib/pq" or
+// "postgres" is PostgreSQL. Anything else is ErrUnknownDialect unless
+// WithDialect names it. Busy failures are recognised by the driver error's
+// Code() int (modernc.org/sqlite), its SQLState() string (pgx, lib/pq), or,
+// for SQLite drivers without either, the message "database is locked".
+//
+// On SQLite, use WAL mode and a busy timeout
+// ("?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)" with
+// modernc.org/sqlite): without a busy timeout every concurrent writer is
+// answered SQLITE_BUSY at once and leans on the gate's bounded retry.
+//
+// # Limits
+//
+//   - write may run more than once: a busy or serialisation failure anywhere
+//     in the attempt, write's own statements included, rolls the attempt back
+//     and runs it again. write must do nothing but statements on tx.
+//   - Fences are stored in signed 64-bit columns: a token whose fence is
+//     above math.MaxInt64 is ErrFenceRange.
+//   - A COMMIT whose answer is lost (the connection dies after sending it) is
+//     reported as an error although the transaction may have committed, as
+//     for any database transaction.
+//   - A Commit of the same gate from inside write, with write's context,
+//     would wait on the floor row its own transaction holds: it is refused
+//     with ErrNestedCommit. Commits to other resources of the same SQLite
+//     database from inside write wait on the write lock the same way and end
+//     in ErrBusy; on PostgreSQL they work.
+//   - The gate trusts its tables: a floor lowered by hand is obeyed.
+//   - Fencing catches a stale write only after a newer holder has written or
+//     been admitted (Admit), as with the in-memory gate.
+package sqlgate

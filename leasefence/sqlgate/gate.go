@@ -1,0 +1,514 @@
+package sqlgate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Sentinel errors. Calls with a nil context, a nil *sql.DB, an empty
+// resource, a nil write, a token with no holder or fence 0, or an option out
+// of range answer leasefence.ErrInvalidRequest; a token for another resource
+// answers leasefence.ErrWrongResource, as at the in-memory gate.
+var (
+	// ErrBusy: the database stayed busy, or kept aborting the transaction to
+	// serialise it, for every attempt WithRetry allows. The error wraps the
+	// last failure. Nothing was judged: the commit is neither admitted nor
+	// refused, and may be tried again.
+	ErrBusy = errors.New("sqlgate: database busy, gave up retrying")
+	// ErrSchema: the gate's tables are missing and cannot be created (no
+	// permission, a read-only database), or a table of that name has other
+	// columns.
+	ErrSchema = errors.New("sqlgate: the gate's tables are unusable")
+	// ErrNoFloor: the resource's floor row is gone (deleted by hand). The gate
+	// will not guess a floor: New with the same resource recreates it at
+	// fence 0, or WithInitialFloor.
+	ErrNoFloor = errors.New("sqlgate: the resource has no floor row")
+	// ErrFenceRange: a fence above math.MaxInt64, which the gate's BIGINT
+	// columns cannot hold.
+	ErrFenceRange = errors.New("sqlgate: fence above the largest signed 64-bit integer")
+	// ErrUnknownDialect: the driver's dialect could not be inferred; name it
+	// with WithDialect.
+	ErrUnknownDialect = errors.New("sqlgate: unknown SQL dialect")
+	// ErrNestedCommit: a Commit of a gate, made from inside one of its own
+	// writes, which would wait forever on the floor row its caller holds.
+	ErrNestedCommit = errors.New("sqlgate: Commit from inside a write of the same gate")
+)
+
+// Gate is a fence gate whose floor and refusal log live in a SQL database.
+// Its methods are safe for concurrent use, and any number of Gates, in any
+// number of processes, may guard the same resource of one database: they
+// serialise through the database.
+type Gate struct {
+	db       *sql.DB
+	resource string
+	dialect  Dialect
+	attempts int
+	backoff  time.Duration
+	floorTab string
+	logTab   string
+	q        statements
+}
+
+// statements is the SQL a Gate runs, in its dialect and on its tables.
+type statements struct {
+	// raise sets the floor to ($2, $3) if the floor admits that token: a
+	// higher fence, or the same fence from its holder or from anyone while
+	// it has none. One row affected means admitted.
+	raise string
+	// count takes the next sequence number for a refusal and returns the
+	// floor that refused it. It locks the floor row, so refusals of one
+	// resource are numbered one at a time, each against the floor then.
+	count      string
+	logRefusal string
+	floor      string
+	log        string
+	ensureRow  string
+	initFloor  string
+}
+
+func newStatements(d Dialect, floorTab, logTab string) statements {
+	s := statements{
+		raise: `UPDATE ` + floorTab + ` SET holder = $2, fence = $3 WHERE resource = $1 AND ` +
+			`(fence < $3 OR (fence = $3 AND (holder = '' OR holder = $2)))`,
+		count: `UPDATE ` + floorTab + ` SET refused = refused + 1 WHERE resource = $1 RETURNING holder, fence, refused`,
+		logRefusal: `INSERT INTO ` + logTab + ` (resource, seq, holder, fence, floor_holder, floor_fence, at_us) ` +
+			`VALUES ($1, $2, $3, $4, $5, $6, ` + d.nowMicros() + `)`,
+		floor: `SELECT holder, fence FROM ` + floorTab + ` WHERE resource = $1`,
+		log: `SELECT seq, holder, fence, floor_holder, floor_fence, at_us FROM ` + logTab +
+			` WHERE resource = $1 AND seq > $2 ORDER BY seq`,
+		ensureRow: `INSERT INTO ` + floorTab + ` (resource, holder, fence, refused) VALUES ($1, '', $2, 0) ON CONFLICT (resource) DO NOTHING`,
+		initFloor: `UPDATE ` + floorTab + ` SET holder = '', fence = $2 WHERE resource = $1 AND fence < $2`,
+	}
+	for _, q := range []*string{&s.raise, &s.count, &s.logRefusal, &s.floor, &s.log, &s.ensureRow, &s.initFloor} {
+		*q = d.placeholders(*q)
+	}
+	return s
+}
+
+// New returns the gate of resource in db. It creates the gate's tables if
+// they are absent, and the resource's floor row (at fence 0, or at
+// WithInitialFloor) if it has none: a resource's floor and log outlive
+// every Gate and process that used them.
+func New(ctx context.Context, db *sql.DB, resource string, opts ...Option) (*Gate, error) {
+	switch {
+	case ctx == nil:
+		return nil, fmt.Errorf("%w: sqlgate.New with a nil context", leasefence.ErrInvalidRequest)
+	case db == nil:
+		return nil, fmt.Errorf("%w: sqlgate.New with a nil *sql.DB", leasefence.ErrInvalidRequest)
+	case resource == "":
+		return nil, fmt.Errorf("%w: sqlgate.New with an empty resource", leasefence.ErrInvalidRequest)
+	}
+	c := newConfig(opts)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.dialect == 0 {
+		d, err := inferDialect(db)
+		if err != nil {
+			return nil, err
+		}
+		c.dialect = d
+	}
+	g := &Gate{
+		db: db, resource: resource, dialect: c.dialect,
+		attempts: c.attempts, backoff: c.backoff,
+		floorTab: c.prefix + "floor", logTab: c.prefix + "rejections",
+	}
+	g.q = newStatements(g.dialect, g.floorTab, g.logTab)
+	if err := g.ensureTables(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.retry(ctx, "creating the floor row", func() error { return g.ensureFloorRow(ctx, c.initialFloor) }); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Resource returns the resource the gate guards.
+func (g *Gate) Resource() string { return g.resource }
+
+// Dialect returns the dialect the gate speaks.
+func (g *Gate) Dialect() Dialect { return g.dialect }
+
+// ensureFloorRow creates the resource's floor row if it has none and raises
+// it to the initial floor. It reads first so that a gate on tables it may
+// only read (a read-only replica, a read-only SQLite file) still opens.
+func (g *Gate) ensureFloorRow(ctx context.Context, initial leasefence.Fence) error {
+	floor, err := g.readFloor(ctx, g.db)
+	switch {
+	case errors.Is(err, ErrNoFloor):
+		if _, err := g.db.ExecContext(ctx, g.q.ensureRow, g.resource, int64(initial)); err != nil {
+			return fmt.Errorf("sqlgate: creating the floor row of %q in %s: %w", g.resource, g.floorTab, err)
+		}
+		return nil
+	case err != nil:
+		return err
+	case floor.Fence < initial:
+		if _, err := g.db.ExecContext(ctx, g.q.initFloor, g.resource, int64(initial)); err != nil {
+			return fmt.Errorf("sqlgate: raising the floor of %q to the initial floor %d: %w", g.resource, initial, err)
+		}
+	}
+	return nil
+}
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readFloor reads the floor row as it is: holder "" and fence 0 before the
+// first write.
+func (g *Gate) readFloor(ctx context.Context, q querier) (leasefence.Token, error) {
+	var holder string
+	var fence int64
+	err := q.QueryRowContext(ctx, g.q.floor, g.resource).Scan(&holder, &fence)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leasefence.Token{}, fmt.Errorf("%w: %q in %s", ErrNoFloor, g.resource, g.floorTab)
+	}
+	if err != nil {
+		return leasefence.Token{}, fmt.Errorf("sqlgate: reading the floor of %q: %w", g.resource, err)
+	}
+	return leasefence.Token{Resource: g.resource, Holder: holder, Fence: leasefence.Fence(fence)}, nil
+}
+
+// checkToken refuses, before anything is sent, what no coordinator issued to
+// this resource.
+func (g *Gate) checkToken(ctx context.Context, op string, t leasefence.Token) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: sqlgate.%s with a nil context", leasefence.ErrInvalidRequest, op)
+	case t.Resource != g.resource:
+		return fmt.Errorf("%w: token %v at the gate of %q", leasefence.ErrWrongResource, t, g.resource)
+	case t.Holder == "" || t.Fence == 0:
+		return fmt.Errorf("%w: token %v has no holder or fence 0, which is never issued", leasefence.ErrInvalidRequest, t)
+	case t.Fence > math.MaxInt64:
+		return fmt.Errorf("%w: token %v", ErrFenceRange, t)
+	}
+	return nil
+}
+
+// Commit runs write in the transaction that admits t, if the database's
+// floor for the resource admits t: t's fence is above the floor, or is the
+// floor's own fence from the floor's holder (from anyone while the floor has
+// no holder). The floor is raised to t in that transaction, before write
+// runs; if write returns an error or panics, everything rolls back, floor
+// included, and Commit returns write's error as is (a panic propagates after
+// the rollback).
+//
+// A token below the floor is refused with a *leasefence.StaleFenceError; the
+// floor's fence under another holder is refused with an error matching
+// leasefence.ErrTokenConflict. Either is returned only after it has been
+// appended to the resource's log, in a transaction of its own in which write
+// did not run. Any other error means Commit was not refused: see the
+// package doc for retries (write may run more than once) and ErrBusy.
+//
+// write receives a context derived from ctx and a transaction bound to it;
+// cancelling ctx rolls the transaction back and Commit returns an error
+// matching ctx.Err().
+func (g *Gate) Commit(ctx context.Context, t leasefence.Token, write func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := g.checkToken(ctx, "Commit", t); err != nil {
+		return err
+	}
+	if write == nil {
+		return fmt.Errorf("%w: sqlgate.Commit with a nil write", leasefence.ErrInvalidRequest)
+	}
+	if m, ok := ctx.Value(g.key()).(*writeMark); ok && m.running.Load() {
+		return fmt.Errorf("%w: %v inside a write at %q", ErrNestedCommit, t, g.resource)
+	}
+	return g.retry(ctx, "commit", func() error { return g.commitOnce(ctx, t, write) })
+}
+
+// commitOnce is one attempt at a Commit, in one transaction.
+func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ctx context.Context, tx *sql.Tx) error) error {
+	tx, err := g.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback() // a panic in write, or any error below: undo the floor with the write
+		}
+	}()
+	// The first statement writes, so it takes SQLite's write lock (or, on
+	// PostgreSQL, the floor row's lock) before anything is read.
+	res, err := tx.ExecContext(ctx, g.q.raise, g.resource, t.Holder, int64(t.Fence))
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		r, err := g.logRefusal(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			done = true
+			return err
+		}
+		done = true
+		return refusal(r)
+	}
+	mark := &writeMark{}
+	mark.running.Store(true)
+	defer mark.running.Store(false)
+	if err := write(context.WithValue(ctx, g.key(), mark), tx); err != nil {
+		return err
+	}
+	done = true
+	return tx.Commit()
+}
+
+// logRefusal appends the refusal of t to the log, in tx, whose conditional
+// raise refused t. It takes the sequence number and the floor under the
+// floor row's lock; a floor that would admit t (lowered by hand since the
+// raise was refused) sends the attempt round again.
+func (g *Gate) logRefusal(ctx context.Context, tx *sql.Tx, t leasefence.Token) (leasefence.Rejection, error) {
+	var floorHolder string
+	var floorFence, seq int64
+	err := tx.QueryRowContext(ctx, g.q.count, g.resource).Scan(&floorHolder, &floorFence, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return leasefence.Rejection{}, fmt.Errorf("%w: %q in %s", ErrNoFloor, g.resource, g.floorTab)
+	}
+	if err != nil {
+		return leasefence.Rejection{}, err
+	}
+	r := leasefence.Rejection{
+		Seq: uint64(seq), Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
+		FloorHolder: floorHolder, FloorFence: leasefence.Fence(floorFence),
+	}
+	if admits(r) {
+		return leasefence.Rejection{}, errRejudge
+	}
+	if _, err := tx.ExecContext(ctx, g.q.logRefusal, g.resource, seq, t.Holder, int64(t.Fence), floorHolder, floorFence); err != nil {
+		return leasefence.Rejection{}, err
+	}
+	return r, nil
+}
+
+// errRejudge sends an attempt round again: the floor moved down between
+// the judgement and the log.
+var errRejudge = errors.New("sqlgate: the floor moved down during a commit")
+
+// admits reports whether the floor named in r admits r's token: the rule
+// the raise statement applies, for the refusal path to check itself against.
+func admits(r leasefence.Rejection) bool {
+	return r.Fence > r.FloorFence || r.Fence == r.FloorFence && (r.FloorHolder == "" || r.FloorHolder == r.Holder)
+}
+
+// refusal is the error for a refusal: stale below the floor, a conflict at it.
+func refusal(r leasefence.Rejection) error {
+	if r.Fence < r.FloorFence {
+		return &leasefence.StaleFenceError{Rejection: r}
+	}
+	return &tokenConflictError{r}
+}
+
+// tokenConflictError is the refusal of a token that repeats the floor's
+// fence under another holder, worded as the in-memory gate words it.
+type tokenConflictError struct {
+	leasefence.Rejection
+}
+
+func (e *tokenConflictError) Error() string {
+	return fmt.Sprintf("leasefence: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
+		e.Resource, e.Holder, e.Fence, e.FloorHolder)
+}
+
+func (e *tokenConflictError) Is(target error) bool { return target == leasefence.ErrTokenConflict }
+
+// writeKey marks, in a write's context, the resource and tables whose floor
+// row the write's transaction holds; writeMark says whether it still does.
+type writeKey struct {
+	db       *sql.DB
+	floorTab string
+	resource string
+}
+
+type writeMark struct{ running atomic.Bool }
+
+func (g *Gate) key() writeKey { return writeKey{g.db, g.floorTab, g.resource} }
+
+// Admit raises the floor to t without writing: a coordinator's push at
+// reassignment. A token below the floor changes nothing, is not logged, and
+// returns a *leasefence.StaleFenceError whose Seq is 0; the floor's fence
+// under another holder returns an error matching leasefence.ErrTokenConflict,
+// also unlogged.
+func (g *Gate) Admit(ctx context.Context, t leasefence.Token) error {
+	if err := g.checkToken(ctx, "Admit", t); err != nil {
+		return err
+	}
+	return g.retry(ctx, "admit", func() error { return g.admitOnce(ctx, t) })
+}
+
+func (g *Gate) admitOnce(ctx context.Context, t leasefence.Token) error {
+	tx, err := g.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	res, err := tx.ExecContext(ctx, g.q.raise, g.resource, t.Holder, int64(t.Fence))
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return tx.Commit()
+	}
+	floor, err := g.readFloor(ctx, tx)
+	if err != nil {
+		return err
+	}
+	r := leasefence.Rejection{
+		Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
+		FloorHolder: floor.Holder, FloorFence: floor.Fence,
+	}
+	if admits(r) {
+		return errRejudge
+	}
+	return refusal(r)
+}
+
+// Floor returns the highest token admitted: the zero Token if none, or
+// Token{Resource, Fence: f} for an initial floor f nobody has written under.
+// It reads the committed floor: another process may raise it at any moment.
+func (g *Gate) Floor(ctx context.Context) (leasefence.Token, error) {
+	if ctx == nil {
+		return leasefence.Token{}, fmt.Errorf("%w: sqlgate.Floor with a nil context", leasefence.ErrInvalidRequest)
+	}
+	var floor leasefence.Token
+	err := g.retry(ctx, "reading the floor", func() error {
+		var err error
+		floor, err = g.readFloor(ctx, g.db)
+		return err
+	})
+	if err != nil {
+		return leasefence.Token{}, err
+	}
+	if floor.Fence == 0 && floor.Holder == "" {
+		return leasefence.Token{}, nil
+	}
+	return floor, nil
+}
+
+// LoggedRejection is one entry of a gate's refusal log.
+type LoggedRejection struct {
+	leasefence.Rejection
+	// At is the database's clock when the refusal was logged.
+	At time.Time `json:"at"`
+}
+
+// Rejections returns the resource's whole refusal log, oldest first (Seq 1,
+// 2, 3, ...).
+func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
+	entries, err := g.RejectionsAfter(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leasefence.Rejection, len(entries))
+	for i, e := range entries {
+		out[i] = e.Rejection
+	}
+	return out, nil
+}
+
+// RejectionsAfter returns the refusals logged with a Seq above seq, oldest
+// first, with the instant each was logged: pass the last Seq seen to read
+// only what is new.
+func (g *Gate) RejectionsAfter(ctx context.Context, seq uint64) ([]LoggedRejection, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: sqlgate.RejectionsAfter with a nil context", leasefence.ErrInvalidRequest)
+	}
+	after := int64(min(seq, math.MaxInt64))
+	var out []LoggedRejection
+	err := g.retry(ctx, "reading the log", func() error {
+		var err error
+		out, err = g.readLog(ctx, after)
+		return err
+	})
+	return out, err
+}
+
+func (g *Gate) readLog(ctx context.Context, after int64) ([]LoggedRejection, error) {
+	rows, err := g.db.QueryContext(ctx, g.q.log, g.resource, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
+	}
+	defer rows.Close()
+	out := []LoggedRejection{}
+	for rows.Next() {
+		var e LoggedRejection
+		var seq, fence, floorFence, atMicros int64
+		if err := rows.Scan(&seq, &e.Holder, &fence, &e.FloorHolder, &floorFence, &atMicros); err != nil {
+			return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
+		}
+		e.Seq, e.Resource, e.Fence, e.FloorFence = uint64(seq), g.resource, leasefence.Fence(fence), leasefence.Fence(floorFence)
+		e.At = time.UnixMicro(atMicros).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
+	}
+	return out, nil
+}
+
+// retry runs attempt until it succeeds, fails for good, or has failed
+// transiently (busy, serialisation, errRejudge) as many times as allowed,
+// waiting a random, doubling while between attempts. A done ctx ends it at
+// once with an error that matches ctx.Err().
+func (g *Gate) retry(ctx context.Context, op string, attempt func() error) error {
+	var last error
+	for i := range g.attempts {
+		if i > 0 {
+			bound := min(g.backoff<<(i-1), maxBackoff)
+			timer := time.NewTimer(rand.N(bound) + 1)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return fmt.Errorf("sqlgate: %s at %q: %w (after %w)", op, g.resource, ctx.Err(), last)
+			case <-timer.C:
+			}
+		}
+		err := attempt()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, leasefence.ErrStaleFence) || errors.Is(err, leasefence.ErrTokenConflict) {
+			return err // judged (and, for a Commit, logged): final whatever ctx says now
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			if errors.Is(err, cerr) {
+				return err
+			}
+			// The driver may report an interrupted statement in its own
+			// words: say why it was interrupted.
+			return fmt.Errorf("sqlgate: %s at %q: %w (%w)", op, g.resource, cerr, err)
+		}
+		if err != errRejudge && !g.dialect.transient(err) {
+			return err
+		}
+		last = err
+	}
+	return fmt.Errorf("%w: %s at %q, %s; last: %w", ErrBusy, op, g.resource, attemptsMade(g.attempts), last)
+}
+
+func attemptsMade(n int) string {
+	if n == 1 {
+		return "1 attempt (no retry)"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
