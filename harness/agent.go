@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -47,6 +48,8 @@ type agent struct {
 	acqSent    time.Duration // true instant the current acquire was first sent
 	retries    int
 	lease      *leasefence.Lease
+	epoch      int32              // the coordinator incarnation that granted lease
+	until      time.Duration      // the true instant until which it believes in lease
 	naiveUntil leasefence.Instant // naive mode: reply arrival + TTL, on the agent's clock
 	renew      leasefence.RenewRequest
 	renewSent  time.Duration
@@ -55,7 +58,6 @@ type agent struct {
 	lost       bool // learned the lease is gone while stalled
 	writes     int
 	checked    bool // the last validity check passed
-	rec        int32
 	partitions int
 	stallUntil time.Duration // a live stall
 	laneRes    int32         // the resource of the lane's current segment
@@ -70,7 +72,6 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 	a.name = AgentName(i)
 	a.scripted = scripted
 	a.resource = -1
-	a.rec = -1
 	a.think = sc.Agent.Think
 	seed := sc.Seed
 	stream := func(purpose uint64) *rand.Rand {
@@ -129,20 +130,27 @@ func (s *Sim) agentStep(a *agent) {
 		s.startAcquire(a, s.pick(a), nil, nil)
 	case phHolding:
 		if !s.check(a) {
-			s.giveUp(a)
+			s.giveUp(a, history.OutcomeCheckFailed)
 			return
 		}
 		d := s.sc.Agent.Stall.sample(a.rngStall)
 		a.phase = phStalled
 		s.setState(a, a.displayState(s))
-		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: d})
+		s.emit(s.leaseEvent(a, history.StallBegan, d))
 		s.scheduleAgent(a, d)
 	case phStalled:
-		s.emit(Event{Kind: StallEnded, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+		s.emit(s.leaseEvent(a, history.StallEnded, 0))
 		a.phase = phHolding
 		s.setState(a, a.displayState(s))
-		if !s.write(a) || a.lost {
-			s.giveUp(a)
+		landed := s.write(a)
+		switch {
+		case s.done:
+			return // the write hit a library error
+		case !landed:
+			s.giveUp(a, history.OutcomeCommitRefused)
+			return
+		case a.lost:
+			s.giveUp(a, history.OutcomeRenewRefused)
 			return
 		}
 		if a.renewLater {
@@ -165,6 +173,16 @@ func (a *agent) fence() leasefence.Fence {
 	return a.lease.Token.Fence
 }
 
+// leaseEvent is an event of kind about the agent and the lease it holds,
+// if any, with its generation.
+func (s *Sim) leaseEvent(a *agent, kind history.Kind, d time.Duration) history.Event {
+	e := history.Event{Kind: kind, Agent: a.idx, Resource: a.resource, Other: -1, Dur: d}
+	if a.lease != nil {
+		e.Fence, e.Incarnation = a.lease.Token.Fence, a.epoch
+	}
+	return e
+}
+
 // pick chooses the resource of the agent's next attempt.
 func (s *Sim) pick(a *agent) int {
 	n := s.sc.Resources
@@ -181,7 +199,8 @@ func (s *Sim) pick(a *agent) int {
 func (s *Sim) startAcquire(a *agent, ri int, reqDelay, repDelay *time.Duration) {
 	req, err := a.client.BeginAcquire(s.resources[ri].name)
 	if err != nil {
-		panic(fmt.Sprintf("harness: %s: BeginAcquire: %v", a.name, err))
+		s.libraryError(a.idx, "BeginAcquire", err)
+		return
 	}
 	a.gen++
 	a.acq, a.acqSent, a.retries = req, s.now, 0
@@ -212,7 +231,7 @@ func (s *Sim) retryWait() time.Duration {
 }
 
 func (s *Sim) sendAcquire(a *agent, reqDelay, repDelay *time.Duration) {
-	m := s.newMessage(leasefence.KindAcquire, int32(a.idx))
+	m := s.newMessage(history.RequestAcquire, int32(a.idx))
 	s.msgs[m].acquire = a.acq
 	s.send(m, reqDelay, repDelay)
 }
@@ -226,13 +245,14 @@ func (s *Sim) acquireTimeout(a *agent) {
 	n := s.sc.Network
 	if n.RetryAfter > 0 && a.retries < n.MaxRetries {
 		a.retries++
-		s.hist.retries++
-		s.emit(Event{Kind: RequestRetried, Agent: a.idx, Resource: a.resource, Other: -1,
-			Request: leasefence.KindAcquire, RequestID: a.acq.RequestID})
+		s.emit(history.Event{Kind: history.RequestRetried, Agent: a.idx, Resource: a.resource, Other: -1,
+			Request: history.RequestAcquire, RequestID: a.acq.RequestID})
 		s.sendAcquire(a, nil, nil)
 		s.schedule(s.now+n.RetryAfter, timer{kind: tRetry, agent: int32(a.idx), gen: a.gen})
 		return
 	}
+	s.emit(history.Event{Kind: history.AcquireAbandoned, Agent: a.idx, Resource: a.resource, Other: -1,
+		Request: history.RequestAcquire, RequestID: a.acq.RequestID, Outcome: history.OutcomeNoReply})
 	s.idle(a, a.think.sample(a.rngThink))
 }
 
@@ -242,16 +262,16 @@ func (s *Sim) deliverReply(m int32) {
 	s.freeMessage(m)
 	a := &s.agents[msg.agent]
 	switch msg.kind {
-	case leasefence.KindAcquire:
+	case history.RequestAcquire:
 		if a.phase != phAcquiring || msg.acquire.RequestID != a.acq.RequestID {
 			return // a duplicate or late reply: the request is already settled
 		}
 		if msg.acqOut.OK {
-			s.acquired(a, msg.acqOut.Grant, msg.rec)
+			s.acquired(a, msg.acqOut.Grant, msg.epoch)
 		} else {
 			s.denied(a, msg.acqOut)
 		}
-	case leasefence.KindRenew:
+	case history.RequestRenew:
 		if !a.renewing || msg.renew.RequestID != a.renew.RequestID {
 			return
 		}
@@ -264,24 +284,21 @@ func (s *Sim) deliverReply(m int32) {
 	}
 }
 
-func (s *Sim) acquired(a *agent, g leasefence.Grant, rec int32) {
+func (s *Sim) acquired(a *agent, g leasefence.Grant, epoch int32) {
 	l, err := a.client.CompleteAcquire(a.acq, g)
 	if err != nil {
-		panic(fmt.Sprintf("harness: %s: CompleteAcquire: %v", a.name, err))
+		s.libraryError(a.idx, "CompleteAcquire", err)
+		return
 	}
 	a.gen++ // cancels the retry timer
 	a.lease, a.writes, a.checked, a.lost, a.renewing, a.renewLater = l, 0, false, false, false, false
+	a.epoch = epoch
 	a.phase = phHolding
-	until := s.believe(a, l)
-	a.rec = rec
-	if a.rec >= 0 {
-		rec := &s.hist.leases[a.rec]
-		rec.start, rec.beliefEnd, rec.actEnd = s.now, until, s.now
-	}
+	a.until = s.believe(a, l)
 	s.live.Acquisitions++
+	s.emit(history.Event{Kind: history.Acquired, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence,
+		Incarnation: epoch, Other: -1, RequestID: g.RequestID, Deadline: a.until})
 	s.setState(a, a.displayState(s))
-	s.emit(Event{Kind: Acquired, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence, Other: -1,
-		RequestID: g.RequestID, Deadline: until})
 	if a.scripted {
 		return
 	}
@@ -302,10 +319,13 @@ func (s *Sim) believe(a *agent, l *leasefence.Lease) time.Duration {
 }
 
 func (s *Sim) denied(a *agent, out leasefence.AcquireOutcome) {
-	s.hist.denials++
-	s.emit(Event{Kind: Denied, Agent: a.idx, Resource: a.resource, Other: s.agentIndexOf(out.HeldBy),
+	s.emit(history.Event{Kind: history.Denied, Agent: a.idx, Resource: a.resource, Other: s.agentIndexOf(out.HeldBy),
 		RequestID: a.acq.RequestID, Reason: out.Reason, Dur: out.RetryAfter})
 	if a.scripted {
+		// A scripted agent does only what its script says: it does not
+		// try again, so the denial ends its acquire.
+		s.emit(history.Event{Kind: history.AcquireAbandoned, Agent: a.idx, Resource: a.resource, Other: -1,
+			Request: history.RequestAcquire, RequestID: a.acq.RequestID, Outcome: history.OutcomeDenied})
 		a.phase = phIdle
 		s.setState(a, AgentIdle)
 		return
@@ -343,34 +363,35 @@ func (s *Sim) renewDue(a *agent) {
 func (s *Sim) sendRenewal(a *agent, reqDelay, repDelay *time.Duration) {
 	req, err := a.client.BeginRenewal(a.lease)
 	if err != nil {
-		panic(fmt.Sprintf("harness: %s: BeginRenewal: %v", a.name, err))
+		s.libraryError(a.idx, "BeginRenewal", err)
+		return
 	}
 	a.renew, a.renewSent, a.renewing = req, s.now, true
-	m := s.newMessage(leasefence.KindRenew, int32(a.idx))
+	m := s.newMessage(history.RequestRenew, int32(a.idx))
 	s.msgs[m].renew = req
+	s.msgs[m].epoch = a.epoch
 	s.send(m, reqDelay, repDelay)
 }
 
 func (s *Sim) renewed(a *agent, g leasefence.Grant) {
 	l, err := a.client.CompleteRenewal(a.renew, g)
 	if err != nil {
-		panic(fmt.Sprintf("harness: %s: CompleteRenewal: %v", a.name, err))
+		s.libraryError(a.idx, "CompleteRenewal", err)
+		return
 	}
 	a.lease = l
-	until := s.believe(a, l)
-	if a.rec >= 0 {
-		s.hist.leases[a.rec].beliefEnd = until
-	}
+	a.until = s.believe(a, l)
 	s.live.Renewals++
-	s.emit(Event{Kind: Renewed, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence, Other: -1,
-		RequestID: g.RequestID, Deadline: until})
+	s.emit(history.Event{Kind: history.Renewed, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence,
+		Incarnation: a.epoch, Other: -1, RequestID: g.RequestID, Deadline: a.until})
 	s.setState(a, a.displayState(s))
 	s.scheduleRenewal(a, a.renewSent)
 }
 
 func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
-	s.emit(Event{Kind: RenewRefused, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1,
-		RequestID: a.renew.RequestID, Reason: reason})
+	e := s.leaseEvent(a, history.RenewRefused, 0)
+	e.RequestID, e.Reason = a.renew.RequestID, reason
+	s.emit(e)
 	if a.scripted {
 		return
 	}
@@ -378,7 +399,7 @@ func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
 		a.lost = true // it finds out when its stall ends, after its write
 		return
 	}
-	s.giveUp(a)
+	s.giveUp(a, history.OutcomeRenewRefused)
 }
 
 // check is the agent's validity check before a write: HasExpired in fenced
@@ -397,12 +418,11 @@ func (s *Sim) check(a *agent) bool {
 		}
 	}
 	a.checked = ok
-	kind := CheckPassed
+	kind := history.CheckPassed
 	if !ok {
-		kind = CheckFailed
-		s.hist.checksFailed++
+		kind = history.CheckFailed
 	}
-	s.emit(Event{Kind: kind, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+	s.emit(s.leaseEvent(a, kind, 0))
 	return ok
 }
 
@@ -427,7 +447,8 @@ func (s *Sim) write(a *agent) bool {
 	if stale, ok := err.(*leasefence.StaleFenceError); ok {
 		floor = stale.Rejection
 	} else if !errors.Is(err, leasefence.ErrTokenConflict) {
-		panic(fmt.Sprintf("harness: %s: Commit: %v", a.name, err))
+		s.libraryError(a.idx, "Commit", err)
+		return false
 	} else {
 		fl := res.gate.Floor()
 		floor = leasefence.Rejection{FloorHolder: fl.Holder, FloorFence: fl.Fence}
@@ -436,70 +457,60 @@ func (s *Sim) write(a *agent) bool {
 	s.live.CommitsRefused++
 	floor.Resource, floor.Holder, floor.Fence = res.name, a.name, t.Fence
 	s.noteRefusal(floor)
-	s.hist.writes = append(s.hist.writes, writeRec{at: s.now, agent: int32(a.idx), resource: int32(a.resource),
-		rec: a.rec, fence: t.Fence, refused: true})
-	s.act(a)
 	a.lane.mark(Mark{At: s.now, Kind: MarkRefused, Resource: int32(a.resource)})
-	s.emit(Event{Kind: CommitRefused, Agent: a.idx, Resource: a.resource, Fence: t.Fence,
-		Other: s.agentIndexOf(floor.FloorHolder), OtherFence: floor.FloorFence})
+	e := s.leaseEvent(a, history.CommitRefused, 0)
+	e.Other, e.OtherFence = s.agentIndexOf(floor.FloorHolder), floor.FloorFence
+	s.emit(e)
 	return false
 }
 
-// land records a write at the resource: the resource's own history, which
-// the checker reads.
+// land is a write landing at the resource. Whether it landed under a
+// higher fence is the history's to say: the lanes read it from the reader.
 func (s *Sim) land(a *agent, f leasefence.Fence) {
 	res := &s.resources[a.resource]
-	stale := f < res.maxLanded
-	if stale {
-		s.live.StaleWritesLanded++
-		a.lane.mark(Mark{At: s.now, Kind: MarkStale, Resource: int32(a.resource)})
-	} else {
-		res.maxLanded, res.landedBy = f, int32(a.idx)
-		a.lane.mark(Mark{At: s.now, Kind: MarkAdmitted, Resource: int32(a.resource)})
-	}
 	res.admitted++
 	s.live.CommitsAdmitted++
-	s.hist.writes = append(s.hist.writes, writeRec{at: s.now, agent: int32(a.idx), resource: int32(a.resource),
-		rec: a.rec, fence: f})
-	s.act(a)
-	e := Event{Kind: CommitAdmitted, Agent: a.idx, Resource: a.resource, Fence: f, Other: -1}
-	if stale {
-		e.Other, e.OtherFence, e.Reason = int(res.landedBy), res.maxLanded, "stale"
+	kind := history.CommitAdmitted
+	if s.mode == Naive {
+		kind = history.WriteLanded
 	}
+	e := s.leaseEvent(a, kind, 0)
+	e.Fence = f
 	s.emit(e)
-}
-
-// act extends the agent's acting interval to now: it acted as the holder.
-func (s *Sim) act(a *agent) {
-	if a.rec >= 0 {
-		rec := &s.hist.leases[a.rec]
-		rec.actEnd = max(rec.actEnd, s.now)
+	mark := MarkAdmitted
+	if s.checker.Reader().LastWrite().Stale {
+		s.live.StaleWritesLanded++
+		mark = MarkStale
 	}
+	a.lane.mark(Mark{At: s.now, Kind: mark, Resource: int32(a.resource)})
 }
 
 // finish ends a lease after its last write: release it, or let it lapse.
 func (s *Sim) finish(a *agent) {
 	if s.sc.Agent.Release && a.lease != nil {
 		s.sendRelease(a)
+		s.giveUp(a, history.OutcomeReleased)
+		return
 	}
-	s.giveUp(a)
+	s.giveUp(a, history.OutcomeDone)
 }
 
 func (s *Sim) sendRelease(a *agent) {
-	m := s.newMessage(KindRelease, int32(a.idx))
+	m := s.newMessage(history.RequestRelease, int32(a.idx))
 	s.msgs[m].release = a.lease.Token
+	s.msgs[m].epoch = a.epoch
 	s.send(m, nil, nil)
 }
 
-// giveUp ends the agent's belief in its lease now and sends it back to
-// thinking.
-func (s *Sim) giveUp(a *agent) {
-	if a.rec >= 0 {
-		rec := &s.hist.leases[a.rec]
-		rec.beliefEnd = min(rec.beliefEnd, s.now)
-		rec.actEnd = max(rec.actEnd, rec.beliefEnd)
+// giveUp ends the agent's belief in its lease now, for the reason given,
+// and sends it back to thinking.
+func (s *Sim) giveUp(a *agent, why history.Outcome) {
+	if a.lease != nil {
+		e := s.leaseEvent(a, history.LeaseAbandoned, 0)
+		e.Outcome = why
+		s.emit(e)
 	}
-	a.lease, a.rec, a.renewing, a.renewLater, a.lost = nil, -1, false, false, false
+	a.lease, a.renewing, a.renewLater, a.lost = nil, false, false, false
 	a.renewGen++
 	if a.scripted {
 		a.phase = phIdle
@@ -522,7 +533,7 @@ func (a *agent) displayState(s *Sim) AgentState {
 	case phAcquiring:
 		return AgentWaiting
 	case phHolding, phStalled:
-		if a.rec >= 0 && s.hist.leases[a.rec].lapsed() {
+		if g := s.checker.Reader().Holding(a.idx); g >= 0 && s.checker.Reader().Generation(g).Lapsed() {
 			return AgentZombie
 		}
 		if a.phase == phStalled || s.now < a.stallUntil {
@@ -566,11 +577,11 @@ func (s *Sim) script(act Action) {
 			a.phase = phStalled
 		}
 		s.setState(a, a.displayState(s))
-		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: act.Duration})
+		s.emit(s.leaseEvent(a, history.StallBegan, act.Duration))
 		s.schedule(s.now+act.Duration, timer{kind: tStallEnd, agent: int32(a.idx)})
 	case ActWrite:
 		if a.lease == nil || !a.checked {
-			s.emit(Event{Kind: CheckFailed, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Reason: "write-skipped"})
+			s.emit(s.leaseEvent(a, history.WriteSkipped, 0))
 			return
 		}
 		s.write(a)
@@ -581,7 +592,7 @@ func (s *Sim) script(act Action) {
 	case ActRelease:
 		if a.lease != nil {
 			s.sendRelease(a)
-			s.giveUp(a)
+			s.giveUp(a, history.OutcomeReleased)
 		}
 	}
 }
@@ -591,7 +602,7 @@ func (s *Sim) stallEnd(a *agent, gen uint32) {
 	if gen == 0 && a.phase == phStalled && a.scripted {
 		a.phase = phHolding
 	}
-	s.emit(Event{Kind: StallEnded, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1})
+	s.emit(s.leaseEvent(a, history.StallEnded, 0))
 	s.setState(a, a.displayState(s))
 }
 
@@ -628,12 +639,12 @@ func (s *Sim) apply(iv Intervention) {
 	if iv.Agent != "" {
 		agentIdx = s.agentIndexOf(iv.Agent)
 	}
-	s.emit(Event{Kind: Intervened, Agent: agentIdx, Resource: -1, Other: -1, Intervention: &ivc})
+	s.emit(history.Event{Kind: history.Intervened, Agent: agentIdx, Resource: -1, Other: -1, Intervention: &ivc})
 	switch iv.Kind {
 	case StallAgent:
 		a := &s.agents[agentIdx]
 		a.stallUntil = max(a.stallUntil, s.now+iv.Duration)
-		s.emit(Event{Kind: StallBegan, Agent: a.idx, Resource: a.resource, Fence: a.fence(), Other: -1, Dur: iv.Duration})
+		s.emit(s.leaseEvent(a, history.StallBegan, iv.Duration))
 		s.schedule(a.stallUntil, timer{kind: tStallEnd, agent: int32(a.idx), gen: 1})
 		s.setState(a, a.displayState(s))
 	case SetDropRate:

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/leasefence/lab/history"
 )
 
 // Speed limits of a paced run: virtual seconds per wall second.
@@ -238,9 +240,14 @@ func (l *Live) Result() *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sc := l.sims[0].Scenario()
-	res := newResult(&sc)
+	modes := make([]Mode, len(l.sims))
+	for i, s := range l.sims {
+		modes[i] = s.Mode()
+	}
+	h := sc.Header(modes)
+	res := history.NewResult(&h)
 	for _, s := range l.sims {
-		res.add(s.Report())
+		res.Add(s.Report())
 	}
 	return res
 }

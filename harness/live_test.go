@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasefence/lab/history"
 )
 
 // fakeWall is a wall clock a test moves by hand.
@@ -284,18 +286,18 @@ func noLeak(t *testing.T, before int) {
 // drop rate while it is in flight must not leave its agent waiting forever.
 func TestDropRateRaisedMidFlight(t *testing.T) {
 	sc, _ := Builtin("overlap")
-	var last Event
+	var last history.Event
 	sent := map[int]time.Duration{}
-	sim, err := NewSim(sc, Fenced, SubscriberFunc(func(e Event) {
+	sim, err := NewSim(sc, Fenced, SubscriberFunc(func(e history.Event) {
 		last = e
-		if e.Kind == RequestSent {
+		if e.Kind == history.RequestSent {
 			sent[e.Agent] = e.At
 		}
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for sim.Step() && !(last.Kind == RequestSent && last.Request == "acquire") {
+	for sim.Step() && !(last.Kind == history.RequestSent && last.Request == "acquire") {
 	}
 	agent, at := last.Agent, last.At
 	if err := sim.Intervene(Intervention{Kind: SetDropRate, Value: 1}); err != nil {

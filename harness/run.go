@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/leasefence/lab/history"
 )
 
 // Modes lists the modes a run can do, in the order reports show them.
@@ -43,44 +45,20 @@ func Run(ctx context.Context, sc Scenario, opts RunOptions) (*Result, error) {
 	if len(modes) == 0 {
 		modes = Modes
 	}
-	res := newResult(&sc)
+	h := sc.Header(modes)
+	res := history.NewResult(&h)
 	for _, m := range modes {
 		sim, err := NewSim(sc, m, opts.Subscribers...)
 		if err != nil {
 			return nil, err
 		}
 		rep, err := sim.Run(ctx)
-		res.add(rep)
+		res.Add(rep)
 		if err != nil {
 			return res, err
 		}
 	}
 	return res, nil
-}
-
-func newResult(sc *Scenario) *Result {
-	return &Result{
-		Scenario:          sc.Name,
-		Seed:              sc.Seed,
-		VirtualDurationMS: sc.Duration.Milliseconds(),
-		DriftWithinBudget: sc.DriftWithinBudget(),
-		Modes:             make(map[Mode]*Report, 2),
-	}
-}
-
-// add puts one mode's report in the result and folds its digest into the
-// run's.
-func (r *Result) add(rep *Report) {
-	r.Modes[rep.Mode] = rep
-	r.Events += rep.Events
-	d := newDigest()
-	for _, m := range Modes {
-		if x, ok := r.Modes[m]; ok {
-			d.str(string(m))
-			d.str(x.Digest)
-		}
-	}
-	r.Digest = d.String()
 }
 
 // SelfCheck runs sc twice in each mode and fails if the two runs differ in

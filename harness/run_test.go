@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -38,9 +39,9 @@ func TestSameSeedSameRun(t *testing.T) {
 			if sc.Duration > 30*time.Second {
 				sc.Duration = 30 * time.Second
 			}
-			var first, second []harness.Event
-			a := run(t, sc, harness.SubscriberFunc(func(e harness.Event) { first = append(first, e) }))
-			b := run(t, sc, harness.SubscriberFunc(func(e harness.Event) { second = append(second, e) }))
+			var first, second []history.Event
+			a := run(t, sc, harness.SubscriberFunc(func(e history.Event) { first = append(first, e) }))
+			b := run(t, sc, harness.SubscriberFunc(func(e history.Event) { second = append(second, e) }))
 			if a.Digest != b.Digest {
 				t.Fatalf("digest %s then %s", a.Digest, b.Digest)
 			}
@@ -192,36 +193,36 @@ func TestBuiltinOutcomes(t *testing.T) {
 func TestGapTimeline(t *testing.T) {
 	type step struct {
 		at    time.Duration
-		kind  harness.Kind
+		kind  history.Kind
 		agent string
 		fence leasefence.Fence
 	}
 	want := map[harness.Mode][]step{
 		harness.Naive: {
-			{0, harness.Acquired, "agent-1", 1},
-			{950 * time.Millisecond, harness.CheckPassed, "agent-1", 1},
-			{1000 * time.Millisecond, harness.Expired, "agent-1", 1},
-			{1000 * time.Millisecond, harness.Acquired, "agent-2", 2},
-			{1010 * time.Millisecond, harness.CheckPassed, "agent-2", 2},
-			{1010 * time.Millisecond, harness.CommitAdmitted, "agent-2", 2},
-			{1400 * time.Millisecond, harness.CommitAdmitted, "agent-1", 1}, // stale, silently
+			{0, history.Acquired, "agent-1", 1},
+			{950 * time.Millisecond, history.CheckPassed, "agent-1", 1},
+			{1000 * time.Millisecond, history.Expired, "agent-1", 1},
+			{1000 * time.Millisecond, history.Acquired, "agent-2", 2},
+			{1010 * time.Millisecond, history.CheckPassed, "agent-2", 2},
+			{1010 * time.Millisecond, history.WriteLanded, "agent-2", 2},
+			{1400 * time.Millisecond, history.WriteLanded, "agent-1", 1}, // stale, silently
 		},
 		harness.Fenced: {
-			{0, harness.Acquired, "agent-1", 1},
-			{950 * time.Millisecond, harness.CheckPassed, "agent-1", 1},
-			{1000 * time.Millisecond, harness.Expired, "agent-1", 1},
-			{1000 * time.Millisecond, harness.Acquired, "agent-2", 2},
-			{1010 * time.Millisecond, harness.CheckPassed, "agent-2", 2},
-			{1010 * time.Millisecond, harness.CommitAdmitted, "agent-2", 2},
-			{1400 * time.Millisecond, harness.CommitRefused, "agent-1", 1},
+			{0, history.Acquired, "agent-1", 1},
+			{950 * time.Millisecond, history.CheckPassed, "agent-1", 1},
+			{1000 * time.Millisecond, history.Expired, "agent-1", 1},
+			{1000 * time.Millisecond, history.Acquired, "agent-2", 2},
+			{1010 * time.Millisecond, history.CheckPassed, "agent-2", 2},
+			{1010 * time.Millisecond, history.CommitAdmitted, "agent-2", 2},
+			{1400 * time.Millisecond, history.CommitRefused, "agent-1", 1},
 		},
 	}
 	for mode, steps := range want {
 		t.Run(string(mode), func(t *testing.T) {
 			var got []step
-			sim, err := harness.NewSim(builtin(t, "gap"), mode, harness.SubscriberFunc(func(e harness.Event) {
+			sim, err := harness.NewSim(builtin(t, "gap"), mode, harness.SubscriberFunc(func(e history.Event) {
 				switch e.Kind {
-				case harness.Acquired, harness.CheckPassed, harness.Expired, harness.CommitAdmitted, harness.CommitRefused:
+				case history.Acquired, history.CheckPassed, history.Expired, history.CommitAdmitted, history.CommitRefused, history.WriteLanded:
 					got = append(got, step{e.At, e.Kind, harness.AgentName(e.Agent), e.Fence})
 				}
 			}))
@@ -246,8 +247,8 @@ func TestGapTimeline(t *testing.T) {
 func TestRenewalTimelineBeliefs(t *testing.T) {
 	deadlines := map[harness.Mode]time.Duration{}
 	for _, mode := range harness.Modes {
-		sim, err := harness.NewSim(builtin(t, "renewal"), mode, harness.SubscriberFunc(func(e harness.Event) {
-			if e.Kind == harness.Renewed {
+		sim, err := harness.NewSim(builtin(t, "renewal"), mode, harness.SubscriberFunc(func(e history.Event) {
+			if e.Kind == history.Renewed {
 				deadlines[e.Mode] = e.Deadline
 			}
 		}))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/leasefence/lab/history"
 )
 
 // Scenario is everything that decides a run: the same Scenario (seed
@@ -184,34 +186,21 @@ type Action struct {
 	ReplyDelay   *time.Duration `json:"reply_delay,omitempty"`
 }
 
-// InterventionKind is a live intervention in a paced run.
-type InterventionKind string
-
-// The live interventions.
-const (
-	// StallAgent pauses agent Agent for Duration from now, as a GC pause
-	// would: whatever it was about to do happens that much later. A write
-	// whose check already passed still lands after the pause (the gap); an
-	// agent paused between writes checks its lease again afterwards.
-	StallAgent InterventionKind = "stall-agent"
-	// SetDropRate sets both drop probabilities to Value.
-	SetDropRate InterventionKind = "set-drop-rate"
-	// RestartCoordinator restarts the coordinator (Persist as in Restart).
-	RestartCoordinator InterventionKind = "restart-coordinator"
-	// TogglePush turns the gate push on or off.
-	TogglePush InterventionKind = "toggle-push"
+// InterventionKind is a live intervention in a paced run; Intervention is
+// one, at a virtual instant. They are history types, since a history
+// records each intervention applied.
+type (
+	InterventionKind = history.InterventionKind
+	Intervention     = history.Intervention
 )
 
-// Intervention is a live change to a running simulation, applied at virtual
-// instant At. Interventions are recorded, so a steered run replays.
-type Intervention struct {
-	At       time.Duration    `json:"at"`
-	Kind     InterventionKind `json:"kind"`
-	Agent    string           `json:"agent,omitempty"`
-	Duration time.Duration    `json:"duration,omitempty"`
-	Value    float64          `json:"value,omitempty"`
-	Persist  bool             `json:"persist,omitempty"`
-}
+// The live interventions (see history.StallAgent and the rest).
+const (
+	StallAgent         = history.StallAgent
+	SetDropRate        = history.SetDropRate
+	RestartCoordinator = history.RestartCoordinator
+	TogglePush         = history.TogglePush
+)
 
 // Limits on a scenario, to refuse runs that would not finish or not fit.
 const (

@@ -2,12 +2,12 @@ package harness
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -27,9 +27,13 @@ type Sim struct {
 	queue  timerQueue
 	tseq   uint64
 	events uint64
-	digest digest
 	subs   []Subscriber
 	done   bool
+
+	// header and checker: the simulation's report is the checker's verdict
+	// on the events it emits, folded as they are emitted.
+	header  history.Header
+	checker *history.Checker
 
 	agents    []agent
 	resources []resource
@@ -49,25 +53,36 @@ type Sim struct {
 	agentByName    map[string]int
 	resourceByName map[string]int
 
-	hist     history
 	live     Totals
 	refusals []RefusalView // the newest refusals, for snapshots
 }
 
-// resource is one shared resource: its gate (fenced mode) and what landed.
+// resource is one shared resource: its gate (fenced mode), how many writes
+// it took, and the coordinator's current lease on it.
 type resource struct {
-	name      string
-	gate      *leasefence.FenceGate
-	maxLanded leasefence.Fence
-	landedBy  int32 // agent of the highest-fence write landed, -1 if none
-	admitted  int
-	refused   int
-	current   int32 // the latest lease record minted for it, -1 if none
+	name     string
+	gate     *leasefence.FenceGate
+	admitted int
+	refused  int
+	current  grant
+}
+
+// grant is the coordinator's side of the newest lease it minted for a
+// resource: what the engine needs to schedule its expiry and tell a retry
+// answered from the coordinator's replay cache from a fresh grant.
+type grant struct {
+	live     bool // minted by the current incarnation
+	agent    int32
+	fence    leasefence.Fence
+	epoch    int32
+	coordEnd time.Duration
+	released bool
+	expired  bool
 }
 
 // message is a request in flight, then its reply. Slots are reused.
 type message struct {
-	kind       leasefence.RequestKind
+	kind       history.Request
 	agent      int32
 	acquire    leasefence.AcquireRequest
 	renew      leasefence.RenewRequest
@@ -76,7 +91,10 @@ type message struct {
 	renOut     leasefence.RenewOutcome
 	relOut     leasefence.ReleaseOutcome
 	replyDelay time.Duration
-	rec        int32 // acquire: the lease record of the grant, -1 if none
+	// epoch is the coordinator incarnation of the lease the message
+	// concerns: the sender's lease for a renewal or release, the grant for
+	// an acquire.
+	epoch int32
 }
 
 // NewSim builds the simulation of sc in mode, with subscribers receiving
@@ -92,7 +110,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		sc:           sc,
 		mode:         mode,
 		subs:         subs,
-		digest:       newDigest(),
+		header:       sc.Header([]Mode{mode}),
 		dropRequests: sc.Network.DropRequests,
 		dropReplies:  sc.Network.DropReplies,
 		push:         sc.Push.Enabled,
@@ -102,6 +120,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	s.coordClock = leasefence.NewClock("coordinator", func() time.Duration {
 		return time.Duration(float64(s.now) * s.coordRate)
 	})
+	s.checker = history.NewChecker(&s.header, mode)
 	if err := s.startCoordinator(0); err != nil {
 		return nil, err
 	}
@@ -111,8 +130,6 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		r := &s.resources[i]
 		r.name = ResourceName(i)
 		s.resourceByName[r.name] = i
-		r.landedBy = -1
-		r.current = -1
 		if mode == Fenced {
 			r.gate = leasefence.NewFenceGate(r.name)
 		}
@@ -255,15 +272,15 @@ func (s *Sim) fire(t timer) {
 	case tExpiry:
 		s.expiryDue(t.arg, leasefence.Fence(t.fence), t.gen)
 	case tPush:
-		s.pushArrives(t.arg, int(t.agent), leasefence.Fence(t.fence))
+		s.pushArrives(t.arg, int(t.agent), leasefence.Fence(t.fence), int32(t.gen))
 	case tRestart:
 		s.restart(s.sc.Restarts[t.arg].Persist)
 	case tPartitionBegin:
 		s.agents[t.agent].partitions++
-		s.emit(Event{Kind: PartitionBegan, Agent: int(t.agent), Resource: -1, Other: -1})
+		s.emit(history.Event{Kind: history.PartitionBegan, Agent: int(t.agent), Resource: -1, Other: -1})
 	case tPartitionEnd:
 		s.agents[t.agent].partitions--
-		s.emit(Event{Kind: PartitionEnded, Agent: int(t.agent), Resource: -1, Other: -1})
+		s.emit(history.Event{Kind: history.PartitionEnded, Agent: int(t.agent), Resource: -1, Other: -1})
 	case tScript:
 		s.script(s.sc.Script[t.arg])
 	case tIntervention:
@@ -271,24 +288,40 @@ func (s *Sim) fire(t timer) {
 	}
 }
 
-// emit stamps, hashes and publishes an event.
-func (s *Sim) emit(e Event) {
+// emit stamps an event, hands it to the checker and publishes it.
+func (s *Sim) emit(e history.Event) {
 	s.events++
 	e.Seq = s.events
 	e.At = s.now
 	e.Mode = s.mode
-	s.digest.add(&e)
+	s.checker.Add(&e)
 	for _, sub := range s.subs {
 		sub.Event(e)
 	}
 }
 
-// Digest returns the hash of the event log so far, as 16 hex digits.
-func (s *Sim) Digest() string { return s.digest.String() }
+// Digest returns the hash of the history so far, as 16 hex digits.
+func (s *Sim) Digest() string { return s.checker.Digest() }
+
+// Header returns the history header of this simulation's run.
+func (s *Sim) Header() history.Header { return s.header }
+
+// Report is the checker's verdict on the history emitted so far.
+func (s *Sim) Report() *Report { return s.checker.Report() }
+
+// libraryError ends the run on an error the library should never have
+// returned: it is recorded in the history, and the checker reports it as a
+// violation, so the run fails as a broken invariant would, naming its
+// scenario and seed.
+func (s *Sim) libraryError(agent int, op string, err error) {
+	s.emit(history.Event{Kind: history.LibraryError, Agent: agent, Resource: -1, Other: -1,
+		Detail: fmt.Sprintf("%s: %v", op, err)})
+	s.done = true
+}
 
 // --- the network ---
 
-func (s *Sim) newMessage(kind leasefence.RequestKind, agent int32) int32 {
+func (s *Sim) newMessage(kind history.Request, agent int32) int32 {
 	var i int32
 	if n := len(s.freeMsgs); n > 0 {
 		i = s.freeMsgs[n-1]
@@ -297,7 +330,7 @@ func (s *Sim) newMessage(kind leasefence.RequestKind, agent int32) int32 {
 		s.msgs = append(s.msgs, message{})
 		i = int32(len(s.msgs) - 1)
 	}
-	s.msgs[i] = message{kind: kind, agent: agent, rec: -1}
+	s.msgs[i] = message{kind: kind, agent: agent}
 	return i
 }
 
@@ -324,36 +357,36 @@ func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
 	lost := r.Float64() < s.dropRequests
 	dup := r.Float64() < s.sc.Network.Duplicate
 	dupDelay := s.sc.Network.RequestDelay.sample(r)
-	s.emit(Event{Kind: RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-		Fence: msg.token().Fence, Request: msg.kind, RequestID: msg.id(), Dur: d})
+	s.emit(history.Event{Kind: history.RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
+		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
 	if lost || a.partitions > 0 {
-		s.lose(m, RequestDropped)
+		s.lose(m, history.RequestDropped)
 		return
 	}
 	s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: m})
 	if dup {
 		c := s.newMessage(msg.kind, msg.agent)
 		s.msgs[c] = *msg
-		s.emit(Event{Kind: RequestDuplicated, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Request: msg.kind, RequestID: msg.id(), Dur: d + dupDelay})
+		s.emit(history.Event{Kind: history.RequestDuplicated, Agent: int(msg.agent), Resource: a.resource, Other: -1,
+			Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d + dupDelay})
 		s.schedule(s.now+d+dupDelay, timer{kind: tDeliverRequest, arg: c})
 	}
 }
 
 // lose drops message m on the wire, as kind (RequestDropped or ReplyDropped).
-func (s *Sim) lose(m int32, kind Kind) {
+func (s *Sim) lose(m int32, kind history.Kind) {
 	msg := &s.msgs[m]
 	s.live.MessagesLost++
-	s.emit(Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].resource, Other: -1,
-		Request: msg.kind, RequestID: msg.id()})
+	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].resource, Other: -1,
+		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id()})
 	s.freeMessage(m)
 }
 
 func (m *message) id() string {
 	switch m.kind {
-	case leasefence.KindAcquire:
+	case history.RequestAcquire:
 		return m.acquire.RequestID
-	case leasefence.KindRenew:
+	case history.RequestRenew:
 		return m.renew.RequestID
 	}
 	return ""
@@ -361,9 +394,9 @@ func (m *message) id() string {
 
 func (m *message) token() leasefence.Token {
 	switch m.kind {
-	case leasefence.KindRenew:
+	case history.RequestRenew:
 		return m.renew.Token
-	case KindRelease:
+	case history.RequestRelease:
 		return m.release
 	}
 	return leasefence.Token{}
@@ -374,40 +407,43 @@ func (s *Sim) deliverRequest(m int32) {
 	msg := &s.msgs[m]
 	a := &s.agents[msg.agent]
 	if a.partitions > 0 {
-		s.lose(m, RequestDropped)
+		s.lose(m, history.RequestDropped)
 		return
 	}
 	var err error
 	switch msg.kind {
-	case leasefence.KindAcquire:
+	case history.RequestAcquire:
 		msg.acqOut, err = s.coord.Acquire(msg.acquire)
 		if err == nil {
 			s.coordinatorAcquired(msg)
 		}
-	case leasefence.KindRenew:
+	case history.RequestRenew:
 		msg.renOut, err = s.coord.Renew(msg.renew)
 		if err == nil && msg.renOut.OK {
 			s.coordinatorExtended(msg.renOut.Grant)
 		}
-	case KindRelease:
+	case history.RequestRelease:
 		msg.relOut, err = s.coord.Release(msg.release)
 		switch {
 		case err != nil:
 		case msg.relOut.OK:
 			s.coordinatorReleased(msg.release)
 		default:
-			s.emit(Event{Kind: ReleaseRefused, Agent: int(msg.agent), Resource: s.resourceOf(msg.release.Resource),
-				Fence: msg.release.Fence, Other: -1, Reason: msg.relOut.Reason})
+			s.emit(history.Event{Kind: history.ReleaseRefused, Agent: int(msg.agent), Resource: s.resourceOf(msg.release.Resource),
+				Fence: msg.release.Fence, Incarnation: msg.epoch, Other: -1, Reason: msg.relOut.Reason})
 		}
 	}
 	if err != nil {
 		// The coordinator's clock is the sim's and never steps back, and
-		// every request is built by a Client: an error is a harness bug.
-		panic(fmt.Sprintf("harness: coordinator refused a well-formed request: %v", err))
+		// every request is built by a Client: an error is a library bug.
+		agent, op := int(msg.agent), "coordinator "+string(msg.kind)
+		s.freeMessage(m)
+		s.libraryError(agent, op, err)
+		return
 	}
 	lost := a.rngNet.Float64() < s.dropReplies
 	if lost || a.partitions > 0 {
-		s.lose(m, ReplyDropped)
+		s.lose(m, history.ReplyDropped)
 		return
 	}
 	s.schedule(s.now+msg.replyDelay, timer{kind: tDeliverReply, arg: m})
@@ -423,69 +459,74 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 	g := out.Grant
 	ri := s.resourceOf(g.Token.Resource)
 	res := &s.resources[ri]
-	if res.current >= 0 {
-		if rec := &s.hist.leases[res.current]; rec.epoch == s.epoch && rec.fence == g.Token.Fence {
-			msg.rec = res.current // the same grant again: a retry answered from the replay cache
-			return
-		}
+	msg.epoch = s.epoch
+	if c := &res.current; c.live && c.fence == g.Token.Fence {
+		return // the same grant again: a retry answered from the replay cache
 	}
 	exp := s.coordTrue(g.CoordinatorExpiresAt)
-	idx := s.hist.mint(leaseRec{
-		agent: msg.agent, resource: int32(ri), fence: g.Token.Fence, epoch: s.epoch,
-		granted: s.now, coordEnd: exp, start: -1, beliefEnd: -1, actEnd: -1,
-	})
-	res.current = idx
-	msg.rec = idx
+	res.current = grant{live: true, agent: msg.agent, fence: g.Token.Fence, epoch: s.epoch, coordEnd: exp}
+	s.emit(history.Event{Kind: history.Granted, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence,
+		Incarnation: s.epoch, Other: -1, RequestID: g.RequestID, Deadline: exp})
 	s.schedule(exp, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 	if s.push {
 		r := s.pushRNG
 		d := s.sc.Push.Delay.sample(r)
 		if r.Float64() < s.sc.Push.Drop {
-			s.emit(Event{Kind: PushDropped, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence, Other: -1})
+			s.emit(history.Event{Kind: history.PushDropped, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence,
+				Incarnation: s.epoch, Other: -1})
 		} else {
-			s.schedule(s.now+d, timer{kind: tPush, arg: int32(ri), agent: msg.agent, fence: uint64(g.Token.Fence)})
+			s.schedule(s.now+d, timer{kind: tPush, arg: int32(ri), agent: msg.agent, fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 		}
 	}
 }
 
 func (s *Sim) coordinatorExtended(g leasefence.Grant) {
 	ri := s.resourceOf(g.Token.Resource)
-	res := &s.resources[ri]
-	rec := &s.hist.leases[res.current]
-	rec.coordEnd = s.coordTrue(g.CoordinatorExpiresAt)
-	s.schedule(rec.coordEnd, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
+	c := &s.resources[ri].current
+	c.coordEnd = s.coordTrue(g.CoordinatorExpiresAt)
+	s.emit(history.Event{Kind: history.Extended, Agent: int(c.agent), Resource: ri, Fence: c.fence,
+		Incarnation: c.epoch, Other: -1, Deadline: c.coordEnd})
+	s.schedule(c.coordEnd, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 }
 
 func (s *Sim) coordinatorReleased(t leasefence.Token) {
 	ri := s.resourceOf(t.Resource)
-	rec := &s.hist.leases[s.resources[ri].current]
-	rec.coordEnd = s.now
-	rec.released = true
-	s.emit(Event{Kind: Released, Agent: int(rec.agent), Resource: ri, Fence: t.Fence, Other: -1})
+	c := &s.resources[ri].current
+	c.coordEnd = s.now
+	c.released = true
+	s.emit(history.Event{Kind: history.Released, Agent: int(c.agent), Resource: ri, Fence: t.Fence,
+		Incarnation: c.epoch, Other: -1})
 }
 
 // expiryDue fires at a lease's coordinator expiry; it reports the expiry if
 // the lease was neither renewed past it nor released nor forgotten.
 func (s *Sim) expiryDue(ri int32, f leasefence.Fence, epoch uint32) {
-	res := &s.resources[ri]
-	if res.current < 0 || int32(epoch) != s.epoch {
+	c := &s.resources[ri].current
+	if !c.live || int32(epoch) != s.epoch {
 		return
 	}
-	rec := &s.hist.leases[res.current]
-	if rec.fence != f || rec.released || rec.coordEnd != s.now || rec.expired {
+	if c.fence != f || c.released || c.coordEnd != s.now || c.expired {
 		return
 	}
-	rec.expired = true
+	c.expired = true
 	s.live.Expiries++
-	s.emit(Event{Kind: Expired, Agent: int(rec.agent), Resource: int(ri), Fence: f, Other: -1, Deadline: rec.coordEnd})
-	a := &s.agents[rec.agent]
-	if a.rec == res.current && a.acting() {
+	s.emit(history.Event{Kind: history.Expired, Agent: int(c.agent), Resource: int(ri), Fence: f,
+		Incarnation: c.epoch, Other: -1, Deadline: c.coordEnd})
+	s.refreshHolder(c)
+}
+
+// refreshHolder redraws the state of the holder of c, if it still acts
+// under it: the coordinator let it go.
+func (s *Sim) refreshHolder(c *grant) {
+	a := &s.agents[c.agent]
+	if a.acting() && a.lease != nil && a.epoch == c.epoch && a.resource >= 0 &&
+		&s.resources[a.resource].current == c && a.lease.Token.Fence == c.fence {
 		s.setState(a, a.displayState(s))
 	}
 }
 
 // pushArrives is the coordinator's Admit reaching the gate.
-func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence) {
+func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence, epoch int32) {
 	res := &s.resources[ri]
 	if res.gate == nil {
 		return // naive resources have no gate to push to
@@ -493,11 +534,11 @@ func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence) {
 	t := leasefence.Token{Resource: res.name, Holder: s.agents[holder].name, Fence: f}
 	err := res.gate.Admit(t)
 	floor := res.gate.Floor()
-	e := Event{Kind: AdmitPushed, Agent: holder, Resource: int(ri), Fence: f, Other: s.agentIndexOf(floor.Holder), OtherFence: floor.Fence}
+	e := history.Event{Kind: history.AdmitPushed, Agent: holder, Resource: int(ri), Fence: f, Incarnation: epoch,
+		Other: s.agentIndexOf(floor.Holder), OtherFence: floor.Fence}
 	if err != nil {
-		e.Reason = "below-floor"
+		e.Outcome = history.OutcomeBelowFloor
 	}
-	s.hist.pushes++
 	s.emit(e)
 }
 
@@ -509,24 +550,23 @@ func (s *Sim) restart(persist bool) {
 		start = s.coord.IssuedFence()
 	}
 	if err := s.startCoordinator(start); err != nil {
-		panic(err) // options were valid at the first start
+		s.libraryError(-1, "restart", err)
+		return
 	}
 	s.epoch++
-	reason := leasefence.Reason("lost")
+	outcome := history.OutcomeCounterLost
 	if persist {
-		reason = "persisted"
+		outcome = history.OutcomeCounterPersisted
 	}
+	s.emit(history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1, Fence: start,
+		Incarnation: s.epoch, Outcome: outcome})
 	for i := range s.resources {
-		res := &s.resources[i]
-		if res.current >= 0 {
-			s.hist.leases[res.current].forgot = true
-			if a := &s.agents[s.hist.leases[res.current].agent]; a.rec == res.current && a.acting() {
-				s.setState(a, a.displayState(s))
-			}
+		c := &s.resources[i].current
+		if c.live {
+			c.live = false
+			s.refreshHolder(c)
 		}
-		res.current = -1
 	}
-	s.emit(Event{Kind: CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1, Fence: start, Reason: reason})
 }
 
 // --- clocks ---
@@ -559,62 +599,3 @@ func (s *Sim) agentIndexOf(name string) int {
 }
 
 func (s *Sim) resourceOf(name string) int { return s.resourceByName[name] }
-
-// --- the digest ---
-
-// digest folds each event into a 64-bit hash a word at a time (multiply,
-// xor-shift): cheap on the hot path, and the same on every platform.
-type digest struct{ h uint64 }
-
-func newDigest() digest { return digest{h: 0xcbf29ce484222325} }
-
-func (d *digest) u64(v uint64) {
-	h := (d.h ^ v) * 0x100000001b3
-	d.h = h ^ h>>29
-}
-
-// str folds a string and its length.
-func (d *digest) str(v string) {
-	d.u64(uint64(len(v)))
-	d.chars(v)
-}
-
-// chars folds a string's bytes, eight at a time; the caller folds its
-// length.
-func (d *digest) chars(v string) {
-	if v == "" {
-		return
-	}
-	for len(v) >= 8 {
-		d.u64(binary.LittleEndian.Uint64([]byte(v[:8])))
-		v = v[8:]
-	}
-	var tail uint64
-	for i := 0; i < len(v); i++ {
-		tail |= uint64(v[i]) << (8 * i)
-	}
-	d.u64(tail)
-}
-
-func (d *digest) add(e *Event) {
-	// Indices are below 2^20 (MaxAgents, MaxResources), so kind, agent,
-	// resource and the other party pack into two words.
-	d.u64(uint64(e.At))
-	d.u64(uint64(e.Kind) | uint64(uint32(e.Agent))<<8 | uint64(uint32(e.Resource))<<32)
-	d.u64(uint64(uint32(e.Other)) | uint64(len(e.Request))<<32 | uint64(len(e.Reason))<<48)
-	d.u64(uint64(e.Fence))
-	d.u64(uint64(e.OtherFence))
-	d.u64(uint64(e.Dur))
-	d.u64(uint64(e.Deadline))
-	d.chars(string(e.Request))
-	d.chars(string(e.Reason))
-	d.str(e.RequestID)
-	if iv := e.Intervention; iv != nil {
-		d.str(string(iv.Kind))
-		d.str(iv.Agent)
-		d.u64(uint64(iv.Duration))
-		d.u64(math.Float64bits(iv.Value))
-	}
-}
-
-func (d digest) String() string { return fmt.Sprintf("%016x", d.h) }

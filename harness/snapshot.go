@@ -171,15 +171,12 @@ func (s *Sim) Snapshot() Snapshot {
 	for i := range s.resources {
 		res := &s.resources[i]
 		h := HolderView{Resource: res.name}
-		if res.current >= 0 {
-			rec := &s.hist.leases[res.current]
-			if !rec.lapsed() {
-				a := &s.agents[rec.agent]
-				h.Holder, h.Fence, h.CoordinatorLeft = a.name, rec.fence, rec.coordEnd-s.now
-				h.State = a.state
-				if a.rec == res.current {
-					h.BeliefLeft = rec.beliefEnd - s.now
-				}
+		if c := &res.current; c.live && !c.expired && !c.released {
+			a := &s.agents[c.agent]
+			h.Holder, h.Fence, h.CoordinatorLeft = a.name, c.fence, c.coordEnd-s.now
+			h.State = a.state
+			if a.lease != nil && a.epoch == c.epoch && a.resource == i && a.lease.Token.Fence == c.fence {
+				h.BeliefLeft = a.until - s.now
 			}
 		}
 		snap.Holders[i] = h
@@ -195,8 +192,8 @@ func (s *Sim) Snapshot() Snapshot {
 	for i := range s.agents {
 		a := &s.agents[i]
 		v := AgentView{Name: a.name, State: a.state, Fence: a.fence()}
-		if a.rec >= 0 {
-			v.BeliefLeft = s.hist.leases[a.rec].beliefEnd - s.now
+		if a.lease != nil {
+			v.BeliefLeft = a.until - s.now
 		}
 		if a.resource >= 0 && a.phase != phIdle {
 			v.Resource = s.resources[a.resource].name

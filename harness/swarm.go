@@ -86,7 +86,8 @@ type SwarmOptions struct {
 	Progress func(done, total int)
 }
 
-// SwarmFailure is a seed whose fenced mode broke an invariant.
+// SwarmFailure is a seed whose fenced mode broke an invariant, or on which
+// the library returned an error it never should.
 type SwarmFailure struct {
 	Seed       uint64   `json:"seed"`
 	Scenario   Scenario `json:"scenario"`
@@ -150,9 +151,9 @@ func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult,
 		}
 		if f := res.Modes[Fenced]; f != nil {
 			out.FencedRefusals += f.CommitsRefused
-			if len(f.Violations) > 0 {
-				out.Failures = append(out.Failures, SwarmFailure{Seed: scenarios[i].Seed, Scenario: scenarios[i], Violations: f.Violations})
-			}
+		}
+		if res.Failed() {
+			out.Failures = append(out.Failures, SwarmFailure{Seed: scenarios[i].Seed, Scenario: scenarios[i], Violations: res.Violations()})
 		}
 	}
 	return out, err

@@ -59,7 +59,7 @@
 //     fence, other, other_fence);
 //   - timeline: a list of events that must happen, each with its instant
 //     and kind and any of agent, resource, fence, other, other_fence,
-//     reason, dur, deadline: `- {at: 1400ms, kind: commit-refused, agent: agent-1}`.
+//     reason, outcome, dur, deadline: `- {at: 1400ms, kind: commit_refused, agent: agent-1}`.
 //
 // expect may also say drift_within_budget: true or false. A fixture that
 // runs the fenced mode asserts fenced.violations == 0 unless it makes an

@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -50,14 +51,14 @@ type Expectation struct {
 	Want  string // what it wants, as the file says it: ">= 1"
 	// Events lists the event kinds the check reads (timelines); the
 	// fixture runner records only those.
-	Events []harness.Kind
-	check  func(res *harness.Result, events []harness.Event) (ok bool, got string)
+	Events []history.Kind
+	check  func(res *harness.Result, events []history.Event) (ok bool, got string)
 }
 
 // Check reports whether res (and the events recorded for the
 // expectation's mode, see Events) satisfy the expectation, and what was
 // found.
-func (e Expectation) Check(res *harness.Result, events []harness.Event) (ok bool, got string) {
+func (e Expectation) Check(res *harness.Result, events []history.Event) (ok bool, got string) {
 	return e.check(res, events)
 }
 
@@ -266,7 +267,7 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 			}
 			want := b.Value
 			fx.Expect = append(fx.Expect, Expectation{Field: p, Line: e.line, Want: strconv.FormatBool(want),
-				check: func(res *harness.Result, _ []harness.Event) (bool, string) {
+				check: func(res *harness.Result, _ []history.Event) (bool, string) {
 					return res.DriftWithinBudget == want, strconv.FormatBool(res.DriftWithinBudget)
 				}})
 		case string(harness.Fenced), string(harness.Naive):
@@ -407,7 +408,7 @@ func (c comparison) holds(x, y int) bool {
 
 func counterExpectation(field string, line int, m harness.Mode, name string, c comparison) Expectation {
 	return Expectation{Field: field, Line: line, Want: c.String(),
-		check: func(res *harness.Result, _ []harness.Event) (bool, string) {
+		check: func(res *harness.Result, _ []history.Event) (bool, string) {
 			rep, ok := res.Modes[m]
 			if !ok {
 				return false, "no " + string(m) + " report"
@@ -428,7 +429,7 @@ func counterExpectation(field string, line int, m harness.Mode, name string, c c
 // cxPattern is a counterexample a fixture expects: every field it gives
 // must match.
 type cxPattern struct {
-	Kind       *harness.CounterexampleKind `json:"kind"`
+	Kind       *history.CounterexampleKind `json:"kind"`
 	AtMS       *float64                    `json:"at_ms"`
 	Resource   *string                     `json:"resource"`
 	Holder     *string                     `json:"holder"`
@@ -437,18 +438,18 @@ type cxPattern struct {
 	OtherFence *leasefence.Fence           `json:"other_fence"`
 }
 
-func (p cxPattern) matches(c harness.Counterexample) bool {
+func (p cxPattern) matches(c history.Counterexample) bool {
 	return eq(p.Kind, c.Kind) && eq(p.AtMS, c.AtMS) && eq(p.Resource, c.Resource) && eq(p.Holder, c.Holder) &&
 		eq(p.Fence, c.Fence) && eq(p.Other, c.Other) && eq(p.OtherFence, c.OtherFence)
 }
 
 func eq[T comparable](want *T, got T) bool { return want == nil || *want == got }
 
-var cxKinds = []harness.CounterexampleKind{harness.StaleWrite, harness.SilentOverlap, harness.RefusedWrite,
-	harness.ContainmentBreach, harness.FenceReuse, harness.UnexplainedRefusal}
+var cxKinds = []history.CounterexampleKind{history.StaleWrite, history.SilentOverlap, history.RefusedWrite,
+	history.ContainmentBreach, history.FenceReuse, history.UnexplainedRefusal}
 
 // counterexamples reads a list of counterexamples that the report must
-// contain (among the first harness.MaxCounterexamples of each kind).
+// contain (among the first history.MaxCounterexamples of each kind).
 func (d *decoder) counterexamples(seq *ast.SequenceNode, path string, m harness.Mode, fx *Fixture) {
 	for i, item := range seq.Values {
 		p := index(path, i)
@@ -461,7 +462,7 @@ func (d *decoder) counterexamples(seq *ast.SequenceNode, path string, m harness.
 		}
 		want := flow(reflect.ValueOf(pat))
 		fx.Expect = append(fx.Expect, Expectation{Field: p, Line: lineOf(item), Want: "a counterexample " + want,
-			check: func(res *harness.Result, _ []harness.Event) (bool, string) {
+			check: func(res *harness.Result, _ []history.Event) (bool, string) {
 				rep, ok := res.Modes[m]
 				if !ok {
 					return false, "no " + string(m) + " report"
@@ -489,7 +490,7 @@ func joinKinds[T ~string](ks []T) string {
 	return strings.Join(s, ", ")
 }
 
-func describeCounterexample(c harness.Counterexample) string {
+func describeCounterexample(c history.Counterexample) string {
 	s := fmt.Sprintf("%s at %vms %s %s@%d", c.Kind, c.AtMS, c.Resource, c.Holder, c.Fence)
 	if c.Other != "" {
 		s += fmt.Sprintf(" vs %s@%d", c.Other, c.OtherFence)
@@ -508,15 +509,16 @@ type eventPattern struct {
 	Other      *string           `json:"other"`
 	OtherFence *leasefence.Fence `json:"other_fence"`
 	Reason     *string           `json:"reason"`
+	Outcome    *string           `json:"outcome"`
 	Dur        *time.Duration    `json:"dur"`
 	Deadline   *time.Duration    `json:"deadline"`
 }
 
-func (p eventPattern) matches(e harness.Event) bool {
+func (p eventPattern) matches(e history.Event) bool {
 	return eq(p.At, e.At) && eq(p.Kind, e.Kind.String()) && eq(p.Agent, name(e.Agent, harness.AgentName)) &&
 		eq(p.Resource, name(e.Resource, harness.ResourceName)) && eq(p.Fence, e.Fence) &&
 		eq(p.Other, name(e.Other, harness.AgentName)) && eq(p.OtherFence, e.OtherFence) &&
-		eq(p.Reason, string(e.Reason)) && eq(p.Dur, e.Dur) && eq(p.Deadline, e.Deadline)
+		eq(p.Reason, string(e.Reason)) && eq(p.Outcome, string(e.Outcome)) && eq(p.Dur, e.Dur) && eq(p.Deadline, e.Deadline)
 }
 
 func name(i int, f func(int) string) string {
@@ -527,9 +529,9 @@ func name(i int, f func(int) string) string {
 }
 
 // eventKinds maps each event kind's name to the kind.
-var eventKinds = func() map[string]harness.Kind {
-	m := make(map[string]harness.Kind)
-	for k := harness.Kind(1); k.String() != "unknown"; k++ {
+var eventKinds = func() map[string]history.Kind {
+	m := make(map[string]history.Kind)
+	for k := history.Kind(1); k.String() != "unknown"; k++ {
 		m[k.String()] = k
 	}
 	return m
@@ -540,7 +542,7 @@ var eventKinds = func() map[string]harness.Kind {
 func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx *Fixture) {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok || len(seq.Values) == 0 {
-		d.fail(line, path, "must be a list of events, e.g. - {at: 1400ms, kind: commit-refused, agent: agent-1}")
+		d.fail(line, path, "must be a list of events, e.g. - {at: 1400ms, kind: commit_refused, agent: agent-1}")
 		return
 	}
 	for i, item := range seq.Values {
@@ -563,8 +565,8 @@ func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx
 		}
 		want := flow(reflect.ValueOf(pat))
 		fx.Expect = append(fx.Expect, Expectation{Field: p, Line: lineOf(item), Want: "an event " + want,
-			Events: []harness.Kind{kind},
-			check: func(_ *harness.Result, events []harness.Event) (bool, string) {
+			Events: []history.Kind{kind},
+			check: func(_ *harness.Result, events []history.Event) (bool, string) {
 				var near []string
 				for _, e := range events {
 					if e.Mode != m || e.Kind != kind {
@@ -586,7 +588,7 @@ func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx
 }
 
 // describeEvent writes an event the way a timeline expectation spells it.
-func describeEvent(e harness.Event) string {
+func describeEvent(e history.Event) string {
 	s := fmt.Sprintf("{at: %v, kind: %s", e.At, e.Kind)
 	if e.Agent >= 0 {
 		s += ", agent: " + harness.AgentName(e.Agent)
@@ -602,6 +604,9 @@ func describeEvent(e harness.Event) string {
 	}
 	if e.Reason != "" {
 		s += fmt.Sprintf(", reason: %s", e.Reason)
+	}
+	if e.Outcome != "" {
+		s += fmt.Sprintf(", outcome: %s", e.Outcome)
 	}
 	if e.Dur != 0 {
 		s += fmt.Sprintf(", dur: %v", e.Dur)

@@ -26,7 +26,7 @@ expect:
     stale_writes_landed: 0
     commits_refused: "== refused_overlaps"
     timeline:
-      - {at: 1400ms, kind: commit-refused, agent: agent-1, fence: 1, other: agent-2, other_fence: 2}
+      - {at: 1400ms, kind: commit_refused, agent: agent-1, fence: 1, other: agent-2, other_fence: 2}
 `
 
 func TestFixturePasses(t *testing.T) {
@@ -60,8 +60,8 @@ func TestFixtureFails(t *testing.T) {
 			"want > commits_refused, got 1 (commits_refused is 1)"},
 		{"counterexample", "naive: {counterexamples: [{kind: stale-write, at_ms: 1399}]}",
 			"none matches; the report has: stale-write at 1400ms res-1 agent-1@1 vs agent-2@2"},
-		{"timeline", "fenced: {timeline: [{at: 1401ms, kind: commit-refused}]}",
-			"none matches; the commit-refused events are: {at: 1.4s, kind: commit-refused, agent: agent-1, resource: res-1, fence: 1, other: agent-2, other_fence: 2}"},
+		{"timeline", "fenced: {timeline: [{at: 1401ms, kind: commit_refused}]}",
+			"none matches; the commit_refused events are: {at: 1.4s, kind: commit_refused, agent: agent-1, resource: res-1, fence: 1, other: agent-2, other_fence: 2}"},
 		{"drift", "drift_within_budget: false", "expect.drift_within_budget: want false, got true"},
 	}
 	for _, tt := range tests {

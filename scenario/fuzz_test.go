@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte("builtin: " + name + "\n"))
 	}
 	f.Add([]byte("builtin: gap\nnetwork: {drop_replies: 0.5}\nagent: {stall: \"10ms-50ms,5%:1.5s-4s\"}\nclocks: {drift_ppm: -5:5, offset: -1ms:1ms}\n"))
-	f.Add([]byte("name: x\nscenario: {builtin: gap}\nseeds: {from: 1, count: 3}\nexpect: {fenced: {commits_refused: \">= overlaps\", timeline: [{at: 1.4s, kind: commit-refused}]}}\n"))
+	f.Add([]byte("name: x\nscenario: {builtin: gap}\nseeds: {from: 1, count: 3}\nexpect: {fenced: {commits_refused: \">= overlaps\", timeline: [{at: 1.4s, kind: commit_refused}]}}\n"))
 	f.Add([]byte("builtin: crowd\nclocks:\n  agent:\n    agent-3: {drift_ppm: -100, offset: 5ms}\ninterventions:\n  - {at: 1s, kind: toggle-push}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _ = scenario.ParseFixture("fuzz.yaml", data)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // RunOptions configures Fixture.Run.
@@ -67,7 +68,7 @@ func (o *Outcome) Failures() []Failure {
 // what it had, with Outcome.Err set.
 func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 	start := time.Now()
-	var kinds []harness.Kind
+	var kinds []history.Kind
 	for _, e := range fx.Expect {
 		kinds = append(kinds, e.Events...)
 	}
@@ -89,13 +90,13 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 
 // runSeed runs one seed and checks it; it records the events of the kinds
 // the timeline expectations read, and only those.
-func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []harness.Kind) (*SeedOutcome, error) {
+func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind) (*SeedOutcome, error) {
 	sc := fx.Scenario
 	sc.Seed = seed
-	var events []harness.Event
+	var events []history.Event
 	opts := harness.RunOptions{Modes: fx.Modes}
 	if len(kinds) > 0 {
-		opts.Subscribers = []harness.Subscriber{harness.SubscriberFunc(func(e harness.Event) {
+		opts.Subscribers = []harness.Subscriber{harness.SubscriberFunc(func(e history.Event) {
 			if slices.Contains(kinds, e.Kind) {
 				events = append(events, e)
 			}

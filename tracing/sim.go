@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -60,9 +60,9 @@ import (
 // may come from different goroutines. It never changes the run it records.
 type SimRecorder struct {
 	mu      sync.Mutex
-	batch   []harness.Event // events not yet handed to the recording goroutine
-	queue   chan []harness.Event
-	free    chan []harness.Event // emptied batches, for reuse
+	batch   []history.Event // events not yet handed to the recording goroutine
+	queue   chan []history.Event
+	free    chan []history.Event // emptied batches, for reuse
 	flush   *time.Timer          // hands over a batch that is not full
 	started bool                 // the recording goroutine runs
 	closed  bool
@@ -91,11 +91,10 @@ const (
 
 // runInfo is what the recorder needs from the scenario.
 type runInfo struct {
-	scenario   string
-	seed       uint64
-	ttl        time.Duration
-	retryAfter time.Duration
-	scripted   map[int]bool // agents driven by the scenario's script: they never time out
+	scenario string
+	seed     uint64
+	ttl      time.Duration
+	header   history.Header // the participants, for each mode's history.Reader
 }
 
 // NewSimRecorder returns a recorder for runs of sc, with t0 the wall time
@@ -107,20 +106,14 @@ func NewSimRecorder(sc harness.Scenario, t0 time.Time, opts ...Option) *SimRecor
 		tracer: c.tracer(),
 		t0:     t0,
 		run: runInfo{
-			scenario: sc.Name, seed: sc.Seed, ttl: sc.TTL, retryAfter: sc.Network.RetryAfter,
-			scripted: make(map[int]bool),
+			scenario: sc.Name, seed: sc.Seed, ttl: sc.TTL, header: sc.Header(harness.Modes),
 		},
 		modes:         make(map[harness.Mode]*modeState, len(harness.Modes)),
-		queue:         make(chan []harness.Event, queueBatches),
-		free:          make(chan []harness.Event, queueBatches+1),
+		queue:         make(chan []history.Event, queueBatches),
+		free:          make(chan []history.Event, queueBatches+1),
 		done:          make(chan struct{}),
 		agentNames:    make([]string, max(sc.Agents, 0)),
 		resourceNames: make([]string, max(sc.Resources, 0)),
-	}
-	for _, a := range sc.Script {
-		if n, err := strconv.Atoi(strings.TrimPrefix(a.Agent, "agent-")); err == nil {
-			r.run.scripted[n-1] = true
-		}
 	}
 	return r
 }
@@ -135,7 +128,7 @@ func ScenarioAttributes(sc harness.Scenario) []attribute.KeyValue {
 // Event records one simulation event. Events of one mode must come in the
 // order the simulation emits them (a harness.Subscriber's guarantee);
 // events after Close are ignored.
-func (r *SimRecorder) Event(e harness.Event) {
+func (r *SimRecorder) Event(e history.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -145,7 +138,7 @@ func (r *SimRecorder) Event(e harness.Event) {
 		select {
 		case r.batch = <-r.free:
 		default:
-			r.batch = make([]harness.Event, 0, batchSize)
+			r.batch = make([]history.Event, 0, batchSize)
 		}
 	}
 	r.batch = append(r.batch, e)
@@ -273,20 +266,6 @@ func (r *SimRecorder) resource(i int) string {
 	return r.resourceNames[i]
 }
 
-// giveUpAt is when an unscripted agent stops waiting for the reply to an
-// acquire it last sent at lastSent: the harness resends after RetryAfter
-// until its retries run out, and without retries waits 4 x the TTL.
-func (r *SimRecorder) giveUpAt(agent int, lastSent time.Duration) (time.Duration, bool) {
-	if r.run.scripted[agent] {
-		return 0, false
-	}
-	wait := r.run.retryAfter
-	if wait == 0 {
-		wait = 4 * r.run.ttl
-	}
-	return lastSent + wait, true
-}
-
 // Kinds of trace, folded into trace ids so two kinds never share one.
 const (
 	traceLease uint64 = iota + 1
@@ -298,8 +277,9 @@ const (
 // and a map lookup per event would cost more than the rest of the event.
 type modeState struct {
 	r         *SimRecorder
-	base      uint64 // folded into every id of this mode
-	epoch     int    // coordinator incarnation
+	read      *history.Reader // the history so far: what each write landed under
+	base      uint64          // folded into every id of this mode
+	epoch     int             // coordinator incarnation
 	last      time.Duration
 	agents    []*agentState // by agent; nil until the agent does something
 	gens      map[genKey]*generation
@@ -325,6 +305,7 @@ func (r *SimRecorder) newMode(mode harness.Mode) *modeState {
 		slot:    slot,
 		slotCtx: withIDSlot(context.Background(), slot),
 		r:       r,
+		read:    history.NewReader(&r.run.header),
 		base:    fold(uint64(r.t0.UnixNano()), hashString(r.run.scenario), r.run.seed, hashString(string(mode))),
 		agents:  make([]*agentState, len(r.agentNames)),
 		gens:    make(map[genKey]*generation),
@@ -391,7 +372,7 @@ type denialGroup struct {
 // request is a renewal or release in flight.
 type request struct {
 	span    trace.Span
-	kind    leasefence.RequestKind
+	kind    history.Request
 	id      string
 	gen     *generation
 	copies  int           // copies of it still in flight (duplicates add one, drops take one)
@@ -450,73 +431,77 @@ func (m *modeState) resourceIn(i int) bool {
 	return true
 }
 
-func (m *modeState) event(e harness.Event) {
+func (m *modeState) event(e history.Event) {
+	m.read.Add(&e)
 	m.last = max(m.last, e.At)
 	if e.Agent < 0 {
-		if e.Kind == harness.CoordinatorRestarted {
+		if e.Kind == history.CoordinatorRestarted {
 			m.restarted(e)
 		}
 		return // interventions are recorded through the events they cause
 	}
 	switch e.Kind {
-	case harness.RequestSent:
+	case history.RequestSent:
 		switch e.Request {
-		case leasefence.KindAcquire:
+		case history.RequestAcquire:
 			m.acquireSent(e)
-		case leasefence.KindRenew:
+		case history.RequestRenew:
 			m.renewSent(e)
-		case harness.KindRelease:
+		case history.RequestRelease:
 			m.releaseSent(e)
 		}
-	case harness.RequestDropped:
+	case history.RequestDropped:
 		m.fate(e, EventRequestDropped)
-	case harness.ReplyDropped:
+	case history.ReplyDropped:
 		m.fate(e, EventReplyDropped)
-	case harness.RequestDuplicated:
+	case history.RequestDuplicated:
 		m.fate(e, EventRequestDuplicated)
-	case harness.RequestRetried:
+	case history.RequestRetried:
 		m.fate(e, EventRequestRetried)
-	case harness.Acquired:
+	case history.AcquireAbandoned:
+		if at := m.agent(e.Agent).attempt; at != nil && at.id == e.RequestID {
+			m.agent(e.Agent).attempt = nil
+			m.settle(e.Agent, at, e.At, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
+		}
+	case history.Acquired:
 		m.acquired(e)
-	case harness.Denied:
+	case history.Denied:
 		m.denied(e)
-	case harness.Renewed, harness.RenewRefused:
+	case history.Renewed, history.RenewRefused:
 		m.renewAnswered(e)
-	case harness.Expired:
+	case history.Expired:
 		g := m.coordinatorSide(e, e.At-m.r.run.ttl)
 		m.rootEvent(g, EventExpired, e.At)
 		m.coordinatorEnded(g, e.At)
-	case harness.Released:
+	case history.Released:
 		m.released(e)
-	case harness.ReleaseRefused:
+	case history.ReleaseRefused:
 		m.releaseRefused(e)
-	case harness.CheckPassed:
+	case history.CheckPassed:
 		m.holderInstant(e, EventCheckPassed)
-	case harness.CheckFailed:
-		name := EventCheckFailed
-		if e.Reason == "write-skipped" {
-			name = EventWriteSkipped
-		}
-		m.holderInstant(e, name)
-	case harness.StallBegan:
+	case history.CheckFailed:
+		m.holderInstant(e, EventCheckFailed)
+	case history.WriteSkipped:
+		m.holderInstant(e, EventWriteSkipped)
+	case history.StallBegan:
 		if g := m.holding(e); g != nil {
 			m.rootEvent(g, EventStallBegan, e.At, append(m.startAttrs(), SimDuration.Int64(e.Dur.Milliseconds()))...)
 		}
-	case harness.StallEnded:
+	case history.StallEnded:
 		m.holderInstant(e, EventStallEnded)
-	case harness.CommitAdmitted, harness.CommitRefused:
+	case history.CommitAdmitted, history.CommitRefused, history.WriteLanded:
 		m.commit(e)
-	case harness.AdmitPushed:
+	case history.AdmitPushed:
 		m.pushed(e)
-	case harness.PushDropped:
+	case history.PushDropped:
 		g := m.coordinatorSide(e, e.At)
 		m.rootEvent(g, EventPushDropped, e.At)
-	case harness.PartitionBegan, harness.PartitionEnded:
+	case history.PartitionBegan, history.PartitionEnded:
 		// A partition concerns the agent, not a fence: it lands on the
 		// lease the agent holds, if any.
 		if g := m.agent(e.Agent).holding; g != nil {
 			name := EventPartitionBegan
-			if e.Kind == harness.PartitionEnded {
+			if e.Kind == history.PartitionEnded {
 				name = EventPartitionEnded
 			}
 			m.rootEvent(g, name, e.At)
@@ -526,7 +511,7 @@ func (m *modeState) event(e harness.Event) {
 
 // holding returns the generation the event's agent acts under, if the
 // event is about that lease.
-func (m *modeState) holding(e harness.Event) *generation {
+func (m *modeState) holding(e history.Event) *generation {
 	g := m.agent(e.Agent).holding
 	if g == nil || g.key.fence != e.Fence || g.key.resource != e.Resource {
 		return nil
@@ -537,7 +522,7 @@ func (m *modeState) holding(e harness.Event) *generation {
 // holderInstant records an instant of a holder on its lease's span. One
 // with no lease behind it (a stall of an idle agent in a paced run, a
 // skipped write) is not recorded.
-func (m *modeState) holderInstant(e harness.Event, name string) {
+func (m *modeState) holderInstant(e history.Event, name string) {
 	if g := m.holding(e); g != nil {
 		m.rootEvent(g, name, e.At)
 	}
@@ -643,19 +628,16 @@ func (m *modeState) addEvent(sp trace.Span, name string, at time.Duration, attrs
 
 // --- acquires ---
 
-func (m *modeState) acquireSent(e harness.Event) {
+func (m *modeState) acquireSent(e history.Event) {
 	a := m.agent(e.Agent)
 	if at := a.attempt; at != nil {
 		if at.id == e.RequestID {
 			at.lastSent = e.At // a resend: RequestRetried came just before
 			return
 		}
-		// The agent gave up waiting and starts over.
-		end := e.At
-		if t, ok := m.r.giveUpAt(e.Agent, at.lastSent); ok {
-			end = min(end, t)
-		}
-		m.settle(e.Agent, at, end, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
+		// The agent starts over without having given up (a scripted
+		// agent acquiring again).
+		m.settle(e.Agent, at, e.At, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
 	}
 	if g := a.holding; g != nil {
 		a.holding, a.renew = nil, nil
@@ -667,7 +649,7 @@ func (m *modeState) acquireSent(e harness.Event) {
 	a.attempt = &a.spare
 }
 
-func (m *modeState) acquired(e harness.Event) {
+func (m *modeState) acquired(e history.Event) {
 	a := m.agent(e.Agent)
 	at := a.attempt
 	if at == nil || at.id != e.RequestID {
@@ -710,7 +692,7 @@ func (m *modeState) acquired(e harness.Event) {
 // acquire for the generation its reply starts. Only a refusal with no
 // such lease behind it (a reason other than "held", or its trace already
 // ended) becomes a "lease acquire" span of its own.
-func (m *modeState) denied(e harness.Event) {
+func (m *modeState) denied(e history.Event) {
 	a := m.agent(e.Agent)
 	at := a.attempt
 	if at == nil {
@@ -849,39 +831,39 @@ func (m *modeState) replay(sp trace.Span, events []pendingEvent) {
 }
 
 // fate records what happened to a message on the wire.
-func (m *modeState) fate(e harness.Event, name string) {
+func (m *modeState) fate(e history.Event, name string) {
 	a := m.agent(e.Agent)
 	switch e.Request {
-	case leasefence.KindAcquire:
+	case history.RequestAcquire:
 		if at := a.attempt; at != nil && at.id == e.RequestID {
 			at.events = append(at.events, pendingEvent{name, e.At})
 		}
 		return
-	case leasefence.KindRenew:
+	case history.RequestRenew:
 		if q := a.renew; q != nil && !q.done && q.id == e.RequestID {
 			m.requestFate(q, e, name)
 		}
-	case harness.KindRelease:
+	case history.RequestRelease:
 		if q := a.release; q != nil && !q.done {
 			m.requestFate(q, e, name)
 		}
 	}
 }
 
-func (m *modeState) requestFate(q *request, e harness.Event, name string) {
+func (m *modeState) requestFate(q *request, e history.Event, name string) {
 	m.addEvent(q.span, name, e.At)
 	q.gen.touch(e.At)
 	switch e.Kind {
-	case harness.RequestDuplicated:
+	case history.RequestDuplicated:
 		q.copies++
-	case harness.ReplyDropped:
-		if q.kind == harness.KindRelease {
+	case history.ReplyDropped:
+		if q.kind == history.RequestRelease {
 			// The coordinator answered, and reported its answer
 			// (Released, ReleaseRefused) before the reply was lost.
 			return
 		}
 		fallthrough
-	case harness.RequestDropped:
+	case history.RequestDropped:
 		q.copies--
 		if q.copies == 0 {
 			m.finish(q, e.At, OutcomeNoReply, ErrorNoReply, "no reply: every copy of the request or its reply was lost")
@@ -913,23 +895,23 @@ func (m *modeState) finish(q *request, at time.Duration, outcome, errType, errMs
 
 // --- renewals and releases ---
 
-func (m *modeState) renewSent(e harness.Event) {
+func (m *modeState) renewSent(e history.Event) {
 	g := m.holding(e)
 	if g == nil {
 		return
 	}
-	q := &request{kind: leasefence.KindRenew, id: e.RequestID, gen: g, copies: 1}
+	q := &request{kind: history.RequestRenew, id: e.RequestID, gen: g, copies: 1}
 	q.span = m.child(g, SpanLeaseRenew, e.At, optKindClient, append(m.startAttrs(), LeaseRequestID.String(e.RequestID)))
 	g.open = append(g.open, q)
 	m.agent(e.Agent).renew = q
 }
 
-func (m *modeState) renewAnswered(e harness.Event) {
+func (m *modeState) renewAnswered(e history.Event) {
 	q := m.agent(e.Agent).renew
 	if q == nil || q.done {
 		return
 	}
-	if e.Kind == harness.Renewed {
+	if e.Kind == history.Renewed {
 		if q.id == e.RequestID {
 			m.finish(q, e.At, OutcomeRenewed, "", "",
 				append(m.startAttrs(), LeaseBelievedFor.Int64((e.Deadline-e.At).Milliseconds()))...)
@@ -940,7 +922,7 @@ func (m *modeState) renewAnswered(e harness.Event) {
 		append(m.startAttrs(), LeaseReason.String(string(e.Reason)))...)
 }
 
-func (m *modeState) releaseSent(e harness.Event) {
+func (m *modeState) releaseSent(e history.Event) {
 	g := m.holding(e)
 	if g == nil {
 		g = m.gens[genKey{m.epoch, e.Resource, e.Fence}]
@@ -948,19 +930,19 @@ func (m *modeState) releaseSent(e harness.Event) {
 	if g == nil {
 		return
 	}
-	q := &request{kind: harness.KindRelease, gen: g, copies: 1, arrives: e.At + e.Dur}
+	q := &request{kind: history.RequestRelease, gen: g, copies: 1, arrives: e.At + e.Dur}
 	q.span = m.child(g, SpanLeaseRelease, e.At, optKindClient, m.startAttrs())
 	g.open = append(g.open, q)
 	m.agent(e.Agent).release = q
 }
 
-func (m *modeState) released(e harness.Event) {
+func (m *modeState) released(e history.Event) {
 	g := m.gens[genKey{m.epoch, e.Resource, e.Fence}]
 	if g == nil {
 		return
 	}
 	for _, q := range g.open {
-		if q.kind == harness.KindRelease && !q.done {
+		if q.kind == history.RequestRelease && !q.done {
 			m.finish(q, e.At, OutcomeReleased, "", "")
 		}
 	}
@@ -970,7 +952,7 @@ func (m *modeState) released(e harness.Event) {
 
 // releaseRefused ends the release the coordinator refused: the lease had
 // already ended there (expired, or superseded by a restart's reissue).
-func (m *modeState) releaseRefused(e harness.Event) {
+func (m *modeState) releaseRefused(e history.Event) {
 	q := m.agent(e.Agent).release
 	if q == nil || q.done || q.gen.key.resource != e.Resource || q.gen.key.fence != e.Fence {
 		return
@@ -984,7 +966,7 @@ func (m *modeState) releaseRefused(e harness.Event) {
 // The coordinator can be seen to mint a fence before its holder hears of it
 // (a push, an expiry before a slow or lost reply): then the generation
 // starts at the pending acquire's send, or at start if there is none.
-func (m *modeState) coordinatorSide(e harness.Event, start time.Duration) *generation {
+func (m *modeState) coordinatorSide(e history.Event, start time.Duration) *generation {
 	key := genKey{m.epoch, e.Resource, e.Fence}
 	if g := m.gens[key]; g != nil {
 		return g
@@ -1007,9 +989,9 @@ func (m *modeState) coordinatorEnded(g *generation, at time.Duration) {
 	m.tryEnd(g)
 }
 
-func (m *modeState) pushed(e harness.Event) {
+func (m *modeState) pushed(e history.Event) {
 	g := m.coordinatorSide(e, e.At)
-	raised := e.Reason == "" && e.OtherFence == e.Fence
+	raised := e.Outcome == "" && e.OtherFence == e.Fence
 	outcome := OutcomeRaised
 	if !raised {
 		outcome = OutcomeBelowFloor
@@ -1024,10 +1006,10 @@ func (m *modeState) pushed(e harness.Event) {
 	}
 }
 
-func (m *modeState) restarted(e harness.Event) {
+func (m *modeState) restarted(e history.Event) {
 	for _, g := range m.sortedGens() {
 		if g.key.epoch == m.epoch && !g.coordEnded {
-			m.rootEvent(g, EventRestarted, e.At, LeaseReason.String(string(e.Reason)))
+			m.rootEvent(g, EventRestarted, e.At, LeaseReason.String(string(e.Outcome)))
 			m.coordinatorEnded(g, e.At)
 		}
 	}
@@ -1037,13 +1019,17 @@ func (m *modeState) restarted(e harness.Event) {
 
 // --- writes ---
 
-func (m *modeState) commit(e harness.Event) {
+func (m *modeState) commit(e history.Event) {
 	g := m.holding(e)
 	if g == nil || !m.resourceIn(e.Resource) {
 		return
 	}
-	refused := e.Kind == harness.CommitRefused
-	stale := !refused && e.Reason == "stale"
+	refused := e.Kind == history.CommitRefused
+	w := m.read.LastWrite()
+	stale := w.Stale
+	if stale {
+		e.Other, e.OtherFence = int(w.FloorAgent), w.FloorFence
+	}
 	attrs := m.startAttrs()
 	var links []trace.Link
 	outcome := OutcomeAdmitted
@@ -1102,7 +1088,7 @@ func (m *modeState) end(g *generation, at time.Duration) {
 			continue
 		}
 		switch {
-		case q.kind == harness.KindRelease && g.coordEnded:
+		case q.kind == history.RequestRelease && g.coordEnded:
 			// The lease had ended at the coordinator before this release
 			// could free it: the release is refused when it arrives.
 			m.finish(q, max(q.arrives, g.coordEnd), OutcomeRefused, "", "")

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -421,8 +422,8 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 		at        time.Duration
 	}
 	holderOf := map[denial]string{}
-	denials := harness.SubscriberFunc(func(e harness.Event) {
-		if e.Kind == harness.Denied && e.Other >= 0 {
+	denials := harness.SubscriberFunc(func(e history.Event) {
+		if e.Kind == history.Denied && e.Other >= 0 {
 			holderOf[denial{string(e.Mode), harness.AgentName(e.Agent), e.At}] = harness.AgentName(e.Other)
 		}
 	})
@@ -576,11 +577,11 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
 	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
-	rec.Event(harness.Event{Seq: 1, Mode: harness.Fenced, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
 	rec.Close()
 	rec.Close()
-	rec.Event(harness.Event{Seq: 2, Mode: harness.Fenced, Kind: harness.Acquired, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 2, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1,
 		Fence: 1, RequestID: "r1"})
 	ended := sr.Ended()
 	if len(ended) != 1 || ended[0].Name() != SpanLeaseAcquire || attr(ended[0], LeaseOutcome).AsString() != OutcomeUnanswered {
@@ -597,10 +598,10 @@ func TestPartitionLandsOnTheHeldLease(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	rec := NewSimRecorder(builtin(t, "partition"), t0, WithTracerProvider(tp))
-	for _, e := range []harness.Event{
-		{Seq: 1, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
-		{Seq: 2, At: 5 * time.Millisecond, Kind: harness.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
-		{Seq: 3, At: 10 * time.Millisecond, Kind: harness.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
+	for _, e := range []history.Event{
+		{Seq: 1, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
+		{Seq: 2, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
+		{Seq: 3, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
 	} {
 		e.Mode = harness.Fenced
 		rec.Event(e)
@@ -633,9 +634,9 @@ func TestPacedEventsAreRecordedBeforeClose(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ended))
 	rec := NewSimRecorder(builtin(t, "gap"), t0, WithTracerProvider(tp))
 	t.Cleanup(rec.Close)
-	rec.Event(harness.Event{Seq: 1, Mode: harness.Fenced, Kind: harness.RequestSent, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
-	rec.Event(harness.Event{Seq: 2, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: harness.Acquired, Agent: 0, Resource: 0,
+	rec.Event(history.Event{Seq: 2, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
 		Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second})
 	select {
 	case s := <-ended:

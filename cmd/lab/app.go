@@ -46,6 +46,7 @@ func commands() []command {
 		{"watch", "[scenario|file] [flags]", "the live dashboard, naive and fenced side by side (the default command)", (*app).watch},
 		{"run", "[scenario|file] [flags]", "one headless run: a report per mode, or JSON, or an HTML page", (*app).runCmd},
 		{"swarm", "[scenario|file] --seeds N [flags]", "many seeds with fault knobs drawn per seed, on all cores", (*app).swarm},
+		{"check", "PATH [--json]", "judge a history file (lab run --events) again: the same report", (*app).check},
 		{"fixtures", "[dir] [--junit PATH] [-v]", "run every fixture file of a directory, as tests", (*app).fixtures},
 		{"scenarios", "", "list the built-in scenarios", (*app).scenarios},
 	}

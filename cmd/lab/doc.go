@@ -15,6 +15,7 @@
 //	watch      the live dashboard, naive and fenced side by side (the default command)
 //	run        one headless run: a report per mode, or JSON, or an HTML page
 //	swarm      many seeds with fault knobs drawn per seed, on all cores
+//	check      judge a history file (lab run --events) again: the same report
 //	fixtures   run every fixture file of a directory, as tests
 //	scenarios  list the built-in scenarios
 //
@@ -38,7 +39,7 @@
 //
 // # lab run
 //
-//	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH]
+//	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH] [--events PATH]
 //	        [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none] [--swarm] [knob flags]
 //
 // One run, as fast as it goes. The text report has a column of counters
@@ -63,6 +64,10 @@
 // `--trace otlp=http://localhost:4318`. Spans are flushed before the command
 // exits, Ctrl-C included; spans a collector did not take are counted on
 // standard error, and never fail the run.
+//
+// --events writes the run's history to a file (the format is below): every
+// event of every mode, which `lab check` judges again. Only a run that asks
+// for it pays for writing it.
 //
 // --swarm runs the scenario `lab swarm` runs for the seed: the base scenario
 // (the argument and the knob flags) with its fault knobs drawn from --seed
@@ -131,6 +136,82 @@
 // writes, the fenced refusals and the events per second. A progress bar is
 // drawn on standard error when it is a terminal.
 //
+// # lab check
+//
+//	lab check PATH [--json]
+//
+// Judges a history file with the checker alone, from its header and events:
+// no scenario, no simulator, no gate. It prints the report `lab run` prints
+// (the same counters, counterexamples, verdict and digest; --json the same
+// JSON), so `lab check` of what `lab run --events` wrote agrees with the run
+// byte for byte; a history from another runner is judged the same way. Exit
+// status as for lab run: 0 the fenced mode held its invariants, 1 it broke
+// one (or the history records a library error), 2 the file cannot be read.
+// A line that cannot be read is named as FILE:LINE; the events before it are
+// still judged and reported, marked INTERRUPTED.
+//
+// # The history file
+//
+// A history is JSON Lines (package history reads and writes it). Line 1 is
+// the header, with everything the checker needs:
+//
+//	{"kind":"run","format":1,"scenario":"gap","description":"...","seed":1,"backend":"sim",
+//	 "modes":["naive","fenced"],"duration_ns":3000000000,"agents":["agent-1","agent-2"],
+//	 "resources":["res-1"],"ttl_ns":1000000000,"clock_skew_ns":0,
+//	 "clocks":{"drift_ppm_min":0,"drift_ppm_max":0,"coordinator_drift_ppm":0,"within_budget":true},
+//	 "restarts":[{"at_ns":10000000000,"persist":false}]}
+//
+// within_budget says the skew budget covers the worst drift (then a
+// containment breach is a violation); a restart without persist may reuse
+// fences. Every other line is one event, in order within its mode (one mode
+// after the other from lab run):
+//
+//	{"at_ns":1400000000,"mode":"fenced","kind":"commit_refused","agent":"agent-1",
+//	 "resource":"res-1","fence":1,"other":"agent-2","other_fence":2}
+//
+// at_ns (true time since the run began, in ns), mode, kind, agent, resource
+// (names from the header, "" for none) and fence (0 for none) are always
+// there; incarnation (the coordinator incarnation that minted the lease
+// generation, from 0), other, other_fence, request (acquire, renew,
+// release), request_id, reason (the coordinator's), outcome (the history's
+// own: no_reply, denied, check_failed, commit_refused, renew_refused, done,
+// released, below_floor, counter_persisted, counter_lost), dur_ns,
+// deadline_ns, intervention and detail appear when set. A lease generation
+// is (incarnation, resource, fence). Readers ignore fields they do not know;
+// an unknown kind is an error. The kinds:
+//
+//	request_sent           an agent sent request (request_id; fence for renew/release); dur_ns: its network delay
+//	request_dropped        the request was lost (or the agent was partitioned)
+//	reply_dropped          the reply was lost
+//	request_duplicated     the request is delivered twice; dur_ns: when the copy arrives
+//	request_retried        an acquire resent under the same request_id
+//	acquire_abandoned      the agent gave up its acquire: outcome no_reply, or denied (it will not try again)
+//	granted                the coordinator minted a generation for agent; deadline_ns: its coordinator expiry
+//	acquired               the agent completed the acquire; deadline_ns: the true instant it believes until
+//	denied                 the coordinator refused an acquire: reason, other (holder), dur_ns (retry hint)
+//	renewed                the agent completed a renewal; deadline_ns: its new belief
+//	extended               the coordinator extended the generation; deadline_ns: its new expiry
+//	renew_refused          the coordinator refused a renewal: reason
+//	expired                the coordinator's lease expired unrenewed; deadline_ns: when
+//	released               the coordinator released the generation
+//	release_refused        the coordinator refused a release: reason
+//	check_passed           the agent's validity check passed
+//	check_failed           the agent's validity check failed
+//	write_skipped          a scripted write was not attempted: no lease, or no passing check
+//	stall_began            the agent stalls for dur_ns
+//	stall_ended            the stall is over
+//	commit_admitted        fenced: the gate admitted the write under fence and it landed
+//	commit_refused         fenced: the gate refused it; other, other_fence: the floor
+//	write_landed           naive: the write landed, with no gate
+//	lease_abandoned        the agent stopped believing it holds the generation: outcome says why
+//	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after
+//	push_dropped           the push was lost
+//	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
+//	partition_began        the agent is cut off from the coordinator
+//	partition_ended        the partition healed
+//	intervened             a live intervention was applied: intervention
+//	library_error          the library returned an error it never should: detail; the run ends
+//
 // # The JSON report
 //
 // `lab run --json` prints one object, harness.Result as it marshals:
@@ -138,9 +219,9 @@
 //	{
 //	  "scenario": "gap",              // the scenario's name
 //	  "seed": 1,
-//	  "digest": "95250d1575249e0c",   // 16 hex digits: equal digests, the same run event for event
+//	  "digest": "60cf1ca04a7e101a",   // 16 hex digits: equal digests, the same run event for event
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
-//	  "events": 24,                   // events simulated, all modes
+//	  "events": 28,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
 //	  "interrupted": true,            // only when Ctrl-C cut the run short
 //	  "modes": {
@@ -165,7 +246,8 @@
 // {kind, at_ms, resource, holder, fence, other, other_fence, detail}, kind
 // one of stale-write, silent-overlap, refused-write, containment-breach,
 // fence-reuse, unexplained-refusal) and, only when the fenced mode broke an
-// invariant, "violations" (a list of sentences). Fields are only ever
+// invariant or the library returned an error it never should (in either
+// mode), "violations" (a list of sentences). Fields are only ever
 // added; a name is never changed or removed.
 //
 // `lab swarm --json` prints harness.SwarmResult with "reproduce" on each
@@ -174,8 +256,9 @@
 // # Exit status
 //
 //	0    the fenced mode held its invariants (every seed; every fixture passed)
-//	1    the fenced mode broke an invariant: a bug in the library, reported loudly on
-//	     standard error with the command that reproduces it; or a fixture failed
+//	1    the fenced mode broke an invariant, or the library returned an error it never
+//	     should: a bug in the library, reported loudly on standard error with the
+//	     command that reproduces it; or a fixture failed
 //	2    bad input: a flag, a scenario name, a file (nothing ran); a fixture file
 //	     that does not load
 //	130  interrupted by Ctrl-C

@@ -232,7 +232,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 			}
 			lane.Segs = append(lane.Segs, sv)
 		}
-		for _, st := range mt.agents[i].stalls {
+		for _, st := range mt.agents[i].stalled {
 			x0, x1 := x(st[0]), x(min(st[1], dur))
 			lane.Stalls = append(lane.Stalls, segView{X: px(x0), Y: px(top + laneH - 5), W: px(math.Max(x1-x0, 1)), H: "5",
 				Class: "st-stalled", Title: fmt.Sprintf("%s stalled from %s to %s", name, msText(st[0]), msText(st[1]))})

@@ -182,7 +182,7 @@ func TestSwarmReproduces(t *testing.T) {
 		if err != nil || len(pos) != 1 || !*swarm {
 			t.Fatalf("%q: %v", line, err)
 		}
-		cfg, err := prepareRun(pos[0], &rsf, "both", "none", "", *swarm)
+		cfg, err := prepareRun(pos[0], &rsf, "both", "none", "", "", *swarm)
 		if err != nil {
 			t.Fatal(err)
 		}

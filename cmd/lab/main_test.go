@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script and testdata/report.png")
@@ -119,5 +121,21 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	got, _ := json.Marshal(v)
 	if (string(got) == args[1]) == neg {
 		ts.Fatalf("%s = %s, want %s%s", args[0], got, map[bool]string{true: "not "}[neg], args[1])
+	}
+}
+
+// The history file's format is documented with every kind, here as in
+// package history.
+func TestDocListsEveryEventKind(t *testing.T) {
+	for _, file := range []string{"doc.go", "../../history/doc.go"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range history.Kinds() {
+			if !regexp.MustCompile(`(?m)^//\t` + k.String() + ` +\S`).Match(src) {
+				t.Errorf("%s does not document the event kind %s", file, k)
+			}
+		}
 	}
 }

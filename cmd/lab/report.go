@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // reportRow is one line of the report's table: a counter of each mode's
@@ -56,12 +57,12 @@ type stopInfo struct {
 // writeTextReport writes the human report of a run: a header, one column
 // per mode of counters, the first counterexamples of each mode, the
 // verdict, and how to read it all.
-func writeTextReport(w io.Writer, sc harness.Scenario, res *harness.Result, stop stopInfo) {
+func writeTextReport(w io.Writer, description string, res *harness.Result, stop stopInfo) {
 	modes := resultModes(res)
 	fmt.Fprintf(w, "%s · seed %d · %v of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
 		time.Duration(res.VirtualDurationMS)*time.Millisecond, res.Events, res.Digest)
-	if sc.Description != "" {
-		fmt.Fprintf(w, "%s\n", sc.Description)
+	if description != "" {
+		fmt.Fprintf(w, "%s\n", description)
 	}
 	if stop.interrupted {
 		by := stop.by
@@ -92,7 +93,7 @@ func writeTextReport(w io.Writer, sc harness.Scenario, res *harness.Result, stop
 			fmt.Fprintf(w, "%s: no counterexamples.\n", m)
 			continue
 		}
-		slices.SortStableFunc(cx, func(a, b harness.Counterexample) int {
+		slices.SortStableFunc(cx, func(a, b history.Counterexample) int {
 			switch {
 			case a.AtMS < b.AtMS:
 				return -1
@@ -126,7 +127,7 @@ func resultModes(res *harness.Result) []harness.Mode {
 	return modes
 }
 
-func describeParties(c harness.Counterexample) string {
+func describeParties(c history.Counterexample) string {
 	s := fmt.Sprintf("%s (fence %d)", c.Holder, c.Fence)
 	if c.Other != "" {
 		s += fmt.Sprintf(" vs %s (fence %d)", c.Other, c.OtherFence)
@@ -149,11 +150,15 @@ func writeVerdict(w io.Writer, res *harness.Result) {
 // what the naive mode did on the same faults.
 func verdictParagraphs(res *harness.Result) []string {
 	var ps []string
-	if f, ok := res.Modes[harness.Fenced]; ok {
+	f, fenced := res.Modes[harness.Fenced]
+	if res.Failed() && (!fenced || len(f.Violations) == 0) {
+		ps = append(ps, "VERDICT: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD. This is a bug in the leasefence library: "+
+			strings.Join(res.Violations(), "; ")+".")
+	} else if fenced {
 		switch {
 		case res.Failed():
 			ps = append(ps, "VERDICT: THE FENCED MODE BROKE ITS INVARIANTS. This is a bug in the leasefence library: "+
-				strings.Join(f.Violations, "; ")+".")
+				strings.Join(res.Violations(), "; ")+".")
 		case res.DriftWithinBudget:
 			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
 				"every refusal is explained by an overlap or a lost fence counter, and no holder believed past "+

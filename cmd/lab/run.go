@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
 
@@ -20,12 +22,15 @@ fixture file (its scenario, with its first seed); the default is ` + harness.Def
 Every harness knob can be set by a flag; flags win over the file.
 
 --json prints the JSON report instead (schema: go doc ./cmd/lab). --html writes
-a self-contained page of the run's timeline. --trace sends the run to an OTLP
-collector (e.g. Jaeger) or a file. --swarm runs the scenario the swarm runs for
---seed: the command lab swarm prints for a failing seed.
+a self-contained page of the run's timeline. --events writes the run's history
+(JSON Lines: go doc ./cmd/lab), which lab check judges again to the same report.
+--trace sends the run to an OTLP collector (e.g. Jaeger) or a file. --swarm runs
+the scenario the swarm runs for --seed: the command lab swarm prints for a
+failing seed.
 
 Exit status: 0 when the fenced mode held its invariants, 1 when it broke one
-(a bug in the library), 2 for bad input, 130 when interrupted.`
+or the library returned an error it never should (a bug in the library), 2 for
+bad input, 130 when interrupted.`
 
 // runConfig is everything a run needs, checked before it starts.
 type runConfig struct {
@@ -34,6 +39,7 @@ type runConfig struct {
 	json    bool
 	trace   otelexport.Config
 	html    *os.File // created before the run, so a bad path fails first
+	events  *os.File // likewise: the history file, if asked for
 	command []string // the command line that reproduces the run
 }
 
@@ -46,6 +52,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
 	trace := fs.String("trace", "none", "send the run's trace to otlp[=URL], otlp-http[=URL], otlp-grpc[=URL], file=PATH, or none")
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
+	eventsPath := fs.String("events", "", "also write the run's history, one JSON event a line, to `PATH` (lab check reads it)")
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -58,7 +65,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	cfg, err := prepareRun(arg, &sf, *mode, *trace, *htmlPath, *swarm)
+	cfg, err := prepareRun(arg, &sf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
 	if err != nil {
 		return a.badInput("run", err)
 	}
@@ -68,7 +75,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 }
 
 // prepareRun checks everything a run needs before anything runs.
-func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath string, swarm bool) (*runConfig, error) {
+func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
 	sc, source, err := loadScenario(arg)
 	if err != nil {
 		return nil, err
@@ -98,24 +105,52 @@ func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath string, swa
 		}
 		cfg.html = f
 	}
+	if eventsPath != "" {
+		f, err := os.Create(eventsPath)
+		if err != nil {
+			cfg.removeOutputs()
+			return nil, fmt.Errorf("--events: %w", err)
+		}
+		cfg.events = f
+	}
 	return cfg, nil
+}
+
+// removeOutputs deletes the files made for a run that did not happen, so
+// that no empty page or history is left behind.
+func (cfg *runConfig) removeOutputs() {
+	for _, f := range []*os.File{cfg.html, cfg.events} {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
 }
 
 // execute runs cfg, reports, and returns the exit code.
 func (a *app) execute(ctx context.Context, cfg *runConfig) int {
-	if cfg.html != nil {
-		defer cfg.html.Close()
-	}
 	sink, err := startTracing(ctx, cfg.trace, cfg.sc)
 	if err != nil {
-		if cfg.html != nil {
-			os.Remove(cfg.html.Name()) // nothing ran: leave no empty page behind
-		}
+		cfg.removeOutputs() // nothing ran
 		return a.badInput("run", fmt.Errorf("--trace: %w", err))
+	}
+	if cfg.html != nil {
+		defer cfg.html.Close()
 	}
 	var subs []harness.Subscriber
 	if sink != nil {
 		subs = append(subs, sink.rec)
+	}
+	var events *history.Encoder
+	if cfg.events != nil {
+		defer cfg.events.Close()
+		// Only a run that asks for its history pays for writing it.
+		events, err = history.NewEncoder(cfg.events, cfg.sc.Header(cfg.modes))
+		if err != nil {
+			cfg.removeOutputs()
+			return a.badInput("run", fmt.Errorf("--events: %w", err))
+		}
+		subs = append(subs, events)
 	}
 	var timeline *timelineRecorder
 	if cfg.html != nil {
@@ -138,6 +173,17 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 	sink.finish(a.stderr)
 	stop := stopInfo{interrupted: interrupted, at: watcher.lastAt}
+	eventsFailed := false
+	if events != nil {
+		err := events.Flush()
+		if err == nil {
+			err = cfg.events.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --events: %v\n", err)
+			eventsFailed = true
+		}
+	}
 
 	if timeline != nil {
 		if err := writeHTML(cfg.html, cfg.sc, res, timeline, stop); err != nil {
@@ -151,12 +197,14 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, cfg.sc, res, stop)
+		writeTextReport(a.stdout, cfg.sc.Description, res, stop)
 	}
 	switch {
 	case res.Failed():
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
+	case eventsFailed:
+		return exitUsage
 	case interrupted:
 		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.at.Truncate(time.Millisecond))
 		return exitInterrupted
@@ -169,10 +217,10 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 func (a *app) reportBug(res *harness.Result, reproduce string) {
 	fmt.Fprintf(a.stderr, `
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
-!!  BUG IN LEASEFENCE: the fenced mode broke a safety invariant it promises.
+!!  BUG IN LEASEFENCE: %s.
 !!  This is not a problem with your scenario: the library is wrong.
-`)
-	for _, v := range res.Modes[harness.Fenced].Violations {
+`, bugSummary(res))
+	for _, v := range res.Violations() {
 		fmt.Fprintf(a.stderr, "!!    - %s\n", v)
 	}
 	fmt.Fprintf(a.stderr, `!!  Scenario %s, seed %d, digest %s. Reproduce it with:
@@ -201,7 +249,7 @@ func newRunWatcher(sc harness.Scenario, modes []harness.Mode, prog *progress) *r
 }
 
 // Event implements harness.Subscriber.
-func (w *runWatcher) Event(e harness.Event) {
+func (w *runWatcher) Event(e history.Event) {
 	w.lastAt = e.At
 	w.n++
 	if w.n&0x3ff != 0 || !w.prog.enabled {
@@ -209,4 +257,12 @@ func (w *runWatcher) Event(e harness.Event) {
 	}
 	frac := (float64(w.modeIndex[e.Mode]) + float64(e.At)/float64(w.duration)) / float64(w.nModes)
 	w.prog.show(frac, fmt.Sprintf("%s %v/%v", e.Mode, e.At.Truncate(time.Second), w.duration))
+}
+
+// bugSummary says which promise a failed run saw broken.
+func bugSummary(res *harness.Result) string {
+	if f, ok := res.Modes[harness.Fenced]; ok && len(f.Violations) > 0 && !strings.HasPrefix(f.Violations[0], history.LibraryErrorViolation) {
+		return "the fenced mode broke a safety invariant it promises"
+	}
+	return "the library returned an error it never should"
 }

@@ -5,33 +5,27 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
 // timelineRecorder is a harness.Subscriber that keeps the whole history a
 // page needs: every agent's states over the run, every write, and every
-// fault. (A Snapshot's lanes keep only recent history.) The agents' states
-// are rebuilt from the events by the rules the simulation itself follows
-// (harness agent.go): holding from an acquisition until the agent gives
-// the lease up, stalled between a stall's start and end, believing an
-// expired lease once the coordinator lets it go while the agent still
-// acts, waiting while an acquire is out or was denied.
+// fault. (A Snapshot's lanes keep only recent history.) The lanes say what
+// the history says, read through a history.Reader: an agent waits from
+// sending an acquire until it is granted or gives the acquire up, holds
+// from the grant until it gives the lease up (or, if it never does, until
+// its belief ends and its last write is done: the checker's acting
+// interval), stalls between a stall's start and end, and believes an
+// expired lease once the reader has the generation lapsed while it acts.
 type timelineRecorder struct {
-	sc       harness.Scenario
-	scripted map[int]bool
-	modes    map[harness.Mode]*modeTimeline
+	sc     harness.Scenario
+	header history.Header
+	modes  map[harness.Mode]*modeTimeline
 }
 
 func newTimelineRecorder(sc harness.Scenario) *timelineRecorder {
-	r := &timelineRecorder{sc: sc, scripted: make(map[int]bool), modes: make(map[harness.Mode]*modeTimeline)}
-	for _, a := range sc.Script {
-		for i := range sc.Agents {
-			if harness.AgentName(i) == a.Agent {
-				r.scripted[i] = true
-			}
-		}
-	}
-	return r
+	return &timelineRecorder{sc: sc, header: sc.Header(harness.Modes), modes: make(map[harness.Mode]*modeTimeline)}
 }
 
 // modeTimeline is one mode's recorded history.
@@ -46,8 +40,7 @@ type modeTimeline struct {
 	// resource's gate floor (or, in naive mode, landed the highest fence)
 	// to a fence: the target of a refusal's link.
 	floorBy map[floorKey]string
-	epoch   int
-	lapsed  map[leaseKey]bool
+	read    *history.Reader
 	end     time.Duration
 }
 
@@ -56,18 +49,12 @@ type floorKey struct {
 	fence    leasefence.Fence
 }
 
-type leaseKey struct {
-	resource int
-	fence    leasefence.Fence
-	epoch    int
-}
-
-// agentTrack rebuilds one agent's state from its events.
+// agentTrack follows one agent's state through its events.
 type agentTrack struct {
-	acquiring, acting, stalled, denied, lapsed, lost bool
-	resource                                         int
-	fence                                            leasefence.Fence
-	writes                                           int
+	acquiring, acting, denied, lapsed bool
+	stalls                            int // stalls under way (a live stall can fall inside a scripted one)
+	resource                          int
+	fence                             leasefence.Fence
 	// beliefEnd is the true instant until which the agent believes its
 	// lease valid (its deadline); past it, and with no write in flight, it
 	// no longer acts as the holder even if it has not yet noticed (a
@@ -76,7 +63,7 @@ type agentTrack struct {
 	beliefOver bool
 	lastAct    time.Duration // the end of its last write or stall
 	stallFrom  time.Duration
-	stalls     [][2]time.Duration // every stall, drawn under the lane
+	stalled    [][2]time.Duration // every stall, drawn under the lane
 	segs       []laneSeg
 }
 
@@ -97,7 +84,7 @@ func (t *agentTrack) state() harness.AgentState {
 		return harness.AgentIdle
 	case t.acting && t.lapsed:
 		return harness.AgentZombie
-	case t.acting && t.stalled:
+	case t.acting && t.stalls > 0:
 		return harness.AgentStalled
 	case t.acting:
 		return harness.AgentHolding
@@ -131,14 +118,14 @@ func (t *agentTrack) note(at time.Duration) {
 }
 
 func (t *agentTrack) giveUp() {
-	t.acting, t.acquiring, t.lapsed, t.lost, t.denied, t.beliefOver = false, false, false, false, false, false
+	t.acting, t.acquiring, t.lapsed, t.denied, t.beliefOver = false, false, false, false, false
 }
 
 // settle ends the agent's belief at its deadline if now is past it and no
 // write is in flight (a stall): the checker's acting interval, from the
 // acquisition to the later of the deadline and the last write.
 func (t *agentTrack) settle(now time.Duration) {
-	if !t.acting || t.beliefOver || t.stalled || now <= t.beliefEnd {
+	if !t.acting || t.beliefOver || t.stalls > 0 || now <= t.beliefEnd {
 		return
 	}
 	at := max(t.beliefEnd, t.lastAct)
@@ -185,130 +172,117 @@ type restartMark struct {
 }
 
 // Event implements harness.Subscriber.
-func (r *timelineRecorder) Event(e harness.Event) {
+func (r *timelineRecorder) Event(e history.Event) {
 	m := r.modes[e.Mode]
 	if m == nil {
 		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, r.sc.Agents),
-			floorBy: make(map[floorKey]string), lapsed: make(map[leaseKey]bool)}
+			floorBy: make(map[floorKey]string), read: history.NewReader(&r.header)}
 		for i := range m.agents {
 			m.agents[i].segs = []laneSeg{{from: 0, state: harness.AgentIdle, resource: -1}}
 		}
 		r.modes[e.Mode] = m
 	}
+	m.read.Add(&e)
 	m.end = max(m.end, e.At)
 	var t *agentTrack
 	if e.Agent >= 0 && e.Agent < len(m.agents) {
 		t = &m.agents[e.Agent]
 	}
-	scripted := r.scripted[e.Agent]
 	if t != nil {
 		t.settle(e.At)
 	}
 	switch e.Kind {
-	case harness.RequestSent:
-		switch e.Request {
-		case leasefence.KindAcquire:
+	case history.RequestSent:
+		if e.Request == history.RequestAcquire {
 			t.acquiring, t.denied = true, false
-		case harness.KindRelease:
-			t.giveUp()
 		}
-	case harness.Acquired:
-		t.acquiring, t.acting, t.denied, t.lost, t.beliefOver = false, true, false, false, false
-		t.resource, t.fence, t.writes, t.beliefEnd = e.Resource, e.Fence, 0, e.Deadline
-		t.lapsed = m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}]
-	case harness.Renewed:
+	case history.Acquired:
+		t.acquiring, t.acting, t.denied, t.beliefOver = false, true, false, false
+		t.resource, t.fence, t.beliefEnd = e.Resource, e.Fence, e.Deadline
+		t.lapsed = m.lapsed(e.Agent)
+	case history.Renewed:
 		t.beliefEnd, t.beliefOver = e.Deadline, false
-	case harness.Denied:
-		t.acquiring = false
-		t.denied = !scripted
-	case harness.Expired, harness.Released:
-		m.lapsed[leaseKey{e.Resource, e.Fence, m.epoch}] = true
-		if t != nil && t.acting && t.resource == e.Resource && t.fence == e.Fence {
-			t.lapsed = true
-		}
-	case harness.CoordinatorRestarted:
-		m.epoch++
-		m.restarts = append(m.restarts, restartMark{at: e.At, persist: e.Reason == "persisted"})
+	case history.Denied:
+		t.acquiring, t.denied = false, true // it still wants the lease, unless it gives the acquire up
+	case history.AcquireAbandoned:
+		t.acquiring, t.denied = false, false
+	case history.LeaseAbandoned:
+		t.giveUp()
+	case history.Expired, history.Released, history.CoordinatorRestarted:
+		// The reader has the generation lapsed: its holder, if it still
+		// acts, believes in a lease the coordinator let go.
 		for i := range m.agents {
-			if m.agents[i].acting {
-				m.agents[i].lapsed = true
-				m.agents[i].note(e.At)
+			if a := &m.agents[i]; a.acting && !a.lapsed && m.lapsed(i) {
+				a.lapsed = true
+				a.note(e.At)
 			}
 		}
-	case harness.CheckFailed:
-		if !scripted {
-			t.giveUp()
+	case history.StallBegan:
+		if t.stalls == 0 {
+			t.stallFrom = e.At
 		}
-	case harness.StallBegan:
-		if !t.stalled {
-			t.stalled, t.stallFrom = true, e.At
-		}
-	case harness.StallEnded:
-		if t.stalled {
-			t.stalls = append(t.stalls, [2]time.Duration{t.stallFrom, e.At})
-		}
-		t.stalled, t.lastAct = false, e.At
-	case harness.RenewRefused:
-		if !scripted {
-			if t.stalled {
-				t.lost = true // it learns when its stall ends, after its write
-			} else {
-				t.giveUp()
+		t.stalls++
+	case history.StallEnded:
+		if t.stalls > 0 {
+			if t.stalls--; t.stalls == 0 {
+				t.stalled = append(t.stalled, [2]time.Duration{t.stallFrom, e.At})
 			}
 		}
-	case harness.CommitAdmitted:
+		t.lastAct = e.At
+	case history.CommitAdmitted, history.WriteLanded:
 		w := writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
 			fence: e.Fence, kind: harness.MarkAdmitted, other: -1}
-		if e.Reason == "stale" {
-			w.kind, w.other, w.otherFence = harness.MarkStale, e.Other, e.OtherFence
-			w.link = m.floorBy[floorKey{e.Resource, e.OtherFence}]
+		if lw := m.read.LastWrite(); lw.Stale {
+			w.kind, w.other, w.otherFence = harness.MarkStale, int(lw.FloorAgent), lw.FloorFence
+			w.link = m.floorBy[floorKey{e.Resource, lw.FloorFence}]
 		} else {
 			m.floorBy[floorKey{e.Resource, e.Fence}] = w.id
 		}
 		m.writes = append(m.writes, w)
 		t.lastAct = e.At
-		if !scripted {
-			t.writes++
-			if t.lost || t.writes >= r.sc.Agent.WritesPerLease {
-				t.giveUp()
-			}
-		}
-	case harness.CommitRefused:
+	case history.CommitRefused:
 		m.writes = append(m.writes, writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent,
 			resource: e.Resource, fence: e.Fence, kind: harness.MarkRefused, other: e.Other, otherFence: e.OtherFence,
 			link: m.floorBy[floorKey{e.Resource, e.OtherFence}]})
 		t.lastAct = e.At
-		if !scripted {
-			t.giveUp()
-		}
-	case harness.AdmitPushed:
+	case history.AdmitPushed:
 		p := pushMark{id: fmt.Sprintf("%s-p%d", e.Mode, len(m.pushes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
-			fence: e.Fence, applied: e.Reason != "below-floor"}
+			fence: e.Fence, applied: e.Outcome != history.OutcomeBelowFloor}
 		if p.applied {
 			if _, written := m.floorBy[floorKey{e.Resource, e.Fence}]; !written {
 				m.floorBy[floorKey{e.Resource, e.Fence}] = p.id
 			}
 		}
 		m.pushes = append(m.pushes, p)
-	case harness.PartitionBegan:
+	case history.PartitionBegan:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: -1, label: "partitioned"})
-	case harness.PartitionEnded:
+	case history.PartitionEnded:
 		for i := len(m.faults) - 1; i >= 0; i-- {
 			if f := &m.faults[i]; f.agent == e.Agent && f.to < 0 {
 				f.to = e.At
 				break
 			}
 		}
-	case harness.RequestDropped:
+	case history.RequestDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "request lost"})
-	case harness.ReplyDropped:
+	case history.ReplyDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: "reply lost"})
-	case harness.PushDropped:
+	case history.PushDropped:
 		m.faults = append(m.faults, fault{agent: e.Agent, from: e.At, to: e.At, label: fmt.Sprintf("push of fence %d lost", e.Fence)})
+	}
+	if e.Kind == history.CoordinatorRestarted {
+		m.restarts = append(m.restarts, restartMark{at: e.At, persist: e.Outcome == history.OutcomeCounterPersisted})
 	}
 	if t != nil {
 		t.note(e.At)
 	}
+}
+
+// lapsed reports whether the generation agent believes it holds has lapsed
+// at the coordinator, as the reader has it.
+func (m *modeTimeline) lapsed(agent int) bool {
+	g := m.read.Holding(agent)
+	return g >= 0 && m.read.Generation(g).Lapsed()
 }
 
 // finish closes what is still open at the run's end (or where it stopped).
@@ -320,9 +294,9 @@ func (m *modeTimeline) finish(end time.Duration) {
 	}
 	for i := range m.agents {
 		t := &m.agents[i]
-		if t.stalled {
-			t.stalls = append(t.stalls, [2]time.Duration{t.stallFrom, end})
-			t.stalled = false
+		if t.stalls > 0 {
+			t.stalled = append(t.stalled, [2]time.Duration{t.stallFrom, end})
+			t.stalls = 0
 		}
 		t.settle(end)
 	}

@@ -1,4 +1,4 @@
-package harness
+package history
 
 import (
 	"time"
@@ -6,11 +6,11 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// Result is a whole run: one Report per mode, on the same faults.
+// Result is the checker's verdict on a whole run: one Report per mode.
 type Result struct {
 	Scenario string `json:"scenario"`
 	Seed     uint64 `json:"seed"`
-	// Digest is a hash of every mode's event log: equal digests mean the
+	// Digest is a hash of every mode's history: equal digests mean the
 	// same run, event for event.
 	Digest            string           `json:"digest"`
 	VirtualDurationMS int64            `json:"virtual_duration_ms"`
@@ -19,17 +19,53 @@ type Result struct {
 	Modes             map[Mode]*Report `json:"modes"`
 }
 
-// Failed reports whether the fenced mode broke a safety invariant it
-// promises under this scenario's assumptions: a bug in the library.
-func (r *Result) Failed() bool {
-	f, ok := r.Modes[Fenced]
-	return ok && len(f.Violations) > 0
+// NewResult returns the empty Result of a run with header h.
+func NewResult(h *Header) *Result {
+	return &Result{
+		Scenario:          h.Scenario,
+		Seed:              h.Seed,
+		VirtualDurationMS: h.Duration.Milliseconds(),
+		DriftWithinBudget: h.Clocks.WithinBudget,
+		Modes:             make(map[Mode]*Report, 2),
+	}
 }
 
-// Report is what the independent checker found in one mode's history. The
-// checker reads only what landed at each resource, the true times, and
-// what each agent believed; it never asks a gate for its opinion except to
-// match each logged refusal to an overlap.
+// Add puts one mode's report in the result and folds its digest into the
+// run's.
+func (r *Result) Add(rep *Report) {
+	r.Modes[rep.Mode] = rep
+	r.Events += rep.Events
+	digests := make(map[Mode]string, len(r.Modes))
+	for m, x := range r.Modes {
+		digests[m] = x.Digest
+	}
+	r.Digest = combineDigests([]Mode{Naive, Fenced}, digests)
+}
+
+// Failed reports whether the run found a bug in the library: the fenced
+// mode broke a safety invariant it promises under the run's assumptions, or
+// the library returned an error it never should in either mode.
+func (r *Result) Failed() bool {
+	for _, rep := range r.Modes {
+		if len(rep.Violations) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Violations lists every mode's violations, fenced first.
+func (r *Result) Violations() []string {
+	var v []string
+	for _, m := range []Mode{Fenced, Naive} {
+		if rep, ok := r.Modes[m]; ok {
+			v = append(v, rep.Violations...)
+		}
+	}
+	return v
+}
+
+// Report is what the checker found in one mode's history.
 type Report struct {
 	Mode   Mode   `json:"mode"`
 	Digest string `json:"digest"`
@@ -69,14 +105,15 @@ type Report struct {
 	// FenceReuses counts fences minted that were not above every fence
 	// minted before them: only a restart without persistence causes it.
 	FenceReuses int `json:"fence_reuses"`
-	// UnexplainedRefusals counts logged refusals that match no overlap and
-	// no fence reuse. Always 0 unless the gate is wrong.
+	// UnexplainedRefusals counts refusals that match no overlap and no
+	// fence reuse. Always 0 unless the gate is wrong.
 	UnexplainedRefusals int `json:"unexplained_refusals"`
 
 	PerResource     []ResourceReport `json:"per_resource"`
 	Counterexamples []Counterexample `json:"counterexamples"`
 	// Violations names each safety invariant the mode broke that it
-	// promises under the scenario's assumptions (fenced mode only).
+	// promises under the run's assumptions (fenced mode only), and each
+	// error the library returned that it never should (either mode).
 	Violations []string `json:"violations,omitempty"`
 }
 

@@ -1,0 +1,50 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// An error the library should never return does not crash the simulator:
+// the run ends there, the history records it, and the checker reports it as
+// a violation, so the run fails like a broken invariant would (lab run and
+// lab swarm then print the reproducing command).
+func TestLibraryErrorFailsTheRun(t *testing.T) {
+	for _, mode := range []Mode{Naive, Fenced} {
+		t.Run(string(mode), func(t *testing.T) {
+			sc, _ := Builtin("gap")
+			var last history.Event
+			sim, err := NewSim(sc, mode, SubscriberFunc(func(e history.Event) { last = e }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &sim.agents[0]
+			for sim.Step() && a.phase != phAcquiring {
+			}
+			// A client that never sent the acquire in flight: completing
+			// it is an error the library returns for a forged reply.
+			c, err := leasefence.NewClient(leasefence.ClientOptions{Clock: a.clock, Holder: a.name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.client = c
+			for sim.Step() {
+			}
+			if last.Kind != history.LibraryError || !strings.HasPrefix(last.Detail, "CompleteAcquire: ") {
+				t.Fatalf("last event %+v, want a library_error naming CompleteAcquire", last)
+			}
+			if sim.Now() >= sc.Duration {
+				t.Errorf("the run went on to %v after the error", sim.Now())
+			}
+			h := sc.Header([]Mode{mode})
+			res := history.NewResult(&h)
+			res.Add(sim.Report())
+			if !res.Failed() || len(res.Violations()) != 1 || !strings.Contains(res.Violations()[0], "CompleteAcquire") {
+				t.Fatalf("failed %v, violations %q", res.Failed(), res.Violations())
+			}
+		})
+	}
+}

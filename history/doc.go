@@ -1,0 +1,82 @@
+// Package history is what a run leaves behind and how it is judged: the
+// typed events every runner emits, the history file that holds them, the
+// one Reader that folds them into lease generations, beliefs and writes,
+// and the Checker that judges a history from nothing else.
+//
+// A runner (the deterministic simulator, or agents against a real
+// coordinator) emits Events; Check(header, events) judges them, in the
+// spirit of porcupine's CheckEvents(model, history): it reads the writes as
+// each resource recorded them, the true times, and what each agent believed
+// and did, and never asks the runner, a gate or a coordinator whether
+// anything was safe. The simulator obtains its own report the same way, so
+// a history file checked later gives exactly the report of the run.
+//
+// # The history file
+//
+// A history is JSON Lines. Line 1 is the header:
+//
+//	{"kind":"run","format":1,"scenario":"gap","seed":1,"backend":"sim",
+//	 "modes":["naive","fenced"],"duration_ns":3000000000,
+//	 "agents":["agent-1","agent-2"],"resources":["res-1"],
+//	 "ttl_ns":1000000000,"clock_skew_ns":0,
+//	 "clocks":{"drift_ppm_min":0,"drift_ppm_max":0,"coordinator_drift_ppm":0,"within_budget":true},
+//	 "restarts":[{"at_ns":10000000000,"persist":false}]}
+//
+// Every other line is one event, in the order it happened within its mode
+// (at_ns never decreases within a mode; the modes' events may be
+// interleaved or one after the other):
+//
+//	{"at_ns":1400000000,"mode":"fenced","kind":"commit_refused","agent":"agent-1",
+//	 "resource":"res-1","fence":1,"other":"agent-2","other_fence":2}
+//
+// Always present: at_ns (true time since the run began, in nanoseconds),
+// mode ("fenced" or "naive"), kind, agent and resource (names from the
+// header, "" where none applies) and fence (0 where none applies). Present
+// when not zero: incarnation (the coordinator incarnation, from 0, of the
+// lease generation the event concerns), other and other_fence (a second
+// party), request ("acquire", "renew" or "release"), request_id, reason
+// (the coordinator's: "held", "expired", ...), outcome (the history's own:
+// no_reply, denied, check_failed, commit_refused, renew_refused, done, released,
+// below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns,
+// intervention and detail. A lease generation is named by (incarnation, resource,
+// fence). Readers ignore fields they do not know, so the format can grow;
+// an unknown kind is an error.
+//
+// The kinds:
+//
+//	request_sent           an agent sent request (request_id; fence for renew/release); dur_ns: its network delay
+//	request_dropped        the request was lost (or the agent was partitioned)
+//	reply_dropped          the reply was lost
+//	request_duplicated     the request is delivered twice; dur_ns: when the copy arrives
+//	request_retried        an acquire resent under the same request_id
+//	acquire_abandoned      the agent gave up its acquire: outcome no_reply, or denied (it will not try again)
+//	granted                the coordinator minted a generation for agent; deadline_ns: its coordinator expiry
+//	acquired               the agent completed the acquire; deadline_ns: the true instant it believes until
+//	denied                 the coordinator refused an acquire: reason, other (holder), dur_ns (retry hint)
+//	renewed                the agent completed a renewal; deadline_ns: its new belief
+//	extended               the coordinator extended the generation; deadline_ns: its new expiry
+//	renew_refused          the coordinator refused a renewal: reason
+//	expired                the coordinator's lease expired unrenewed; deadline_ns: when
+//	released               the coordinator released the generation
+//	release_refused        the coordinator refused a release: reason
+//	check_passed           the agent's validity check passed
+//	check_failed           the agent's validity check failed
+//	write_skipped          a scripted write was not attempted: no lease, or no passing check
+//	stall_began            the agent stalls for dur_ns
+//	stall_ended            the stall is over
+//	commit_admitted        fenced: the gate admitted the write under fence and it landed
+//	commit_refused         fenced: the gate refused it; other, other_fence: the floor
+//	write_landed           naive: the write landed, with no gate
+//	lease_abandoned        the agent stopped believing it holds the generation: outcome says why
+//	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after (outcome below_floor if it was already higher)
+//	push_dropped           the push was lost
+//	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
+//	partition_began        the agent is cut off from the coordinator
+//	partition_ended        the partition healed
+//	intervened             a live intervention was applied: intervention
+//	library_error          the library returned an error it never should: detail; the run ends
+//
+// A file that cannot be read gives a *LineError naming the file and line
+// (wrapping ErrBadHistory); the header and the events before the bad line
+// are kept.
+package history
