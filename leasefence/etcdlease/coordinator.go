@@ -1,0 +1,496 @@
+package etcdlease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// DefaultPrefix is the key prefix when Options.Prefix or GateOptions.Prefix
+// is empty.
+const DefaultPrefix = "/leasefence/"
+
+// DefaultReplayWindow is Options.ReplayWindow when 0.
+const DefaultReplayWindow = 10 * time.Minute
+
+// acquireAttempts bounds how often one Acquire re-reads the resource after
+// losing a race for it (the holder key appeared, or vanished, between the
+// read and the write).
+const acquireAttempts = 8
+
+// Options configures a Coordinator.
+type Options struct {
+	// Prefix is prepended to every key the coordinator writes; default
+	// DefaultPrefix. Coordinators (and gates) that share a prefix share
+	// leases.
+	Prefix string
+	// TTL is the lease duration asked of etcd: whole seconds, >= 1s. A Grant
+	// reports the TTL etcd granted, which is higher if the server's minimum
+	// is.
+	TTL time.Duration
+	// Clock stamps Grant.CoordinatorExpiresAt, which is for logs only;
+	// default a monotonic clock of domain "etcd".
+	Clock leasefence.Clock
+	// ReplayWindow is how long an acquire's request id is remembered for
+	// retries: at least this long, at most twice it. 0 means
+	// DefaultReplayWindow; otherwise whole seconds, >= 1s. A retry after the
+	// window is a fresh acquisition, like a retry evicted from the in-memory
+	// coordinator's replay cache.
+	ReplayWindow time.Duration
+}
+
+// Coordinator is a leasefence.Service on etcd. It is safe for concurrent
+// use, and any number of Coordinators (in any number of processes) may share
+// one etcd cluster and prefix: every decision is an etcd transaction.
+type Coordinator struct {
+	cli    *clientv3.Client
+	keys   keys
+	ttl    int64 // seconds
+	clock  leasefence.Clock
+	window time.Duration
+
+	mu       sync.Mutex
+	replay   clientv3.LeaseID // the lease request records are attached to
+	replayAt time.Time        // when it was granted
+}
+
+var _ leasefence.Service = (*Coordinator)(nil)
+
+// New returns a coordinator on cli, or an error wrapping
+// leasefence.ErrInvalidRequest when an option is out of range.
+func New(cli *clientv3.Client, opts Options) (*Coordinator, error) {
+	switch {
+	case cli == nil:
+		return nil, fmt.Errorf("%w: etcdlease.New with a nil client", leasefence.ErrInvalidRequest)
+	case opts.TTL < time.Second || opts.TTL%time.Second != 0:
+		return nil, fmt.Errorf("%w: Options.TTL must be whole seconds >= 1s, got %v", leasefence.ErrInvalidRequest, opts.TTL)
+	case opts.ReplayWindow < 0 || opts.ReplayWindow%time.Second != 0 || (opts.ReplayWindow > 0 && opts.ReplayWindow < time.Second):
+		return nil, fmt.Errorf("%w: Options.ReplayWindow must be 0 or whole seconds >= 1s, got %v", leasefence.ErrInvalidRequest, opts.ReplayWindow)
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = leasefence.NewMonotonicClock("etcd")
+	}
+	window := opts.ReplayWindow
+	if window == 0 {
+		window = DefaultReplayWindow
+	}
+	return &Coordinator{
+		cli:    cli,
+		keys:   keys{prefix: prefixOr(opts.Prefix)},
+		ttl:    int64(opts.TTL / time.Second),
+		clock:  clock,
+		window: window,
+	}, nil
+}
+
+func prefixOr(p string) string {
+	if p == "" {
+		return DefaultPrefix
+	}
+	return p
+}
+
+// keys names the coordinator's keys under its prefix.
+type keys struct{ prefix string }
+
+// holder is the live lease on a resource: created by the acquire that
+// granted it (its create revision is the fence), attached to that grant's
+// etcd lease, so it disappears when the lease expires.
+func (k keys) holder(resource string) string { return k.prefix + "holders/" + resource }
+
+// last is the latest grant on a resource, kept after the lease ends, so
+// that renew and release can tell released, expired and superseded apart.
+func (k keys) last(resource string) string { return k.prefix + "last/" + resource }
+
+// request is an acquire's request id, created in the same transaction as
+// the holder key (so with the same create revision), for retries.
+func (k keys) request(id string) string { return k.prefix + "requests/" + id }
+
+type holderValue struct {
+	Holder    string `json:"holder"`
+	RequestID string `json:"requestId"`
+	TTL       int64  `json:"ttlSeconds"` // as granted by etcd
+}
+
+type lastValue struct {
+	Holder string `json:"holder"`
+	// Fence is 0 while the grant that wrote the key is the latest: the
+	// key's mod revision is then the fence. A release writes the fence.
+	Fence    int64 `json:"fence,omitempty"`
+	Released bool  `json:"released,omitempty"`
+}
+
+type requestValue struct {
+	Holder   string `json:"holder"`
+	Resource string `json:"resource"`
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs of strings and ints always marshal
+	}
+	return string(b)
+}
+
+func decode[T any](kv *mvccpb.KeyValue) (T, error) {
+	var v T
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return v, fmt.Errorf("%w: %s: %w", ErrCorruptKey, kv.Key, err)
+	}
+	return v, nil
+}
+
+// firstKV returns the single key a Get in a transaction found, or nil.
+func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
+	kvs := r.Responses[i].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return nil
+	}
+	return kvs[0]
+}
+
+// Acquire grants a lease on a free resource: one etcd lease granted, then
+// one transaction that creates the holder key only if the resource is still
+// free and the request id still unused. The fence is that transaction's
+// revision. Otherwise it answers as leasefence.Coordinator does.
+//
+// The error is non-nil when no answer was had (etcd unreachable, ctx done)
+// or the request is malformed (leasefence.ErrInvalidRequest). After an
+// error the request may have been granted: resend it (same RequestID) to be
+// answered with that grant.
+func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	if ctx == nil {
+		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: acquire with a nil context", leasefence.ErrInvalidRequest)
+	}
+	if req.RequestID == "" || req.Holder == "" || req.Resource == "" {
+		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: acquire request %+v lacks a request id, holder or resource", leasefence.ErrInvalidRequest, req)
+	}
+	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
+	read, err := c.cli.Txn(ctx).Then(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
+	if err != nil {
+		return leasefence.AcquireOutcome{}, err
+	}
+	hkv, rkv := firstKV(read, 0), firstKV(read, 1)
+	var granted *clientv3.LeaseGrantResponse
+	for range acquireAttempts {
+		if out, done, err := c.answer(ctx, req, hkv, rkv); done || err != nil {
+			c.revokeUnused(ctx, granted)
+			return out, err
+		}
+		if granted == nil {
+			if granted, err = c.cli.Grant(ctx, c.ttl); err != nil {
+				return leasefence.AcquireOutcome{}, err
+			}
+		}
+		replay, err := c.replayLease(ctx)
+		if err != nil {
+			c.revokeUnused(ctx, granted)
+			return leasefence.AcquireOutcome{}, err
+		}
+		resp, err := c.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
+		).Then(
+			clientv3.OpPut(hk, mustJSON(holderValue{Holder: req.Holder, RequestID: req.RequestID, TTL: granted.TTL}), clientv3.WithLease(granted.ID)),
+			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource}), clientv3.WithLease(replay)),
+			clientv3.OpPut(c.keys.last(req.Resource), mustJSON(lastValue{Holder: req.Holder})),
+		).Else(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			// The replay lease was revoked behind our back, or the new
+			// lease expired before we could use it: get fresh ones.
+			c.forgetReplayLease(replay)
+			granted = nil
+			continue
+		case err != nil:
+			// No answer: the transaction may have committed, so the lease
+			// is not ours to revoke. A retry of the request finds out.
+			return leasefence.AcquireOutcome{}, err
+		case resp.Succeeded:
+			now, err := c.clock.Now()
+			if err != nil {
+				return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+			}
+			ttl := time.Duration(granted.TTL) * time.Second
+			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
+				RequestID:            req.RequestID,
+				Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)},
+				TTL:                  ttl,
+				CoordinatorExpiresAt: now.Add(ttl),
+			}}, nil
+		}
+		hkv, rkv = firstKV(resp, 0), firstKV(resp, 1)
+	}
+	c.revokeUnused(ctx, granted)
+	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: lost the race for it %d times", req.Resource, acquireAttempts)
+}
+
+// answer decides an acquire from the holder key and the request record
+// alone; done is false when the resource is free for this request.
+func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest, hkv, rkv *mvccpb.KeyValue) (out leasefence.AcquireOutcome, done bool, err error) {
+	if rkv != nil {
+		rv, err := decode[requestValue](rkv)
+		if err != nil {
+			return out, true, err
+		}
+		if rv.Holder != req.Holder || rv.Resource != req.Resource {
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonRequestConflict}, true, nil
+		}
+		if hkv == nil || hkv.CreateRevision != rkv.CreateRevision {
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, true, nil
+		}
+		hv, err := decode[holderValue](hkv)
+		if err != nil {
+			return out, true, err
+		}
+		// The key exists, so the lease is live, or expired within the last
+		// half second and not yet revoked: the holder's own deadline, dated
+		// from the first send, has passed by then, so replaying is safe.
+		left, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
+		if err != nil {
+			return out, true, err
+		}
+		now, err := c.clock.Now()
+		if err != nil {
+			return out, true, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+		}
+		return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
+			RequestID:            req.RequestID,
+			Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(hkv.CreateRevision)},
+			TTL:                  time.Duration(hv.TTL) * time.Second,
+			CoordinatorExpiresAt: now.Add(max(left, 0)),
+		}}, true, nil
+	}
+	if hkv == nil {
+		return out, false, nil
+	}
+	hv, err := decode[holderValue](hkv)
+	if err != nil {
+		return out, true, err
+	}
+	reason := leasefence.ReasonHeld
+	if hv.Holder == req.Holder {
+		reason = leasefence.ReasonAlreadyHeld
+	}
+	left, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
+	if err != nil {
+		return out, true, err
+	}
+	// etcd reports whole seconds, truncated (0 also for a lease expired
+	// less than a second ago, not yet revoked): one more is an upper bound,
+	// never 0. No wait is longer than the granted TTL, unless a leader
+	// change restarted the lease.
+	retry := min(max(left, 0)+time.Second, max(time.Duration(hv.TTL)*time.Second, time.Second))
+	return leasefence.AcquireOutcome{Reason: reason, HeldBy: hv.Holder, RetryAfter: retry}, true, nil
+}
+
+// remaining is the lease's remaining TTL as etcd reports it: whole seconds,
+// truncated, so 0 for the last second and for a lease expired but not yet
+// revoked; negative (or 0) once it is gone.
+func (c *Coordinator) remaining(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
+	ttl, err := c.cli.TimeToLive(ctx, id)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ttl.TTL) * time.Second, nil
+}
+
+// revokeUnused revokes a lease granted for an acquire that did not use it,
+// best effort: left alone it would expire by itself.
+func (c *Coordinator) revokeUnused(ctx context.Context, g *clientv3.LeaseGrantResponse) {
+	if g != nil {
+		_, _ = c.cli.Revoke(ctx, g.ID)
+	}
+}
+
+// replayLease returns the lease request records are attached to, granting a
+// new one (for twice the replay window) once the current one is a window
+// old: each record lives between one and two windows.
+func (c *Coordinator) replayLease(ctx context.Context) (clientv3.LeaseID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replay != 0 && time.Since(c.replayAt) < c.window {
+		return c.replay, nil
+	}
+	g, err := c.cli.Grant(ctx, int64(2*c.window/time.Second))
+	if err != nil {
+		return 0, err
+	}
+	c.replay, c.replayAt = g.ID, time.Now()
+	return c.replay, nil
+}
+
+func (c *Coordinator) forgetReplayLease(id clientv3.LeaseID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replay == id {
+		c.replay = 0
+	}
+}
+
+// Renew keeps the lease alive once (one etcd keep-alive) if t is the
+// resource's current lease: its holder key exists with t's fence as its
+// create revision and t's holder. The keep-alive is of the etcd lease that
+// key is attached to, which belongs to this grant alone, so a stale token
+// can never extend a newer holder's lease. The grant keeps the fence and
+// reports the TTL etcd restarted the lease with.
+func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	if ctx == nil {
+		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew with a nil context", leasefence.ErrInvalidRequest)
+	}
+	if req.RequestID == "" {
+		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew request has no request id", leasefence.ErrInvalidRequest)
+	}
+	if err := validToken(req.Token); err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	t := req.Token
+	reason, hkv, err := c.classify(ctx, t)
+	if err != nil || reason != "" {
+		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	ka, err := c.cli.KeepAliveOnce(ctx, clientv3.LeaseID(hkv.Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return c.renewRefused(ctx, t)
+	}
+	if err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	// The holder key may have been deleted (released) between our read and
+	// the keep-alive, which then extended a lease nothing is attached to:
+	// harmless, but not a renewal. Read again to answer truthfully.
+	reason, _, err = c.classify(ctx, t)
+	if err != nil || reason != "" {
+		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	now, err := c.clock.Now()
+	if err != nil {
+		return leasefence.RenewOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+	}
+	ttl := time.Duration(ka.TTL) * time.Second
+	return leasefence.RenewOutcome{OK: true, Grant: leasefence.Grant{
+		RequestID: req.RequestID, Token: t, TTL: ttl, CoordinatorExpiresAt: now.Add(ttl),
+	}}, nil
+}
+
+// renewRefused answers a renewal whose etcd lease is gone: expired, unless
+// the keys say why more precisely.
+func (c *Coordinator) renewRefused(ctx context.Context, t leasefence.Token) (leasefence.RenewOutcome, error) {
+	reason, _, err := c.classify(ctx, t)
+	if err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	if reason == "" {
+		reason = leasefence.ReasonExpired // the key outlives its lease until etcd revokes it
+	}
+	return leasefence.RenewOutcome{Reason: reason}, nil
+}
+
+// Release deletes the holder key if, in the same transaction, its create
+// revision is t's fence: a stale token can never delete a newer holder's
+// key. The etcd lease is left to expire by itself (nothing is attached to
+// it any more), which saves a write. Anything else answers with the same
+// reasons as Renew.
+func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	if ctx == nil {
+		return leasefence.ReleaseOutcome{}, fmt.Errorf("%w: release with a nil context", leasefence.ErrInvalidRequest)
+	}
+	if err := validToken(t); err != nil {
+		return leasefence.ReleaseOutcome{}, err
+	}
+	for range acquireAttempts {
+		reason, _, err := c.classify(ctx, t)
+		if err != nil || reason != "" {
+			return leasefence.ReleaseOutcome{Reason: reason}, err
+		}
+		hk := c.keys.holder(t.Resource)
+		resp, err := c.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(t.Fence)),
+		).Then(
+			clientv3.OpDelete(hk),
+			clientv3.OpPut(c.keys.last(t.Resource), mustJSON(lastValue{Holder: t.Holder, Fence: int64(t.Fence), Released: true})),
+		).Commit()
+		if err != nil {
+			return leasefence.ReleaseOutcome{}, err
+		}
+		if resp.Succeeded {
+			return leasefence.ReleaseOutcome{OK: true}, nil
+		}
+		// The key changed under us (expired, released, superseded): classify again.
+	}
+	return leasefence.ReleaseOutcome{}, fmt.Errorf("etcdlease: release %v: the key kept changing", t)
+}
+
+// classify reads the resource's keys and returns "" (with the holder key)
+// when t is its current lease, and otherwise the reason it is not.
+func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefence.Reason, *mvccpb.KeyValue, error) {
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.keys.holder(t.Resource)), clientv3.OpGet(c.keys.last(t.Resource))).Commit()
+	if err != nil {
+		return "", nil, err
+	}
+	hkv, lkv := firstKV(resp, 0), firstKV(resp, 1)
+	fence, ok := fenceInt64(t.Fence)
+	if !ok {
+		return leasefence.ReasonUnknown, nil, nil
+	}
+	if hkv != nil {
+		hv, err := decode[holderValue](hkv)
+		if err != nil {
+			return "", nil, err
+		}
+		switch {
+		case fence > hkv.CreateRevision:
+			return leasefence.ReasonUnknown, nil, nil
+		case fence < hkv.CreateRevision:
+			return leasefence.ReasonSuperseded, nil, nil
+		case t.Holder != hv.Holder:
+			return leasefence.ReasonUnknown, nil, nil
+		}
+		return "", hkv, nil
+	}
+	if lkv == nil {
+		return leasefence.ReasonUnknown, nil, nil
+	}
+	lv, err := decode[lastValue](lkv)
+	if err != nil {
+		return "", nil, err
+	}
+	last := lv.Fence
+	if last == 0 {
+		last = lkv.ModRevision
+	}
+	switch {
+	case fence > last:
+		return leasefence.ReasonUnknown, nil, nil
+	case fence < last:
+		return leasefence.ReasonSuperseded, nil, nil
+	case t.Holder != lv.Holder:
+		return leasefence.ReasonUnknown, nil, nil
+	case lv.Released:
+		return leasefence.ReasonReleased, nil, nil
+	}
+	return leasefence.ReasonExpired, nil, nil
+}
+
+// validToken refuses tokens no coordinator could have issued, as
+// leasefence.Coordinator does.
+func validToken(t leasefence.Token) error {
+	if t.Resource == "" || t.Holder == "" || t.Fence == 0 {
+		return fmt.Errorf("%w: token %v lacks a resource, a holder or a fence", leasefence.ErrInvalidRequest, t)
+	}
+	return nil
+}
