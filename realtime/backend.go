@@ -243,6 +243,8 @@ func (r *sqlResource) Write(ctx context.Context, t leasefence.Token) error {
 	return err
 }
 
-func (r *sqlResource) Admit(ctx context.Context, t leasefence.Token) error { return r.gate.Admit(ctx, t) }
+func (r *sqlResource) Admit(ctx context.Context, t leasefence.Token) error {
+	return r.gate.Admit(ctx, t)
+}
 
 func (r *sqlResource) Floor(ctx context.Context) (leasefence.Token, error) { return r.gate.Floor(ctx) }

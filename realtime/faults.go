@@ -115,7 +115,7 @@ func (f *Faults) Stats() FaultStats {
 
 // fate is everything the fault layer decides about one call, up front.
 type fate struct {
-	dropRequest, duplicate, dropReply bool
+	dropRequest, duplicate, dropReply   bool
 	requestDelay, copyDelay, replyDelay time.Duration
 }
 
@@ -213,7 +213,9 @@ func (f *Faults) RenewCall(ctx context.Context, req leasefence.RenewRequest, c C
 // Release implements leasefence.Service.
 func (f *Faults) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
 	return do(ctx, f, Call{Request: history.RequestRelease, Fence: t.Fence},
-		func(ctx context.Context, s leasefence.Service) (leasefence.ReleaseOutcome, error) { return s.Release(ctx, t) })
+		func(ctx context.Context, s leasefence.Service) (leasefence.ReleaseOutcome, error) {
+			return s.Release(ctx, t)
+		})
 }
 
 // sleep waits d, or until ctx ends.
