@@ -142,6 +142,11 @@ func (a *agent) run(ctx context.Context) {
 			return
 		}
 		if !ok {
+			// A denied agent waits out the coordinator's hint, but never
+			// more than a quarter of the TTL: etcd's hints are whole
+			// seconds, and agents that waited them out would miss every
+			// release and expiry in between, and poll in step.
+			wait = min(wait, sc.TTL/4)
 			if wait <= 0 {
 				wait = sc.Agent.Think.Sample(a.rngThink)
 			}

@@ -110,3 +110,25 @@ func CheckWholeSecondScale(ttl, minTTL time.Duration, k float64) error {
 func ceilSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
 }
+
+// MapOntoEtcd returns sc on etcd's time: stretched by k, or when k is 0 by
+// the smallest scale that makes its TTL whole seconds of at least minTTL
+// (WholeSecondScale), and the scale used. etcd keeps its own time, so a
+// coordinator drift cannot be played on it and is refused.
+func MapOntoEtcd(sc harness.Scenario, minTTL time.Duration, k float64) (harness.Scenario, float64, error) {
+	if sc.Clocks.CoordinatorDriftPPM != 0 {
+		return sc, 0, fmt.Errorf("%w: etcd keeps its own time: clocks.coordinator_drift_ppm must be 0 on etcd, got %v",
+			ErrUnmappable, sc.Clocks.CoordinatorDriftPPM)
+	}
+	if k == 0 {
+		var err error
+		if k, err = WholeSecondScale(sc.TTL, minTTL); err != nil {
+			return sc, 0, err
+		}
+	} else if err := CheckWholeSecondScale(sc.TTL, minTTL, k); err != nil {
+		return sc, 0, err
+	}
+	out := Scale(sc, k)
+	out.TTL = time.Duration(math.Round(float64(out.TTL)/float64(time.Second))) * time.Second
+	return out, k, nil
+}
