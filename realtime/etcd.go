@@ -144,7 +144,9 @@ func (e *Etcd) Prefix() string { return e.prefix }
 // Client is the client of the cluster in use.
 func (e *Etcd) Client() *clientv3.Client { return e.cli.Load() }
 
-func (e *Etcd) modePrefix(mode history.Mode) string { return e.prefix + "leasefence/" + string(mode) + "/" }
+func (e *Etcd) modePrefix(mode history.Mode) string {
+	return e.prefix + "leasefence/" + string(mode) + "/"
+}
 
 // Open implements Backend. ttl must be whole seconds of at least MinTTL.
 func (e *Etcd) Open(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {

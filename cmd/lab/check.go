@@ -46,11 +46,11 @@ func (a *app) check(_ context.Context, args []string) int {
 		}
 	}
 	if *asJSON {
-		if err := writeJSONReport(a.stdout, res, stop); err != nil {
+		if err := writeJSONReport(a.stdout, res, stop, runInfo{backend: h.Backend}); err != nil {
 			fmt.Fprintf(a.stderr, "lab check: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, h.Description, res, stop)
+		writeTextReport(a.stdout, h.Description, res, stop, runInfo{backend: h.Backend})
 	}
 	switch {
 	case readErr != nil:

@@ -57,10 +57,15 @@ type stopInfo struct {
 // writeTextReport writes the human report of a run: a header, one column
 // per mode of counters, the first counterexamples of each mode, the
 // verdict, and how to read it all.
-func writeTextReport(w io.Writer, description string, res *harness.Result, stop stopInfo) {
+func writeTextReport(w io.Writer, description string, res *harness.Result, stop stopInfo, info runInfo) {
 	modes := resultModes(res)
-	fmt.Fprintf(w, "%s · seed %d · %v of virtual time · %d events · digest %s\n", res.Scenario, res.Seed,
-		time.Duration(res.VirtualDurationMS)*time.Millisecond, res.Events, res.Digest)
+	timeKind := "virtual"
+	if info.backend != "" && info.backend != backendSim {
+		timeKind = "true" // a real-time run's history is in wall-clock time
+	}
+	fmt.Fprintf(w, "%s · seed %d · %v of %s time · %d events · digest %s\n", res.Scenario, res.Seed,
+		time.Duration(res.VirtualDurationMS)*time.Millisecond, timeKind, res.Events, res.Digest)
+	writeRunInfo(w, info)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n", description)
 	}
@@ -228,13 +233,17 @@ same digest, event for event.
 // run was cut short. The schema is documented in the package doc.
 type jsonResult struct {
 	*harness.Result
-	Interrupted bool `json:"interrupted,omitempty"`
+	// Backend is the runner: sim, memory or etcd (the history header's).
+	Backend string `json:"backend"`
+	// Real holds a real-time run's wall-clock figures.
+	Real        *realFigures `json:"real,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
 }
 
-func writeJSONReport(w io.Writer, res *harness.Result, stop stopInfo) error {
+func writeJSONReport(w io.Writer, res *harness.Result, stop stopInfo, info runInfo) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonResult{Result: res, Interrupted: stop.interrupted})
+	return enc.Encode(jsonResult{Result: res, Backend: info.backend, Real: info.real, Interrupted: stop.interrupted})
 }
 
 // shellQuote quotes an argument for a POSIX shell when it needs it.

@@ -41,6 +41,7 @@ type runConfig struct {
 	html    *os.File // created before the run, so a bad path fails first
 	events  *os.File // likewise: the history file, if asked for
 	command []string // the command line that reproduces the run
+	real    *realRun // the real-time runner's side, or nil for the simulator
 }
 
 // runCmd is `lab run`.
@@ -54,6 +55,8 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
 	eventsPath := fs.String("events", "", "also write the run's history, one JSON event a line, to `PATH` (lab check reads it)")
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
+	var bf backendFlags
+	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -65,7 +68,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	cfg, err := prepareRun(arg, &sf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
+	cfg, err := prepareRun(arg, &sf, &bf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
 	if err != nil {
 		return a.badInput("run", err)
 	}
@@ -75,7 +78,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 }
 
 // prepareRun checks everything a run needs before anything runs.
-func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
+func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
 	sc, source, err := loadScenario(arg)
 	if err != nil {
 		return nil, err
@@ -97,7 +100,14 @@ func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}
+	rc, err := bf.config(sc)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runConfig{sc: sc, modes: modes, trace: tc}
+	if rc != nil {
+		cfg.real = &realRun{config: *rc}
+	}
 	if htmlPath != "" {
 		f, err := os.Create(htmlPath)
 		if err != nil {
@@ -129,7 +139,37 @@ func (cfg *runConfig) removeOutputs() {
 
 // execute runs cfg, reports, and returns the exit code.
 func (a *app) execute(ctx context.Context, cfg *runConfig) int {
-	sink, err := startTracing(ctx, cfg.trace, cfg.sc)
+	sc, header := cfg.sc, cfg.sc.Header(cfg.modes)
+	run := func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+		return harness.Run(ctx, sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	}
+	info := runInfo{backend: backendSim}
+	if rr := cfg.real; rr != nil {
+		// The runner is made before the outputs that need its header; the
+		// subscribers join it before it runs.
+		fan := &fanout{}
+		if err := rr.open(ctx, cfg.sc, cfg.modes, []harness.Subscriber{fan}); err != nil {
+			cfg.removeOutputs()
+			return a.badInput("run", err)
+		}
+		defer func() {
+			if err := rr.setup.Close(); err != nil {
+				fmt.Fprintf(a.stderr, "lab run: --backend %s: %v\n", rr.config.Backend, err)
+			}
+		}()
+		sc, header = rr.setup.Scenario, rr.header()
+		info.backend = header.Backend
+		run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+			fan.subs = subs
+			res, err := rr.runner.Run(ctx)
+			if res == nil {
+				return nil, err
+			}
+			info.real = rr.figures(res)
+			return res.Result, err
+		}
+	}
+	sink, err := startTracing(ctx, cfg.trace, sc)
 	if err != nil {
 		cfg.removeOutputs() // nothing ran
 		return a.badInput("run", fmt.Errorf("--trace: %w", err))
@@ -145,7 +185,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	if cfg.events != nil {
 		defer cfg.events.Close()
 		// Only a run that asks for its history pays for writing it.
-		events, err = history.NewEncoder(cfg.events, cfg.sc.Header(cfg.modes))
+		events, err = history.NewEncoder(cfg.events, header)
 		if err != nil {
 			cfg.removeOutputs()
 			return a.badInput("run", fmt.Errorf("--events: %w", err))
@@ -154,14 +194,14 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 	var timeline *timelineRecorder
 	if cfg.html != nil {
-		timeline = newTimelineRecorder(cfg.sc)
+		timeline = newTimelineRecorder(sc)
 		subs = append(subs, timeline)
 	}
 	prog := a.newProgress("run " + cfg.sc.Name)
-	watcher := newRunWatcher(cfg.sc, cfg.modes, prog)
+	watcher := newRunWatcher(sc, cfg.modes, prog)
 	subs = append(subs, watcher)
 
-	res, runErr := harness.Run(ctx, cfg.sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	res, runErr := run(ctx, subs)
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
 	if runErr != nil && !interrupted {
@@ -186,18 +226,18 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 
 	if timeline != nil {
-		if err := writeHTML(cfg.html, cfg.sc, res, timeline, stop); err != nil {
+		if err := writeHTML(cfg.html, sc, res, timeline, stop); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		} else if err := cfg.html.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		}
 	}
 	if cfg.json {
-		if err := writeJSONReport(a.stdout, res, stop); err != nil {
+		if err := writeJSONReport(a.stdout, res, stop, info); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, cfg.sc.Description, res, stop)
+		writeTextReport(a.stdout, cfg.sc.Description, res, stop, info)
 	}
 	switch {
 	case res.Failed():
@@ -265,4 +305,15 @@ func bugSummary(res *harness.Result) string {
 		return "the fenced mode broke a safety invariant it promises"
 	}
 	return "the library returned an error it never should"
+}
+
+// fanout hands each event to the subscribers a run was given after its
+// runner was made.
+type fanout struct{ subs []harness.Subscriber }
+
+// Event implements harness.Subscriber.
+func (f *fanout) Event(e history.Event) {
+	for _, s := range f.subs {
+		s.Event(e)
+	}
 }

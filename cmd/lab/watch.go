@@ -47,7 +47,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	if *speed < harness.MinSpeed || *speed > harness.MaxSpeed || *speed != *speed {
 		return a.badInput("watch", fmt.Errorf("--speed: must be in [%v, %v], got %v", harness.MinSpeed, harness.MaxSpeed, *speed))
 	}
-	cfg, err := prepareRun(arg, &sf, *mode, "none", "", "", false)
+	cfg, err := prepareRun(arg, &sf, &backendFlags{backend: backendSim}, *mode, "none", "", "", false)
 	if err != nil {
 		return a.badInput("watch", err)
 	}
@@ -81,7 +81,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
 	stop := stopInfo{interrupted: !live.Done(), at: live.Now(), by: "the dashboard closed"}
-	writeTextReport(a.stdout, cfg.sc.Description, res, stop)
+	writeTextReport(a.stdout, cfg.sc.Description, res, stop, runInfo{backend: backendSim})
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
