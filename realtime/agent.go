@@ -81,7 +81,7 @@ func newAgent(w *world, i int, name string, script []harness.Action) (*agent, er
 		return nil, fmt.Errorf("realtime: client for %s: %w", name, err)
 	}
 	a.client = c
-	a.net = NewFaults(w.svc, sc.Network, sc.Seed, uint64(i)+1, func() bool { return a.partitions.Load() > 0 }, a.observe)
+	a.net = NewFaults(func() leasefence.Service { return w.side }, sc.Network, sc.Seed, uint64(i)+1, func() bool { return a.partitions.Load() > 0 }, a.observe)
 	return a, nil
 }
 
@@ -127,6 +127,7 @@ func (a *agent) callCtx(ctx context.Context) (context.Context, context.CancelFun
 func (a *agent) run(ctx context.Context) {
 	if len(a.script) > 0 {
 		a.runScript(ctx)
+		<-ctx.Done() // the run lasts its duration, as the simulator's does
 		return
 	}
 	sc := &a.w.r.sc
@@ -241,7 +242,7 @@ func (a *agent) acquired(req leasefence.AcquireRequest, g leasefence.Grant, sent
 		return false
 	}
 	ri := a.resource
-	a.epoch = a.w.granted(a.idx, ri, g)
+	a.epoch = a.w.incarnationOf(ri, g.Token.Fence)
 	a.lease, a.renewSent, a.renewing, a.lost, a.checked = l, sent, false, false, false
 	a.emit(history.Event{Kind: history.Acquired, Agent: a.idx, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: a.epoch, Other: -1, RequestID: g.RequestID, Deadline: a.believe(l)})
@@ -401,11 +402,7 @@ func (a *agent) release(ctx context.Context) {
 	cctx, cancel := a.callCtx(ctx)
 	defer cancel()
 	out, err := a.net.Release(cctx, t)
-	switch {
-	case err != nil:
-	case out.OK:
-		a.w.ended(ri, inc, t.Fence, history.Released)
-	default:
+	if err == nil && !out.OK {
 		a.emit(history.Event{Kind: history.ReleaseRefused, Agent: a.idx, Resource: ri, Fence: t.Fence,
 			Incarnation: inc, Other: -1, Reason: out.Reason})
 	}
@@ -478,7 +475,6 @@ func (a *agent) renew(ctx context.Context, reqDelay, repDelay *time.Duration) {
 			a.lost = true
 			return
 		}
-		a.w.extended(a.resource, a.epoch, out.Grant)
 		a.lease, a.renewSent = l, sent
 		a.emit(history.Event{Kind: history.Renewed, Agent: a.idx, Resource: a.resource, Fence: l.Token.Fence,
 			Incarnation: a.epoch, Other: -1, RequestID: req.RequestID, Deadline: a.believe(l)})
@@ -486,9 +482,6 @@ func (a *agent) renew(ctx context.Context, reqDelay, repDelay *time.Duration) {
 		e := a.event(history.RenewRefused)
 		e.RequestID, e.Reason = req.RequestID, out.Reason
 		a.emit(e)
-		if out.Reason == leasefence.ReasonExpired {
-			a.w.ended(a.resource, a.epoch, a.lease.Token.Fence, history.Expired)
-		}
 		a.lost = true
 	}
 }

@@ -314,7 +314,8 @@ func agentIndex(names []string, name string) int {
 type world struct {
 	r     *Runner
 	mode  history.Mode
-	svc   func() leasefence.Service
+	svc   func() leasefence.Service // the backend's coordinator now
+	side  *coordSide                // what the agents' fault layers call
 	clock *coordClock
 
 	resources []Resource
@@ -349,6 +350,7 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", r.backend.Name(), mode, err)
 	}
 	w.svc = svc
+	w.side = &coordSide{w: w}
 	w.resources = make([]Resource, sc.Resources)
 	w.resMu = make([]sync.Mutex, sc.Resources)
 	w.gens = make([]genState, sc.Resources)
@@ -392,16 +394,64 @@ func (c *coordClock) trueAt(i leasefence.Instant) time.Duration {
 	return time.Duration(math.Ceil(float64(i.Offset()) / c.rate))
 }
 
-// granted records what an acquire's grant tells of the coordinator: a new
-// generation (and the end of the resource's previous one, which a new
-// grant proves) or, for an answer replayed to a retried request, nothing.
-func (w *world) granted(agent, ri int, g leasefence.Grant) int32 {
+// coordSide is the coordinator's side of the wire for one mode: every
+// call an agent's fault layer lets through reaches the backend's service
+// here, and what the coordinator did is recorded as it is done, whether or
+// not its reply then reaches the agent.
+//
+// Acquires pass one at a time, so that the history lists grants in the
+// order their fences were minted: two grants on different resources could
+// otherwise be recorded in the order their replies came back, and the
+// checker would rightly call the lower fence a reuse.
+type coordSide struct {
+	w    *world
+	mint sync.Mutex
+}
+
+func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	c.mint.Lock()
+	defer c.mint.Unlock()
+	out, err := c.w.svc().Acquire(ctx, req)
+	if err == nil && out.OK {
+		c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), agentIndex(c.w.r.h.Resources, req.Resource), out.Grant)
+	}
+	return out, err
+}
+
+func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := c.w.svc().Renew(ctx, req)
+	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
+	switch {
+	case err != nil || ri < 0:
+	case out.OK:
+		c.w.extended(ri, out.Grant)
+	case out.Reason == leasefence.ReasonExpired:
+		c.w.ended(ri, req.Token.Fence, history.Expired)
+	}
+	return out, err
+}
+
+func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	out, err := c.w.svc().Release(ctx, t)
+	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
+		c.w.ended(ri, t.Fence, history.Released)
+	}
+	return out, err
+}
+
+// granted records a grant: a new generation (and the end of the
+// resource's previous one, which a new grant proves), or nothing for an
+// answer replayed to a retried request.
+func (w *world) granted(agent, ri int, g leasefence.Grant) {
+	if agent < 0 || ri < 0 {
+		return
+	}
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := &w.gens[ri]
 	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
-		return cur.incarnation // a replayed grant: minted once, already in the history
+		return // a replayed grant: minted once, already in the history
 	}
 	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
 		// The coordinator granted the resource again: the previous lease
@@ -414,46 +464,49 @@ func (w *world) granted(agent, ri int, g leasefence.Grant) int32 {
 	w.maxFence = max(w.maxFence, g.Token.Fence)
 	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: agent, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end})
+}
+
+// incarnationOf is the coordinator incarnation that granted fence f on
+// resource ri, as far as the history knows: the agent's generation.
+func (w *world) incarnationOf(ri int, f leasefence.Fence) int32 {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	if cur := &w.gens[ri]; cur.known && cur.fence == f {
+		return cur.incarnation
+	}
 	return w.incarnation
 }
 
 // extended records a renewal the coordinator granted.
-func (w *world) extended(ri int, inc int32, g leasefence.Grant) {
+func (w *world) extended(ri int, g leasefence.Grant) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := &w.gens[ri]
-	if !cur.known || cur.fence != g.Token.Fence || cur.incarnation != inc {
+	if !cur.known || cur.fence != g.Token.Fence || cur.incarnation != w.incarnation {
 		return
 	}
 	cur.coordEnd = w.clock.trueAt(g.CoordinatorExpiresAt)
 	r.emitLocked(w.mode, history.Event{Kind: history.Extended, Agent: cur.agent, Resource: ri, Fence: cur.fence,
-		Incarnation: inc, Other: -1, Deadline: cur.coordEnd})
+		Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
 }
 
 // ended records that the coordinator let a generation go: released, or
 // (a renewal refused as expired) expired.
-func (w *world) ended(ri int, inc int32, f leasefence.Fence, kind history.Kind) {
+func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := &w.gens[ri]
-	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != inc {
+	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != w.incarnation {
 		return
 	}
 	cur.ended = true
-	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: inc, Other: -1}
+	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
 	if kind == history.Expired {
 		e.Deadline = cur.coordEnd
 	}
 	r.emitLocked(w.mode, e)
-}
-
-// incarnationNow is the coordinator incarnation in force.
-func (w *world) incarnationNow() int32 {
-	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
-	return w.incarnation
 }
 
 // push is the coordinator pushing a new fence to the resource's gate
