@@ -138,3 +138,27 @@ func writeRunInfo(w interface{ Write([]byte) (int, error) }, info runInfo) {
 	fmt.Fprintf(w, "fault layer: %d calls, %d requests dropped (%d cut by a partition), %d replies dropped, %d duplicated\n",
 		r.Faults.Calls, r.Faults.RequestsDropped, r.Faults.Partitioned, r.Faults.RepliesDropped, r.Faults.Duplicated)
 }
+
+// fixtureRunner is how lab fixtures runs a fixture on a real backend: the
+// flags' configuration with the fixture's backend, a fresh setup per seed.
+// The flags must make sense for every backend a fixture may name.
+func (bf *backendFlags) fixtureRunner() (func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error), error) {
+	if bf.backend == backendSim && (bf.resource != "" || bf.etcdMembers != 0 || bf.etcdEndpoints != "" || bf.timeScale != 0) {
+		if _, err := bf.config(harness.Scenario{}); err != nil {
+			return nil, err
+		}
+	}
+	return func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		flags := *bf
+		flags.backend = backend
+		c, err := flags.config(sc)
+		if err != nil {
+			return nil, err
+		}
+		res, err := realtime.RunScenario(ctx, *c, sc, opts)
+		if res == nil {
+			return nil, err
+		}
+		return res.Result, err
+	}, nil
+}
