@@ -33,6 +33,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	speed := fs.Float64("speed", 1, "virtual seconds per wall second, in [0.01, 10000]")
 	mode := fs.String("mode", "both", "which modes to show: fenced, naive or both")
 	save := fs.String("save", "", "when the dashboard closes, write the scenario with your interventions to `PATH` (replay it with lab run PATH)")
+	var bf backendFlags
+	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -47,9 +49,13 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	if *speed < harness.MinSpeed || *speed > harness.MaxSpeed || *speed != *speed {
 		return a.badInput("watch", fmt.Errorf("--speed: must be in [%v, %v], got %v", harness.MinSpeed, harness.MaxSpeed, *speed))
 	}
-	cfg, err := prepareRun(arg, &sf, &backendFlags{backend: backendSim}, *mode, "none", "", "", false)
+	cfg, err := prepareRun(arg, &sf, &bf, *mode, "none", "", "", false)
 	if err != nil {
 		return a.badInput("watch", err)
+	}
+	if cfg.real != nil && a.stdoutTTY {
+		return a.badInput("watch", fmt.Errorf("--backend %s: the dashboard draws the simulator only; lab run %s --backend %s reports the same run",
+			bf.backend, cfg.sc.Name, bf.backend))
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
 	// knobs and modes (watch's own flags mean nothing to run).
@@ -58,6 +64,9 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		cfg.command = append(cfg.command, arg)
 	}
 	cfg.command = append(cfg.command, sf.args()...)
+	if cfg.real != nil {
+		cfg.command = append(cfg.command, "--backend="+bf.backend)
+	}
 	if *mode != "both" {
 		cfg.command = append(cfg.command, "--mode="+*mode)
 	}
