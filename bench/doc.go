@@ -1,7 +1,7 @@
 // Package bench measures the lab against baselines: the fence gate against a
 // mutex-guarded call, the coordinator against a map behind a mutex, the
 // simulator's throughput as agents and resources grow, what tracing costs a
-// run, and one dashboard frame.
+// run, one dashboard frame, and the SQL gate against a bare transaction.
 //
 // It holds no code to import: the benchmarks live in its test files and use
 // only the public API of the packages they measure, so they show what a

@@ -4,41 +4,30 @@ import (
 	"math"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
-// AgentState is what an agent is doing, as a dashboard shows it.
-type AgentState uint8
-
-// The agent states. Each has a word and a one-letter glyph, so no state is
-// shown by colour alone.
-const (
-	AgentIdle    AgentState = iota // thinking between attempts
-	AgentWaiting                   // an acquire is in flight or was denied
-	AgentHolding                   // holds a lease it believes valid
-	AgentStalled                   // stalled between its check and its write
-	AgentZombie                    // believes its lease valid, but the coordinator has expired it
-	numAgentStates
+// AgentState is what an agent is doing, as a dashboard shows it; MarkKind
+// what became of a write. Both are the history's words, shared by every
+// display.
+type (
+	AgentState = history.AgentState
+	MarkKind   = history.MarkKind
 )
 
-var agentStateNames = [numAgentStates]string{"idle", "waiting", "holding", "stalled", "believes-expired"}
-var agentStateGlyphs = [numAgentStates]byte{'.', '?', '#', '~', '!'}
+// The agent states and write marks (see history.AgentIdle and the rest).
+const (
+	AgentIdle    = history.AgentIdle
+	AgentWaiting = history.AgentWaiting
+	AgentHolding = history.AgentHolding
+	AgentStalled = history.AgentStalled
+	AgentZombie  = history.AgentZombie
 
-func (s AgentState) String() string {
-	if s < numAgentStates {
-		return agentStateNames[s]
-	}
-	return "unknown"
-}
-
-// Glyph is the state's one-character mark for timelines: . idle, ? waiting,
-// # holding, ~ stalled, ! believes-expired.
-func (s AgentState) Glyph() byte {
-	if s < numAgentStates {
-		return agentStateGlyphs[s]
-	}
-	return ' '
-}
+	MarkAdmitted = history.MarkAdmitted
+	MarkRefused  = history.MarkRefused
+	MarkStale    = history.MarkStale
+)
 
 // Snapshot is a consistent copy of one simulation's state at one virtual
 // instant, for a dashboard to draw. It shares nothing with the simulation.
@@ -142,16 +131,6 @@ type Segment struct {
 	// folds lanes per resource with it. int32 keeps lanes compact.
 	Resource int32
 }
-
-// MarkKind is what happened to a write.
-type MarkKind uint8
-
-// The kinds of write mark.
-const (
-	MarkAdmitted MarkKind = iota
-	MarkRefused
-	MarkStale // landed after a higher fence's write
-)
 
 // Mark is one write in a Lane.
 type Mark struct {

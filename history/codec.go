@@ -288,8 +288,11 @@ func (d *Decoder) Next() (Event, error) {
 		return Event{}, err
 	}
 	var w wireEvent
-	if err := json.Unmarshal(line, &w); err != nil {
-		return Event{}, d.fail(jsonProblem(err, line, last))
+	if !fastDecode(line, &w) {
+		w = wireEvent{}
+		if err := json.Unmarshal(line, &w); err != nil {
+			return Event{}, d.fail(jsonProblem(err, line, last))
+		}
 	}
 	e, err := d.event(&w)
 	if err != nil {

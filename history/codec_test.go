@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -246,5 +247,28 @@ func FuzzDecode(f *testing.F) {
 		}
 		// The checker takes whatever was read.
 		Check(h, events)
+	})
+}
+
+// The fast path reads what encoding/json reads, or steps aside.
+func FuzzFastDecode(f *testing.F) {
+	for _, line := range strings.Split(string(encode(f, testHeader(), everyKind())), "\n")[1:] {
+		f.Add([]byte(line))
+	}
+	f.Add([]byte(`{"at_ns":-0,"fence":01}`))
+	f.Add([]byte(`{"at_ns":1,"fence":18446744073709551615,"incarnation":4294967296}`))
+	f.Add([]byte(` { "kind" : "acquired" , "at_ns" : 3 } `))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast wireEvent
+		if !fastDecode(line, &fast) {
+			return
+		}
+		var slow wireEvent
+		if err := json.Unmarshal(line, &slow); err != nil {
+			t.Fatalf("fast path read %q, encoding/json refuses it: %v", line, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast path read %+v, encoding/json %+v", line, fast, slow)
+		}
 	})
 }

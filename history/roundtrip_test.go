@@ -44,20 +44,27 @@ func checkFile(t *testing.T, data []byte) *history.Result {
 // report, for every built-in over 50 seeds: the run's report is nothing but
 // the checker's verdict on what it emitted, and the file loses nothing.
 func TestRoundTripEveryBuiltin(t *testing.T) {
+	const seeds, block = 50, 10 // blocks of seeds share the cores evenly
 	for _, name := range harness.BuiltinNames() {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			base, _ := harness.Builtin(name)
-			for seed := uint64(1); seed <= 50; seed++ {
-				sc := base
-				sc.Seed = seed
-				res, data := record(t, sc)
-				got := checkFile(t, data)
-				if !reflect.DeepEqual(got, res) {
-					t.Fatalf("seed %d: lab check differs from lab run:\n run:   %+v\n check: %+v", seed, summary(res), summary(got))
-				}
-			}
-		})
+		for first := uint64(1); first <= seeds; first += block {
+			t.Run(fmt.Sprintf("%s/seeds=%d-%d", name, first, first+block-1), func(t *testing.T) {
+				t.Parallel()
+				roundTrip(t, name, first, first+block-1)
+			})
+		}
+	}
+}
+
+func roundTrip(t *testing.T, name string, first, last uint64) {
+	base, _ := harness.Builtin(name)
+	for seed := first; seed <= last; seed++ {
+		sc := base
+		sc.Seed = seed
+		res, data := record(t, sc)
+		got := checkFile(t, data)
+		if !reflect.DeepEqual(got, res) {
+			t.Fatalf("seed %d: lab check differs from lab run:\n run:   %+v\n check: %+v", seed, summary(res), summary(got))
+		}
 	}
 }
 

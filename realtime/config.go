@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -20,6 +21,19 @@ const (
 	StoreSQLite   = "sqlite"
 	StoreEtcd     = "etcd"
 )
+
+// MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
+// most seven members.
+const MaxEtcdMembers = 7
+
+// CheckEndpoint reports whether ep is an etcd client URL.
+func CheckEndpoint(ep string) error {
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be a URL such as http://127.0.0.1:2379", ep)
+	}
+	return nil
+}
 
 // ErrBadConfig is matched by every error Config.Check returns.
 var ErrBadConfig = errors.New("bad real-time configuration")
@@ -97,12 +111,12 @@ func (c Config) Check(sc harness.Scenario) error {
 	if c.EtcdMembers != 0 && len(c.EtcdEndpoints) > 0 {
 		return bad("etcd-members", "members are for the embedded cluster: give members or endpoints, not both")
 	}
-	if c.EtcdMembers < 0 || c.EtcdMembers > 7 {
-		return bad("etcd-members", "must be in [1, 7], got %d", c.EtcdMembers)
+	if c.EtcdMembers < 0 || c.EtcdMembers > MaxEtcdMembers {
+		return bad("etcd-members", "must be in [1, %d], got %d", MaxEtcdMembers, c.EtcdMembers)
 	}
 	for _, ep := range c.EtcdEndpoints {
-		if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
-			return bad("etcd-endpoints", "%q must be a URL such as http://127.0.0.1:2379", ep)
+		if err := CheckEndpoint(ep); err != nil {
+			return bad("etcd-endpoints", "%v", err)
 		}
 	}
 	if math.IsNaN(c.TimeScale) || c.TimeScale < 0 || c.TimeScale > MaxTimeScale {

@@ -69,8 +69,8 @@ func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 	if len(opts.Endpoints) > 0 && opts.Members != 1 {
 		return nil, errors.New("realtime: etcd: members are for the embedded cluster, not for given endpoints")
 	}
-	if opts.Members < 1 || opts.Members > 7 {
-		return nil, fmt.Errorf("realtime: etcd: members must be in [1, 7], got %d", opts.Members)
+	if opts.Members < 1 || opts.Members > MaxEtcdMembers {
+		return nil, fmt.Errorf("realtime: etcd: members must be in [1, %d], got %d", MaxEtcdMembers, opts.Members)
 	}
 	var id [6]byte
 	rand.Read(id[:])

@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/leasefence/lab/harness"
 )
@@ -117,17 +118,9 @@ func lineOf(n ast.Node) int {
 // parseRoot parses data as exactly one YAML document whose top level is a
 // mapping.
 func (d *decoder) parseRoot(data []byte) (*ast.MappingNode, bool) {
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
-		var ye yaml.Error
-		line := 0
-		msg := err.Error()
-		if errors.As(err, &ye) {
-			msg = ye.GetMessage()
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				line = tk.Position.Line
-			}
-		}
+		line, msg := syntaxError(err)
 		d.errs = append(d.errs, &FileError{File: d.file, Line: line, Problem: "not valid YAML: " + msg, Err: err})
 		return nil, false
 	}
@@ -155,6 +148,33 @@ func (d *decoder) parseRoot(data []byte) (*ast.MappingNode, bool) {
 	return m, true
 }
 
+// syntaxError locates a YAML syntax error on the line a reader must fix.
+//
+// A key indented deeper than the key above it is read by YAML as the
+// continuation of that key's value ("gap\n    ttl" is the one scalar "gap
+// ttl"), and the parser blames the token where that scalar began: one line
+// too early, or more. The colon that cannot follow it is on the line that
+// is wrong, so that line is reported, with what probably happened.
+func syntaxError(err error) (line int, msg string) {
+	var ye yaml.Error
+	if !errors.As(err, &ye) {
+		return 0, err.Error()
+	}
+	msg = ye.GetMessage()
+	tk := ye.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, msg
+	}
+	line = tk.Position.Line
+	if next := tk.Next; next != nil && next.Type == token.MappingValueType && next.Position != nil && next.Position.Line > line {
+		line = next.Position.Line
+		if tk.Type == token.StringType {
+			msg += " (a key indented deeper than the key above it?)"
+		}
+	}
+	return line, msg
+}
+
 // entries returns the key/value pairs of a mapping node, failing (and
 // returning false) on anything that is not a mapping with plain keys.
 func (d *decoder) entries(n ast.Node, path string) ([]entry, bool) {
@@ -168,7 +188,7 @@ func (d *decoder) entries(n ast.Node, path string) ([]entry, bool) {
 		return nil, false
 	}
 	out := make([]entry, 0, len(m.Values))
-	seen := make(map[string]bool, len(m.Values))
+	seen := make(map[string]int, len(m.Values)) // key -> its line
 	good := true
 	for _, mv := range m.Values {
 		k, ok := mv.Key.(*ast.StringNode)
@@ -177,12 +197,14 @@ func (d *decoder) entries(n ast.Node, path string) ([]entry, bool) {
 			good = false
 			continue
 		}
-		if seen[k.Value] {
-			d.fail(lineOf(k), join(path, k.Value), "is given twice")
+		if first, dup := seen[k.Value]; dup {
+			// The parser is told to let duplicates through so that this
+			// one problem does not hide the others in the file.
+			d.fail(lineOf(k), join(path, k.Value), "is given twice (first on line %d)", first)
 			good = false
 			continue
 		}
-		seen[k.Value] = true
+		seen[k.Value] = lineOf(k)
 		out = append(out, entry{key: k.Value, line: lineOf(k), value: mv.Value})
 	}
 	return out, good
@@ -200,7 +222,13 @@ type entry struct {
 func (d *decoder) plain(n ast.Node, path string) ast.Node {
 	switch n := n.(type) {
 	case nil, *ast.NullNode:
-		d.fail(lineOf(n), path, "has no value")
+		// A missing value has no token of its own worth pointing at: the
+		// key that lacks it is where the reader looks.
+		line := d.lines[path]
+		if line == 0 {
+			line = lineOf(n)
+		}
+		d.fail(line, path, "has no value")
 		return nil
 	case *ast.TagNode:
 		d.fail(lineOf(n), path, "YAML tags (%s) are not supported: write the value plainly", n.Start.Value)
@@ -260,8 +288,9 @@ func (d *decoder) decodeScenario(n ast.Node, path string, sc *harness.Scenario) 
 		}
 		p := join(path, e.key)
 		d.lines[p] = e.line
-		name, ok := d.str(e.value, p)
+		name, ok := d.str(d.plain(e.value, p), p)
 		if !ok {
+			d.failed[path] = true // no built-in: the rest cannot be judged
 			continue
 		}
 		b, ok := harness.Builtin(name)
@@ -443,9 +472,14 @@ func (d *decoder) decodeValue(n ast.Node, path string, v reflect.Value) {
 	}
 }
 
+// The scalar readers below (str, unsigned) take a node that plain may
+// have refused: nil means the problem is already reported.
+
 func (d *decoder) str(n ast.Node, path string) (string, bool) {
 	var s string
 	switch n := n.(type) {
+	case nil:
+		return "", false
 	case *ast.StringNode:
 		s = n.Value
 	case *ast.LiteralNode:
@@ -497,6 +531,9 @@ func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 }
 
 func (d *decoder) unsigned(n ast.Node, path string) (uint64, bool) {
+	if n == nil {
+		return 0, false
+	}
 	if in, ok := n.(*ast.IntegerNode); ok {
 		switch x := in.Value.(type) {
 		case int64:

@@ -167,11 +167,14 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 		}
 	}
 	e, ok := byKey[fixtureKeyScenario]
-	if !ok {
+	if ok {
+		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)
+	} else {
+		// Reported, and the rest of the file still read: every problem
+		// in one pass. Validate has nothing to judge.
 		d.fail(d.lines[""], fixtureKeyScenario, "is required (a scenario: `builtin: NAME`, or the scenario's keys)")
-		return nil, d.err()
+		d.failed[""] = true
 	}
-	d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)
 	if fx.Scenario.Name == "" {
 		fx.Scenario.Name = fx.Name
 	}
@@ -316,11 +319,13 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 		d.lines[p] = e.line
 		switch e.key {
 		case keyDriftBudget:
-			b, ok := d.plain(e.value, p).(*ast.BoolNode)
+			v := d.plain(e.value, p)
+			if v == nil {
+				continue
+			}
+			b, ok := v.(*ast.BoolNode)
 			if !ok {
-				if e.value != nil {
-					d.fail(lineOf(e.value), p, "must be true or false, got %s", describe(e.value))
-				}
+				d.fail(lineOf(v), p, "must be true or false, got %s", describe(v))
 				continue
 			}
 			want := b.Value

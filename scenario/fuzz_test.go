@@ -20,9 +20,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("builtin: gap\nnetwork: {drop_replies: 0.5}\nagent: {stall: \"10ms-50ms,5%:1.5s-4s\"}\nclocks: {drift_ppm: -5:5, offset: -1ms:1ms}\n"))
 	f.Add([]byte("name: x\nscenario: {builtin: gap}\nseeds: {from: 1, count: 3}\nexpect: {fenced: {commits_refused: \">= overlaps\", timeline: [{at: 1.4s, kind: commit_refused}]}}\n"))
 	f.Add([]byte("builtin: crowd\nclocks:\n  agent:\n    agent-3: {drift_ppm: -100, offset: 5ms}\ninterventions:\n  - {at: 1s, kind: toggle-push}\n"))
+	f.Add([]byte("name:\nscenario:\n  builtin: gap\n  ttl: 1s\n  ttl: ~\nseeds: [1, ~]\nexpect:\n  fenced: {stale_writes_landed: }\n"))
+	f.Add([]byte("name: &a x\nscenario:\n  builtin: gap\n    ttl: 2s\nexpect: {drift_within_budget: *a}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = scenario.ParseFixture("fuzz.yaml", data)
+		_, err := scenario.ParseFixture("fuzz.yaml", data)
+		requireLines(t, err)
 		sc, err := scenario.Parse("fuzz.yaml", data)
+		requireLines(t, err)
 		if err != nil {
 			return
 		}
@@ -35,4 +39,14 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the scenario:\n%s\nbefore %+v\nafter  %+v", text, sc, back)
 		}
 	})
+}
+
+// requireLines fails unless every problem about a field names its line.
+func requireLines(t *testing.T, err error) {
+	t.Helper()
+	for _, fe := range fileErrors(err) {
+		if fe.Field != "" && fe.Line == 0 {
+			t.Fatalf("a problem without its line: %v", fe)
+		}
+	}
 }

@@ -458,6 +458,10 @@ func (m *modeState) event(e history.Event) {
 		m.fate(e, EventRequestDuplicated)
 	case history.RequestRetried:
 		m.fate(e, EventRequestRetried)
+	case history.LeaseAbandoned:
+		if g := m.holding(e); g != nil {
+			m.holderDone(m.agent(e.Agent), g)
+		}
 	case history.AcquireAbandoned:
 		if at := m.agent(e.Agent).attempt; at != nil && at.id == e.RequestID {
 			m.agent(e.Agent).attempt = nil
@@ -639,11 +643,6 @@ func (m *modeState) acquireSent(e history.Event) {
 		// agent acquiring again).
 		m.settle(e.Agent, at, e.At, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
 	}
-	if g := a.holding; g != nil {
-		a.holding, a.renew = nil, nil
-		g.holderDone = true
-		m.tryEnd(g)
-	}
 	a.spare = attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At,
 		events: a.spare.events[:0], denials: a.spare.denials[:0]}
 	a.attempt = &a.spare
@@ -660,7 +659,7 @@ func (m *modeState) acquired(e history.Event) {
 		at = &a.spare
 	}
 	a.attempt = nil
-	key := genKey{m.epoch, e.Resource, e.Fence}
+	key := genKey{int(e.Incarnation), e.Resource, e.Fence}
 	g := at.gen
 	if g != nil && g.key != key {
 		// The fence seen minted for this request is not the one granted
@@ -682,7 +681,23 @@ func (m *modeState) acquired(e history.Event) {
 	sp.End(m.r.ts(e.At))
 	g.touch(e.At)
 	g.holderDone = false
+	if prev := a.holding; prev != nil && prev != g {
+		// The agent now believes in the new lease only (an agent that
+		// gives a lease up says so; one that never does, a scripted one,
+		// moves on when it takes another).
+		m.holderDone(a, prev)
+	}
 	a.holding = g
+}
+
+// holderDone records that the agent no longer acts under g. A renewal of
+// g still in flight keeps its span: its reply may yet come.
+func (m *modeState) holderDone(a *agentState, g *generation) {
+	if a.holding == g {
+		a.holding = nil
+	}
+	g.holderDone = true
+	m.tryEnd(g)
 }
 
 // denied records a refused acquire on the "lease" span of the generation
@@ -925,7 +940,7 @@ func (m *modeState) renewAnswered(e history.Event) {
 func (m *modeState) releaseSent(e history.Event) {
 	g := m.holding(e)
 	if g == nil {
-		g = m.gens[genKey{m.epoch, e.Resource, e.Fence}]
+		g = m.gens[genKey{int(e.Incarnation), e.Resource, e.Fence}]
 	}
 	if g == nil {
 		return
@@ -937,7 +952,7 @@ func (m *modeState) releaseSent(e history.Event) {
 }
 
 func (m *modeState) released(e history.Event) {
-	g := m.gens[genKey{m.epoch, e.Resource, e.Fence}]
+	g := m.gens[genKey{int(e.Incarnation), e.Resource, e.Fence}]
 	if g == nil {
 		return
 	}
@@ -967,7 +982,7 @@ func (m *modeState) releaseRefused(e history.Event) {
 // (a push, an expiry before a slow or lost reply): then the generation
 // starts at the pending acquire's send, or at start if there is none.
 func (m *modeState) coordinatorSide(e history.Event, start time.Duration) *generation {
-	key := genKey{m.epoch, e.Resource, e.Fence}
+	key := genKey{int(e.Incarnation), e.Resource, e.Fence}
 	if g := m.gens[key]; g != nil {
 		return g
 	}
@@ -1013,8 +1028,8 @@ func (m *modeState) restarted(e history.Event) {
 			m.coordinatorEnded(g, e.At)
 		}
 	}
-	m.epoch++
-	clear(m.current) // denials from the new incarnation are not about the old one's leases
+	m.epoch = int(e.Incarnation) // the incarnation the history names
+	clear(m.current)             // denials from the new incarnation are not about the old one's leases
 }
 
 // --- writes ---

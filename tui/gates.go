@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/table"
@@ -34,8 +35,22 @@ func newGatesPane(st *styles, agents, resources int) gatesPane {
 	return gatesPane{st: st, want: w, tbl: table.New(table.WithColumns(cols), table.WithStyles(st.Table), table.WithFocused(true))}
 }
 
+// gatesLines is the height that shows every gate of snap, or, in naive
+// mode, why there are none.
+func gatesLines(snap *harness.Snapshot) int {
+	if snap.Gates == nil {
+		return 1 + len(naiveGatesNote)
+	}
+	return 2 + max(len(snap.Gates), 1)
+}
+
+var naiveGatesNote = []string{"no gate in naive mode:", "writes go straight to the", "resource, so nothing is", "refused and nothing logged."}
+
 // SetSize gives the pane its box; the first line is the title.
 func (p *gatesPane) SetSize(width, height int) {
+	if width == p.width && height == p.height {
+		return
+	}
 	p.width, p.height = width, height
 	p.tbl.SetWidth(width)
 	p.tbl.SetHeight(max(height-1, 2))
@@ -72,7 +87,7 @@ func (p *gatesPane) render() {
 func (p *gatesPane) draw() string {
 	title := p.st.PaneTitle.Render("gates") + p.st.Muted.Render(" · "+string(p.mode))
 	if p.gates == nil {
-		body := renderLines(p.st.Muted, "no gate in naive mode:", "writes go straight to the", "resource, so nothing is", "refused and nothing logged.")
+		body := renderLines(p.st.Muted, slices.Clone(naiveGatesNote)...)
 		return fit(titled(title, body), p.width, p.height)
 	}
 	return fit(titled(title, p.tbl.View()), p.width, p.height)

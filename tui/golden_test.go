@@ -68,6 +68,13 @@ func TestViewGolden(t *testing.T) {
 			advance: 3 * time.Second, w: 100, h: 30, keys: []string{"j", "j", "j", "j", "j", "j", "j", "j", "j", "j", "j", "j"}},
 		{name: "crowd_filtered_log", scenario: "crowd", advance: 10 * time.Second, w: 100, h: 30, keys: []string{"f", "f", "f"}},
 		{name: "too_small", scenario: "gap", w: 79, h: 24},
+		// overlap at 7.1s: two agents believe expired leases, three holder
+		// rows; every one is drawn at each size, and the footer keeps ? help.
+		{name: "overlap_80x24", scenario: "overlap", advance: 7100 * time.Millisecond, w: 80, h: 24},
+		{name: "overlap_120x40", scenario: "overlap", advance: 7100 * time.Millisecond, w: 120, h: 40},
+		{name: "overlap_200x60", scenario: "overlap", advance: 7100 * time.Millisecond, w: 200, h: 60},
+		// The first second, when there is little to show.
+		{name: "overlap_first_second", scenario: "overlap", advance: time.Second, w: 120, h: 40},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +89,7 @@ func TestViewGolden(t *testing.T) {
 			view := m.View()
 			requireGolden(t, tt.name, view)
 			if tt.w >= MinWidth {
+				checkLayout(t, tt.name, m)
 				lines := strings.Split(view, "\n")
 				if len(lines) != tt.h {
 					t.Errorf("view is %d lines, want the terminal's %d", len(lines), tt.h)

@@ -49,11 +49,18 @@ func newHoldersPane(st *styles) holdersPane {
 
 // SetSize gives the pane its box; the first line is the title.
 func (p *holdersPane) SetSize(width, height int) {
+	if width == p.width && height == p.height {
+		return
+	}
 	p.width, p.height = width, height
 	p.tbl.SetWidth(width)
 	p.tbl.SetHeight(max(height-1, 2))
 	p.render()
 }
+
+// lines is the height that shows every row: the title, the column
+// headers, and the rows (one for an empty table).
+func (p *holdersPane) lines() int { return 2 + max(len(p.rows), 1) }
 
 // visible is how many rows fit under the title and the column headers.
 func (p *holdersPane) visible() int { return max(p.height-2, 1) }

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,14 +56,19 @@ type Model struct {
 	dirty bool // a frame came while busy: snapshot again when it returns
 
 	gatesWidth int
-	helpView   string
-	mid        string // the gates and the log side by side
-	header     headerPane
-	strip      stripPane
-	holders    holdersPane
-	gates      gatesPane
-	log        logPane
-	timeline   timelinePane
+	// The most lines the holders and the gates-and-log row have wanted:
+	// spare lines go back to them before the timeline takes the rest, so
+	// a holder row that comes and goes does not shake the panes below.
+	holdersMost, midMost int
+	helpView             string
+	footerFor            footerKey // what helpView was drawn for
+	mid                  string    // the gates and the log side by side
+	header               headerPane
+	strip                stripPane
+	holders              holdersPane
+	gates                gatesPane
+	log                  logPane
+	timeline             timelinePane
 }
 
 var _ tea.Model = Model{}
@@ -102,7 +108,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
-		m.layout()
+		m.layout() // refreshPanes lays out again once there is a snapshot
 		m.refreshPanes()
 		return m, nil
 	case frameMsg:
@@ -266,65 +272,122 @@ func (m Model) stall() (tea.Model, tea.Cmd) {
 		what: fmt.Sprintf("stalled %s (%s@%d) for %v", row.agent, row.name, row.fence, d)})
 }
 
-// layout sizes every pane for the terminal. Heights depend only on the
-// terminal, the help and the scenario's shape, never on the data, so the
-// panes do not jump about from frame to frame.
+// layout sizes every pane for the terminal and what there is to show.
+// The holders and the gates-and-log row get the lines their content
+// needs, the timeline its lanes, sharing a line at a time when the screen
+// is short; whatever is left goes to the timeline. So a pane is never cut
+// while another has lines to spare.
 func (m *Model) layout() {
 	if m.width < MinWidth || m.height < MinHeight {
 		return
 	}
-	m.help.Width = m.width
-	m.helpView = m.help.View(m.keys)
-	helpH := lipgloss.Height(m.helpView)
-	body := m.height - 4 - 1 - helpH // header and strip; status line; help
-	res, agents := m.info.resources, m.info.agents
-	// Each pane gets a title, a header and one row first; then rows go
-	// round to whoever still wants one, and the log takes what is left.
-	hold, mid, tl := split(body, res, res-1, agents-1)
-	if tl-2 < agents {
-		hold, mid, tl = split(body, res, res-1, res-1)
+	if f := (footerKey{m.width, m.help.ShowAll}); f != m.footerFor {
+		m.helpView, m.footerFor = m.footer(), f
+	}
+	body := m.height - 4 - 1 - lipgloss.Height(m.helpView) // header and strip; status line; help
+	hold, mid, lanes := 1, 3, m.info.agents
+	if m.snaps != nil {
+		snap := &m.snaps[m.focus]
+		hold, mid, lanes = m.holders.lines(), max(gatesLines(snap), m.log.lines()), len(snap.Lanes)
+	}
+	m.holdersMost, m.midMost = max(m.holdersMost, hold), max(m.midMost, mid)
+	sh := share(body, hold, mid, lanes+2, m.holdersMost, m.midMost)
+	if sh.timeline < lanes+2 {
+		// Not every agent gets a lane: fold them into one per resource.
+		sh = share(body, hold, mid, m.info.resources+2, m.holdersMost, m.midMost)
 	}
 	m.gatesWidth = min(m.gates.want, m.width/2)
 	m.header.SetSize(m.width, 3)
 	m.strip.SetSize(m.width, 1)
-	m.holders.SetSize(m.width, hold)
-	m.gates.SetSize(m.gatesWidth, mid)
-	m.log.SetSize(m.width-m.gatesWidth-1, mid)
-	m.timeline.SetSize(m.width, tl)
+	m.holders.SetSize(m.width, sh.holders)
+	m.gates.SetSize(m.gatesWidth, sh.mid)
+	m.log.SetSize(m.width-m.gatesWidth-1, sh.mid)
+	m.timeline.SetSize(m.width, sh.timeline)
 }
 
-// split shares body lines among the holders, the gates and log, and the
-// timeline, each wanting three lines plus the extra rows given.
-func split(body, holdWant, midWant, tlWant int) (hold, mid, tl int) {
-	hold, mid, tl = 3, 3, 3
-	extra := body - 9
-	for extra > 0 && (holdWant > 0 || midWant > 0 || tlWant > 0) {
-		if tlWant > 0 && extra > 0 {
-			tl, tlWant, extra = tl+1, tlWant-1, extra-1
+// minPaneLines is the least a pane is given: its title, the column
+// headers (or the timeline's legend) and one row.
+const minPaneLines = 3
+
+// shares is how many lines each part of the body gets.
+type shares struct{ holders, mid, timeline int }
+
+// share divides body lines among the holders, the gates and log, and the
+// timeline, which want the lines given (each at least minPaneLines). When
+// they want more than there is, the lines go round one at a time,
+// timeline, holders, gates and log, so each shows as much as any other
+// can. Lines left over go first to the holders and the gates and log, up
+// to the most they have wanted (holdMost, midMost), then to the timeline.
+func share(body, hold, mid, tl, holdMost, midMost int) shares {
+	s := shares{minPaneLines, minPaneLines, minPaneLines}
+	extra := body - 3*minPaneLines
+	for extra > 0 && (s.timeline < tl || s.holders < hold || s.mid < mid) {
+		if s.timeline < tl && extra > 0 {
+			s.timeline, extra = s.timeline+1, extra-1
 		}
-		if holdWant > 0 && extra > 0 {
-			hold, holdWant, extra = hold+1, holdWant-1, extra-1
+		if s.holders < hold && extra > 0 {
+			s.holders, extra = s.holders+1, extra-1
 		}
-		if midWant > 0 && extra > 0 {
-			mid, midWant, extra = mid+1, midWant-1, extra-1
+		if s.mid < mid && extra > 0 {
+			s.mid, extra = s.mid+1, extra-1
 		}
 	}
-	return hold, mid + max(extra, 0), tl
+	if more := min(max(holdMost-s.holders, 0), extra); more > 0 {
+		s.holders, extra = s.holders+more, extra-more
+	}
+	if more := min(max(midMost-s.mid, 0), extra); more > 0 {
+		s.mid, extra = s.mid+more, extra-more
+	}
+	s.timeline += max(extra, 0)
+	return s
 }
 
-// refreshPanes formats every pane from the focused snapshot.
+// footer is the help: the full screen of keys, or one line of the keys
+// that fit the width, always ending with "? help" and "q quit" so the way
+// to the rest is never cut off.
+func (m *Model) footer() string {
+	if m.help.ShowAll {
+		m.help.Width = m.width
+		return m.help.View(m.keys)
+	}
+	m.help.Width = 0 // the bindings are chosen to fit: nothing to truncate
+	last := []key.Binding{m.keys.Help, m.keys.Quit}
+	var shown []key.Binding
+	for _, b := range m.keys.ShortHelp() {
+		if slices.ContainsFunc(last, func(l key.Binding) bool { return slices.Equal(l.Keys(), b.Keys()) }) {
+			continue
+		}
+		if lipgloss.Width(m.help.ShortHelpView(slices.Concat(shown, []key.Binding{b}, last))) > m.width {
+			break
+		}
+		shown = append(shown, b)
+	}
+	return m.help.ShortHelpView(append(shown, last...))
+}
+
+// footerKey is what the footer depends on, so it is drawn only when that
+// changes, not on every frame.
+type footerKey struct {
+	width   int
+	showAll bool
+}
+
+// refreshPanes formats every pane from the focused snapshot. The holders
+// and the log take their content first, for the layout to size the panes
+// by it; the gates and the timeline are drawn into the sizes given.
 func (m *Model) refreshPanes() {
 	if m.snaps == nil || !m.sized || m.width < MinWidth || m.height < MinHeight {
 		return
 	}
 	snap := &m.snaps[m.focus]
 	m.sel = m.holders.setSnapshot(snap, m.sel)
-	m.gates.setSnapshot(snap, m.sel)
 	filter := ""
 	if m.filter >= 0 && m.filter < len(snap.Holders) {
 		filter = snap.Holders[m.filter].Resource
 	}
 	m.log.setSnapshot(snap, filter)
+	m.layout()
+	m.gates.setSnapshot(snap, m.sel)
 	m.timeline.setSnapshot(snap, m.sel)
 	m.header.set(snap, m.info.modes[m.focus], m.paused, m.done, m.speed)
 	m.strip.set(m.info.modes, m.snaps)

@@ -44,6 +44,9 @@ type logKey struct {
 
 // SetSize creates the viewport on the first call and resizes it after.
 func (p *logPane) SetSize(width, height int) {
+	if p.ready && width == p.width && height == p.height {
+		return
+	}
 	p.width, p.height = width, height
 	h := max(height-2, 1) // title and column headers
 	if !p.ready {
@@ -58,6 +61,20 @@ func (p *logPane) SetSize(width, height int) {
 		}
 	}
 	p.view = p.draw()
+}
+
+// lines is the height that shows every refusal kept (the title, the
+// column headers and a line each), or the note that stands in for them.
+func (p *logPane) lines() int {
+	switch {
+	case p.mode == harness.Naive:
+		return 1 + 4
+	case p.total == 0:
+		return 1 + 2
+	case p.shown == 0:
+		return 1 + 1
+	}
+	return 2 + p.shown
 }
 
 // setSnapshot rebuilds the content if the refusals, the filter or the mode

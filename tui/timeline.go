@@ -142,6 +142,9 @@ func newTimelinePane(st *styles) timelinePane {
 
 // SetSize gives the pane its box: a title, the lanes, and a legend.
 func (p *timelinePane) SetSize(width, height int) {
+	if width == p.width && height == p.height {
+		return
+	}
 	p.width, p.height = width, height
 	p.view = p.draw()
 }
@@ -368,14 +371,12 @@ func (p *timelinePane) draw() string {
 	if len(p.lanes) < p.total {
 		title += p.st.Muted.Render(fmt.Sprintf(" · %d-%d of %d", p.first+1, p.first+len(p.lanes), p.total))
 	}
-	body := strings.Join(p.lanes, "\n")
-	lines := min(len(p.lanes), p.rows())
-	body += strings.Repeat("\n", p.rows()-lines)
 	legend := p.legend
 	if ansi.StringWidth(legend) > p.width {
 		legend = p.shortLegend
 	}
-	return fit(title+"\n"+body+"\n"+legend, p.width, p.height)
+	// The legend sits under the lanes; lines to spare stay below it.
+	return fit(title+"\n"+strings.Join(p.lanes, "\n")+"\n"+legend, p.width, p.height)
 }
 
 // View returns the pane as last drawn.

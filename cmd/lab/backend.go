@@ -5,16 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/report"
 )
 
 // backendSim is the deterministic simulator, the default backend.
-const backendSim = "sim"
+const backendSim = report.BackendSim
 
 // backendFlags choose where a run's leases and writes live: the simulator,
 // or the real-time runner on the in-memory coordinator or on etcd.
@@ -37,18 +39,50 @@ func (bf *backendFlags) register(fs *flag.FlagSet) {
 }
 
 // real reports whether the flags choose the real-time runner.
-func (bf *backendFlags) real() bool { return bf.backend != backendSim }
+func (bf *backendFlags) real() bool { return bf.backend != backendSim && bf.backend != "" }
+
+// validate checks each flag's own value, before any combination: the
+// first problem, one line naming the flag.
+func (bf *backendFlags) validate() error {
+	backends := []string{backendSim, realtime.BackendMemory, realtime.BackendEtcd}
+	if bf.backend != "" && !slices.Contains(backends, bf.backend) {
+		return fmt.Errorf("--backend: must be %s, got %q", strings.Join(backends, ", "), bf.backend)
+	}
+	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd}
+	if bf.resource != "" && !slices.Contains(stores, bf.resource) {
+		return fmt.Errorf("--resource: must be %s, got %q", strings.Join(stores, ", "), bf.resource)
+	}
+	if bf.etcdMembers < 0 || bf.etcdMembers > realtime.MaxEtcdMembers {
+		return fmt.Errorf("--etcd-members: must be in [1, %d], got %d", realtime.MaxEtcdMembers, bf.etcdMembers)
+	}
+	if bf.etcdEndpoints != "" {
+		for _, ep := range strings.Split(bf.etcdEndpoints, ",") {
+			if err := realtime.CheckEndpoint(ep); err != nil {
+				return fmt.Errorf("--etcd-endpoints: %w", err)
+			}
+		}
+	}
+	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
+		return fmt.Errorf("--time-scale: must be in (0, %d], got %v", realtime.MaxTimeScale, bf.timeScale)
+	}
+	return nil
+}
 
 // config checks the flags against sc and returns the real-time runner's
 // configuration; for the simulator, nil. Every problem is one line naming
 // the flag.
 func (bf *backendFlags) config(sc harness.Scenario) (*realtime.Config, error) {
+	if err := bf.validate(); err != nil {
+		return nil, err
+	}
 	if !bf.real() {
 		switch {
 		case bf.resource != "":
 			return nil, errors.New("--resource: the simulator keeps its resources in memory; --resource needs --backend memory or etcd")
-		case bf.etcdMembers != 0 || bf.etcdEndpoints != "":
-			return nil, errors.New("--etcd-members and --etcd-endpoints need --backend etcd")
+		case bf.etcdMembers != 0:
+			return nil, errors.New("--etcd-members: needs --backend etcd")
+		case bf.etcdEndpoints != "":
+			return nil, errors.New("--etcd-endpoints: needs --backend etcd")
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		}
@@ -64,7 +98,7 @@ func (bf *backendFlags) config(sc harness.Scenario) (*realtime.Config, error) {
 			return nil, err
 		}
 		if ce.Setting == "scenario" {
-			return nil, fmt.Errorf("--backend %s: the scenario cannot run here: %s", bf.backend, ce.Problem)
+			return nil, fmt.Errorf("%s cannot run on --backend %s: %s", sc.Name, bf.backend, ce.Problem)
 		}
 		return nil, fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
 	}
@@ -99,54 +133,21 @@ func (rr *realRun) open(ctx context.Context, sc harness.Scenario, modes []harnes
 // header is the history header of the run.
 func (rr *realRun) header() history.Header { return rr.runner.Header() }
 
-// realFigures are what a real-time run reports beyond the checker's
-// verdict: where it ran, and how long it took on the wall clock.
-type realFigures struct {
-	Where     string              `json:"where"`
-	Resource  string              `json:"resource"`
-	WallMS    int64               `json:"wall_ms"`
-	TimeScale float64             `json:"time_scale"`
-	Faults    realtime.FaultStats `json:"faults"`
-}
-
-func (rr *realRun) figures(res *realtime.Result) *realFigures {
-	return &realFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
-		TimeScale: rr.setup.Scale, Faults: res.Faults}
-}
-
-// runInfo is what a report says about the runner beside the checker's
-// verdict: the backend (from the history header) and, for a real-time
-// run that just happened, its wall-clock figures.
-type runInfo struct {
-	backend string
-	real    *realFigures
-}
-
-// writeRunInfo writes the report's backend lines; the simulator's report
-// has none.
-func writeRunInfo(w interface{ Write([]byte) (int, error) }, info runInfo) {
-	if info.backend == "" || info.backend == backendSim {
-		return
-	}
-	if info.real == nil {
-		fmt.Fprintf(w, "backend %s: a real-time run; times are true wall-clock time since it began\n", info.backend)
-		return
-	}
-	r := info.real
-	fmt.Fprintf(w, "backend %s · %v of wall time at time scale %gx\n", r.Where,
-		(time.Duration(r.WallMS) * time.Millisecond).Truncate(time.Millisecond), r.TimeScale)
-	fmt.Fprintf(w, "fault layer: %d calls, %d requests dropped (%d cut by a partition), %d replies dropped, %d duplicated\n",
-		r.Faults.Calls, r.Faults.RequestsDropped, r.Faults.Partitioned, r.Faults.RepliesDropped, r.Faults.Duplicated)
+// figures are what the run reports of itself beside the checker's
+// verdict.
+func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
+	f := res.Faults
+	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
+		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
+			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}}
 }
 
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
 // flags' configuration with the fixture's backend, a fresh setup per seed.
 // The flags must make sense for every backend a fixture may name.
 func (bf *backendFlags) fixtureRunner() (func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error), error) {
-	if bf.backend == backendSim && (bf.resource != "" || bf.etcdMembers != 0 || bf.etcdEndpoints != "" || bf.timeScale != 0) {
-		if _, err := bf.config(harness.Scenario{}); err != nil {
-			return nil, err
-		}
+	if err := bf.validate(); err != nil {
+		return nil, err
 	}
 	return func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		flags := *bf

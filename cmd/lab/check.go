@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/report"
 )
 
 const checkAbout = `Checks a history file, as lab run --events writes it (or any runner that
@@ -14,8 +16,10 @@ nothing else, and prints the same report lab run prints (--json: the same
 JSON). It needs no scenario: what the checker assumes (TTL, skew budget,
 clocks, restarts) is in the file's header.
 
+--html draws the page lab run --html draws, from the file alone.
+
 A line that cannot be read is an error naming the file and the line; the
-events before it are still checked and reported, marked INCOMPLETE.
+events before it are still checked and reported, marked INTERRUPTED.
 
 Exit status: 0 when the fenced mode held its invariants, 1 when it broke one
 or the history records a library error, 2 for a file that cannot be read
@@ -23,34 +27,54 @@ or the history records a library error, 2 for a file that cannot be read
 
 // check is `lab check`.
 func (a *app) check(_ context.Context, args []string) int {
-	fs := a.newFlagSet("check", "PATH [--json]", checkAbout)
+	fs := a.newFlagSet("check", "PATH [--json] [--html PATH]", checkAbout)
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
+	htmlPath := fs.String("html", "", "also write the self-contained HTML page of the history to `PATH`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) != 1 {
-		return a.badInput("check", fmt.Errorf("takes one history file, got %d: %q", len(pos), pos))
+		return a.badInput("check", &argumentsError{takesOne: true, what: "history file", got: pos})
+	}
+	var page *os.File
+	if *htmlPath != "" {
+		// Made before the file is read, so that a bad path fails first.
+		f, err := os.Create(*htmlPath)
+		if err != nil {
+			return a.badInput("check", fmt.Errorf("--html: %w", err))
+		}
+		defer f.Close()
+		page = f
 	}
 	h, events, readErr := history.ReadFile(pos[0])
 	var lineErr *history.LineError
 	if readErr != nil && (!errors.As(readErr, &lineErr) || h.Format == 0) {
+		if page != nil {
+			page.Close()
+			os.Remove(page.Name()) // nothing to draw: leave no empty page behind
+		}
 		return a.badInput("check", readErr) // no header: nothing to check
 	}
 	res := history.Check(h, events)
-	stop := stopInfo{}
+	stop := report.Stop{}
 	if readErr != nil {
-		stop = stopInfo{interrupted: true, by: fmt.Sprintf("line %d of the history could not be read", lineErr.Line)}
+		stop = report.Stop{Interrupted: true, By: fmt.Sprintf("line %d of the history could not be read", lineErr.Line)}
 		if n := len(events); n > 0 {
-			stop.at = events[n-1].At
+			stop.At = events[n-1].At
+		}
+	}
+	if page != nil {
+		if err := writePage(page, h, events, res, stop); err != nil {
+			return a.badInput("check", fmt.Errorf("--html: %w", err))
 		}
 	}
 	if *asJSON {
-		if err := writeJSONReport(a.stdout, res, stop, runInfo{backend: h.Backend}); err != nil {
+		if err := report.JSON(a.stdout, res, stop, report.Runner{Backend: h.Backend}); err != nil {
 			fmt.Fprintf(a.stderr, "lab check: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, h.Description, res, stop, runInfo{backend: h.Backend})
+		report.Text(a.stdout, h.Description, res, stop, report.Runner{Backend: h.Backend})
 	}
 	switch {
 	case readErr != nil:
@@ -60,4 +84,16 @@ func (a *app) check(_ context.Context, args []string) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writePage draws the HTML page of a history read from a file.
+func writePage(f *os.File, h history.Header, events []history.Event, res *history.Result, stop report.Stop) error {
+	tl := report.NewTimeline(h)
+	for _, e := range events {
+		tl.Event(e)
+	}
+	if err := report.HTML(f, res, tl, stop); err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -138,13 +138,14 @@
 //
 // # lab check
 //
-//	lab check PATH [--json]
+//	lab check PATH [--json] [--html PATH]
 //
 // Judges a history file with the checker alone, from its header and events:
 // no scenario, no simulator, no gate. It prints the report `lab run` prints
 // (the same counters, counterexamples, verdict and digest; --json the same
 // JSON), so `lab check` of what `lab run --events` wrote agrees with the run
-// byte for byte; a history from another runner is judged the same way. Exit
+// byte for byte; a history from another runner is judged the same way.
+// --html draws the page of `lab run --html` from the file alone. Exit
 // status as for lab run: 0 the fenced mode held its invariants, 1 it broke
 // one (or the history records a library error), 2 the file cannot be read.
 // A line that cannot be read is named as FILE:LINE; the events before it are

@@ -59,7 +59,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	bf.backend = "" // unset: each fixture runs on the backend it names
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if *jobs < 0 {
 		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))

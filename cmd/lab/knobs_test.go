@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 )
 
@@ -201,7 +202,7 @@ func TestJSONSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := writeJSONReport(&b, res, stopInfo{}, runInfo{backend: backendSim}); err != nil {
+	if err := report.JSON(&b, res, report.Stop{}, report.Runner{Backend: backendSim}); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

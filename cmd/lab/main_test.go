@@ -20,7 +20,7 @@ import (
 	"github.com/leasefence/lab/history"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script and testdata/report.png")
+var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){

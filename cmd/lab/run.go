@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
 
@@ -59,10 +60,10 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 1 {
-		return a.badInput("run", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+		return a.badInput("run", &argumentsError{takesOne: true, got: pos})
 	}
 	var arg string
 	if len(pos) == 1 {
@@ -143,7 +144,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	run := func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
 		return harness.Run(ctx, sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
 	}
-	info := runInfo{backend: backendSim}
+	info := report.Runner{Backend: backendSim}
 	if rr := cfg.real; rr != nil {
 		// The runner is made before the outputs that need its header; the
 		// subscribers join it before it runs.
@@ -158,14 +159,14 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 			}
 		}()
 		sc, header = rr.setup.Scenario, rr.header()
-		info.backend = header.Backend
+		info.Backend = header.Backend
 		run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
 			fan.subs = subs
 			res, err := rr.runner.Run(ctx)
 			if res == nil {
 				return nil, err
 			}
-			info.real = rr.figures(res)
+			info.Real = rr.figures(res)
 			return res.Result, err
 		}
 	}
@@ -192,9 +193,9 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		}
 		subs = append(subs, events)
 	}
-	var timeline *timelineRecorder
+	var timeline *report.Timeline
 	if cfg.html != nil {
-		timeline = newTimelineRecorder(sc)
+		timeline = report.NewTimeline(header)
 		subs = append(subs, timeline)
 	}
 	prog := a.newProgress("run " + cfg.sc.Name)
@@ -212,7 +213,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		a.afterRun(res)
 	}
 	sink.finish(a.stderr)
-	stop := stopInfo{interrupted: interrupted, at: watcher.lastAt}
+	stop := report.Stop{Interrupted: interrupted, At: watcher.lastAt}
 	eventsFailed := false
 	if events != nil {
 		err := events.Flush()
@@ -226,18 +227,18 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 
 	if timeline != nil {
-		if err := writeHTML(cfg.html, sc, res, timeline, stop); err != nil {
+		if err := report.HTML(cfg.html, res, timeline, stop); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		} else if err := cfg.html.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		}
 	}
 	if cfg.json {
-		if err := writeJSONReport(a.stdout, res, stop, info); err != nil {
+		if err := report.JSON(a.stdout, res, stop, info); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		writeTextReport(a.stdout, cfg.sc.Description, res, stop, info)
+		report.Text(a.stdout, cfg.sc.Description, res, stop, info)
 	}
 	switch {
 	case res.Failed():
@@ -246,7 +247,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	case eventsFailed:
 		return exitUsage
 	case interrupted:
-		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.at.Truncate(time.Millisecond))
+		fmt.Fprintf(a.stderr, "lab run: interrupted at %v of virtual time; the report covers what ran.\n", stop.At.Truncate(time.Millisecond))
 		return exitInterrupted
 	}
 	return exitOK

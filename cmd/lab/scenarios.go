@@ -13,10 +13,10 @@ func (a *app) scenarios(_ context.Context, args []string) int {
 first is the default of lab and lab run.`)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 0 {
-		return a.badInput("scenarios", fmt.Errorf("takes no arguments, got %q", pos))
+		return a.badInput("scenarios", &argumentsError{got: pos})
 	}
 	names := harness.BuiltinNames()
 	width := 0

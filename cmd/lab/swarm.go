@@ -36,10 +36,10 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 1 {
-		return a.badInput("swarm", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+		return a.badInput("swarm", &argumentsError{takesOne: true, got: pos})
 	}
 	var arg string
 	if len(pos) == 1 {

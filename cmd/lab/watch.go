@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/tui"
 )
@@ -37,10 +39,10 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return a.flagExit(fs, err)
 	}
 	if len(pos) > 1 {
-		return a.badInput("watch", fmt.Errorf("takes one scenario or file, got %d: %q", len(pos), pos))
+		return a.badInput("watch", &argumentsError{takesOne: true, got: pos})
 	}
 	var arg string
 	if len(pos) == 1 {
@@ -48,6 +50,13 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	}
 	if *speed < harness.MinSpeed || *speed > harness.MaxSpeed || *speed != *speed {
 		return a.badInput("watch", fmt.Errorf("--speed: must be in [%v, %v], got %v", harness.MinSpeed, harness.MaxSpeed, *speed))
+	}
+	if *save != "" {
+		// The scenario is saved when the dashboard closes: a path that
+		// cannot be written must fail now, not after the session.
+		if dir := filepath.Dir(*save); !isDir(dir) {
+			return a.badInput("watch", fmt.Errorf("--save: %s is not a directory", dir))
+		}
 	}
 	cfg, err := prepareRun(arg, &sf, &bf, *mode, "none", "", "", false)
 	if err != nil {
@@ -89,8 +98,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	a.saveScenario(*save, live.Scenario())
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
-	stop := stopInfo{interrupted: !live.Done(), at: live.Now(), by: "the dashboard closed"}
-	writeTextReport(a.stdout, cfg.sc.Description, res, stop, runInfo{backend: backendSim})
+	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
+	report.Text(a.stdout, cfg.sc.Description, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
@@ -100,6 +109,11 @@ func (a *app) watch(ctx context.Context, args []string) int {
 
 // saveScenario writes sc, with the interventions made in the dashboard,
 // as a scenario file that lab run replays; path "" saves nothing.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 func (a *app) saveScenario(path string, sc harness.Scenario) {
 	if path == "" {
 		return

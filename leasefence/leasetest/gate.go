@@ -92,8 +92,8 @@ func readGate(t *testing.T, g Gate) gateState {
 	return gateState{floor, rejections, written}
 }
 
-// checkState fails t unless g shows exactly want.
-func checkState(t *testing.T, g Gate, want gateState) {
+// checkGateState fails t unless g shows exactly want.
+func checkGateState(t *testing.T, g Gate, want gateState) {
 	t.Helper()
 	got := readGate(t, g)
 	if got.floor != want.floor {
@@ -107,37 +107,37 @@ func checkState(t *testing.T, g Gate, want gateState) {
 	}
 }
 
-// outcome is what a Commit or Admit is expected to answer.
-type outcome int
+// gateOutcome is what a Commit or Admit is expected to answer.
+type gateOutcome int
 
 const (
-	admitted outcome = iota
-	stale
-	conflict
-	wrongResource
-	invalid
+	gateAdmitted gateOutcome = iota
+	gateStale
+	gateConflict
+	gateWrongResource
+	gateInvalid
 )
 
-func (o outcome) String() string {
+func (o gateOutcome) String() string {
 	return [...]string{"admitted", "stale", "conflict", "wrong resource", "invalid"}[o]
 }
 
-// checkOutcome fails t unless err is want, telling outcomes apart by the
+// checkGateOutcome fails t unless err is want, telling outcomes apart by the
 // sentinels they match.
-func checkOutcome(t *testing.T, what string, err error, want outcome) {
+func checkGateOutcome(t *testing.T, what string, err error, want gateOutcome) {
 	t.Helper()
-	var got outcome
+	var got gateOutcome
 	switch {
 	case err == nil:
-		got = admitted
+		got = gateAdmitted
 	case errors.Is(err, leasefence.ErrStaleFence):
-		got = stale
+		got = gateStale
 	case errors.Is(err, leasefence.ErrTokenConflict):
-		got = conflict
+		got = gateConflict
 	case errors.Is(err, leasefence.ErrWrongResource):
-		got = wrongResource
+		got = gateWrongResource
 	case errors.Is(err, leasefence.ErrInvalidRequest):
-		got = invalid
+		got = gateInvalid
 	default:
 		t.Fatalf("%s: unexpected error %v, want %v", what, err, want)
 	}
@@ -146,7 +146,7 @@ func checkOutcome(t *testing.T, what string, err error, want outcome) {
 	}
 }
 
-func tok(resource, holder string, f leasefence.Fence) leasefence.Token {
+func gateToken(resource, holder string, f leasefence.Fence) leasefence.Token {
 	return leasefence.Token{Resource: resource, Holder: holder, Fence: f}
 }
 
@@ -166,24 +166,24 @@ func testGateAdmissionRule(t *testing.T, open func(*testing.T, string) Gate) {
 	g := open(t, r)
 	steps := []struct {
 		token leasefence.Token
-		want  outcome
+		want  gateOutcome
 		floor leasefence.Token // after the step
 	}{
-		{tok(r, "a", 5), admitted, tok(r, "a", 5)},
-		{tok(r, "a", 5), admitted, tok(r, "a", 5)}, // the floor's holder again, at its fence
-		{tok(r, "b", 5), conflict, tok(r, "a", 5)}, // the floor's fence, another holder
-		{tok(r, "c", 3), stale, tok(r, "a", 5)},
-		{tok(r, "d", 7), admitted, tok(r, "d", 7)},
-		{tok(r, "a", 5), stale, tok(r, "d", 7)}, // the old holder after the handover
-		{tok(r, "d", 7), admitted, tok(r, "d", 7)},
-		{tok(r, "e", 8), admitted, tok(r, "e", 8)},
+		{gateToken(r, "a", 5), gateAdmitted, gateToken(r, "a", 5)},
+		{gateToken(r, "a", 5), gateAdmitted, gateToken(r, "a", 5)}, // the floor's holder again, at its fence
+		{gateToken(r, "b", 5), gateConflict, gateToken(r, "a", 5)}, // the floor's fence, another holder
+		{gateToken(r, "c", 3), gateStale, gateToken(r, "a", 5)},
+		{gateToken(r, "d", 7), gateAdmitted, gateToken(r, "d", 7)},
+		{gateToken(r, "a", 5), gateStale, gateToken(r, "d", 7)}, // the old holder after the handover
+		{gateToken(r, "d", 7), gateAdmitted, gateToken(r, "d", 7)},
+		{gateToken(r, "e", 8), gateAdmitted, gateToken(r, "e", 8)},
 	}
 	var want gateState
 	for i, s := range steps {
 		value := "v" + strconv.Itoa(i)
 		err := g.Commit(t.Context(), s.token, value)
-		checkOutcome(t, fmt.Sprintf("step %d: Commit(%v)", i, s.token), err, s.want)
-		if s.want == admitted {
+		checkGateOutcome(t, fmt.Sprintf("step %d: Commit(%v)", i, s.token), err, s.want)
+		if s.want == gateAdmitted {
 			want.written = append(want.written, value)
 		} else {
 			floor := want.floor
@@ -199,7 +199,7 @@ func testGateAdmissionRule(t *testing.T, open func(*testing.T, string) Gate) {
 			}
 		}
 		want.floor = s.floor
-		checkState(t, g, want)
+		checkGateState(t, g, want)
 	}
 }
 
@@ -209,95 +209,96 @@ func testGateAdmit(t *testing.T, open func(*testing.T, string) Gate) {
 	ctx := t.Context()
 	var want gateState
 
-	checkOutcome(t, "Admit(b@4) on an empty gate", g.Admit(ctx, tok(r, "b", 4)), admitted)
-	want.floor = tok(r, "b", 4)
-	checkState(t, g, want)
+	checkGateOutcome(t, "Admit(b@4) on an empty gate", g.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
+	want.floor = gateToken(r, "b", 4)
+	checkGateState(t, g, want)
 
-	err := g.Admit(ctx, tok(r, "a", 2))
-	checkOutcome(t, "Admit(a@2) below the floor", err, stale)
+	err := g.Admit(ctx, gateToken(r, "a", 2))
+	checkGateOutcome(t, "Admit(a@2) below the floor", err, gateStale)
 	var se *leasefence.StaleFenceError
 	if errors.As(err, &se) && se.Seq != 0 {
 		t.Errorf("Admit below the floor carries Seq %d, want 0 (not logged)", se.Seq)
 	}
-	checkOutcome(t, "Admit(c@4) at the floor's fence", g.Admit(ctx, tok(r, "c", 4)), conflict)
-	checkOutcome(t, "Admit(b@4) again", g.Admit(ctx, tok(r, "b", 4)), admitted)
-	checkState(t, g, want) // nothing logged, nothing written
+	checkGateOutcome(t, "Admit(c@4) at the floor's fence", g.Admit(ctx, gateToken(r, "c", 4)), gateConflict)
+	checkGateOutcome(t, "Admit(b@4) again", g.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
+	checkGateState(t, g, want) // nothing logged, nothing written
 
-	checkOutcome(t, "Commit(a@3) after Admit(b@4)", g.Commit(ctx, tok(r, "a", 3), "stale"), stale)
+	checkGateOutcome(t, "Commit(a@3) after Admit(b@4)", g.Commit(ctx, gateToken(r, "a", 3), "stale"), gateStale)
 	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 1, Resource: r, Holder: "a", Fence: 3, FloorHolder: "b", FloorFence: 4})
-	checkOutcome(t, "Commit(b@4) by the admitted holder", g.Commit(ctx, tok(r, "b", 4), "b4"), admitted)
+	checkGateOutcome(t, "Commit(b@4) by the admitted holder", g.Commit(ctx, gateToken(r, "b", 4), "b4"), gateAdmitted)
 	want.written = append(want.written, "b4")
-	checkState(t, g, want)
+	checkGateState(t, g, want)
 
-	checkOutcome(t, "Admit(e@9)", g.Admit(ctx, tok(r, "e", 9)), admitted)
-	checkOutcome(t, "Commit(b@4) after Admit(e@9)", g.Commit(ctx, tok(r, "b", 4), "late"), stale)
-	want.floor = tok(r, "e", 9)
+	checkGateOutcome(t, "Admit(e@9)", g.Admit(ctx, gateToken(r, "e", 9)), gateAdmitted)
+	checkGateOutcome(t, "Commit(b@4) after Admit(e@9)", g.Commit(ctx, gateToken(r, "b", 4), "late"), gateStale)
+	want.floor = gateToken(r, "e", 9)
 	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 2, Resource: r, Holder: "b", Fence: 4, FloorHolder: "e", FloorFence: 9})
-	checkState(t, g, want)
+	checkGateState(t, g, want)
 }
 
 func testGateBadTokens(t *testing.T, open func(*testing.T, string) Gate) {
 	const r = "gate-bad"
 	g := open(t, r)
 	ctx := t.Context()
-	checkOutcome(t, "Commit(a@2)", g.Commit(ctx, tok(r, "a", 2), "ok"), admitted)
-	want := gateState{floor: tok(r, "a", 2), written: []string{"ok"}}
+	checkGateOutcome(t, "Commit(a@2)", g.Commit(ctx, gateToken(r, "a", 2), "ok"), gateAdmitted)
+	want := gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}}
 	for _, c := range []struct {
 		name  string
 		token leasefence.Token
-		want  outcome
+		want  gateOutcome
 	}{
-		{"another resource", tok(r+"-other", "a", 3), wrongResource},
-		{"another resource, below the floor", tok(r+"-other", "a", 1), wrongResource},
-		{"no resource", tok("", "a", 3), wrongResource},
-		{"no holder", tok(r, "", 3), invalid},
-		{"fence 0", tok(r, "a", 0), invalid},
-		{"no holder, below the floor", tok(r, "", 1), invalid},
+		{"another resource", gateToken(r+"-other", "a", 3), gateWrongResource},
+		{"another resource, below the floor", gateToken(r+"-other", "a", 1), gateWrongResource},
+		{"no resource", gateToken("", "a", 3), gateWrongResource},
+		{"no holder", gateToken(r, "", 3), gateInvalid},
+		{"fence 0", gateToken(r, "a", 0), gateInvalid},
+		{"no holder, below the floor", gateToken(r, "", 1), gateInvalid},
 	} {
-		checkOutcome(t, "Commit with "+c.name, g.Commit(ctx, c.token, "forged"), c.want)
-		checkOutcome(t, "Admit with "+c.name, g.Admit(ctx, c.token), c.want)
+		checkGateOutcome(t, "Commit with "+c.name, g.Commit(ctx, c.token, "forged"), c.want)
+		checkGateOutcome(t, "Admit with "+c.name, g.Admit(ctx, c.token), c.want)
 	}
-	checkState(t, g, want)
+	checkGateState(t, g, want)
 }
 
 func testGateDoneContext(t *testing.T, open func(*testing.T, string) Gate) {
 	const r = "gate-done"
 	g := open(t, r)
-	checkOutcome(t, "Commit(a@2)", g.Commit(t.Context(), tok(r, "a", 2), "ok"), admitted)
+	checkGateOutcome(t, "Commit(a@2)", g.Commit(t.Context(), gateToken(r, "a", 2), "ok"), gateAdmitted)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	for _, token := range []leasefence.Token{tok(r, "b", 3), tok(r, "a", 2)} {
+	for _, token := range []leasefence.Token{gateToken(r, "b", 3), gateToken(r, "a", 2)} {
 		if err := g.Commit(ctx, token, "cancelled"); !errors.Is(err, context.Canceled) {
 			t.Errorf("Commit(%v) with a cancelled ctx = %v, want context.Canceled", token, err)
 		}
 	}
-	checkState(t, g, gateState{floor: tok(r, "a", 2), written: []string{"ok"}})
+	checkGateState(t, g, gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}})
 }
 
 func testGateResources(t *testing.T, open func(*testing.T, string) Gate) {
 	const r1, r2 = "gate-res-1", "gate-res-2"
 	g1, g2 := open(t, r1), open(t, r2)
 	ctx := t.Context()
-	checkOutcome(t, "Commit(a@9) at "+r1, g1.Commit(ctx, tok(r1, "a", 9), "a9"), admitted)
-	checkOutcome(t, "Commit(b@3) at "+r2, g2.Commit(ctx, tok(r2, "b", 3), "b3"), admitted)
-	checkOutcome(t, "Commit(c@2) at "+r2, g2.Commit(ctx, tok(r2, "c", 2), "c2"), stale)
-	checkOutcome(t, "Commit(r1's token) at "+r2, g2.Commit(ctx, tok(r1, "a", 9), "x"), wrongResource)
-	checkState(t, g1, gateState{floor: tok(r1, "a", 9), written: []string{"a9"}})
-	checkState(t, g2, gateState{
-		floor:      tok(r2, "b", 3),
+	checkGateOutcome(t, "Commit(a@9) at "+r1, g1.Commit(ctx, gateToken(r1, "a", 9), "a9"), gateAdmitted)
+	checkGateOutcome(t, "Commit(b@3) at "+r2, g2.Commit(ctx, gateToken(r2, "b", 3), "b3"), gateAdmitted)
+	checkGateOutcome(t, "Commit(c@2) at "+r2, g2.Commit(ctx, gateToken(r2, "c", 2), "c2"), gateStale)
+	checkGateOutcome(t, "Commit(r1's token) at "+r2, g2.Commit(ctx, gateToken(r1, "a", 9), "x"), gateWrongResource)
+	checkGateState(t, g1, gateState{floor: gateToken(r1, "a", 9), written: []string{"a9"}})
+	checkGateState(t, g2, gateState{
+		floor:      gateToken(r2, "b", 3),
 		rejections: []leasefence.Rejection{{Seq: 1, Resource: r2, Holder: "c", Fence: 2, FloorHolder: "b", FloorFence: 3}},
 		written:    []string{"b3"},
 	})
 }
 
 // testGateConcurrent races committers from goroutines. Fences come from one
-// counter, so each is used once and each committer's fences rise; whether a
-// commit is admitted depends on who reaches the gate first.
+// counter, so each belongs to one committer and each committer's fences
+// rise; each is committed twice, as a holder writes more than once under one
+// lease. Whether a commit is admitted depends on who reaches the gate first.
 func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
 	const (
 		r          = "gate-race"
-		committers = 4
-		commits    = 20
+		committers = 6
+		commits    = 16 // in pairs under one fence
 	)
 	g := open(t, r)
 	ctx := t.Context()
@@ -309,12 +310,15 @@ func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
 	for w := range committers {
 		holder := "w" + strconv.Itoa(w)
 		wg.Go(func() {
-			for range commits {
-				f := leasefence.Fence(next.Add(1))
-				mu.Lock()
-				holderOf[f] = holder
-				mu.Unlock()
-				err := g.Commit(ctx, tok(r, holder, f), strconv.FormatUint(uint64(f), 10))
+			var f leasefence.Fence
+			for i := range commits {
+				if i%2 == 0 {
+					f = leasefence.Fence(next.Add(1))
+					mu.Lock()
+					holderOf[f] = holder
+					mu.Unlock()
+				}
+				err := g.Commit(ctx, gateToken(r, holder, f), strconv.FormatUint(uint64(f), 10))
 				var se *leasefence.StaleFenceError
 				switch {
 				case err == nil:
@@ -351,8 +355,9 @@ func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
 	if len(written) == 0 {
 		t.Fatal("no write landed")
 	}
+	t.Logf("%d writes landed, %d commits refused", len(written), len(refused))
 	last := written[len(written)-1]
-	if want := tok(r, holderOf[last], last); got.floor != want {
+	if want := gateToken(r, holderOf[last], last); got.floor != want {
 		t.Errorf("Floor = %+v, want the last write's token %+v", got.floor, want)
 	}
 
@@ -372,7 +377,7 @@ func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
 		if !landed[rej.FloorFence] || holderOf[rej.FloorFence] != rej.FloorHolder {
 			t.Errorf("log entry %+v names a floor no landed write raised", rej)
 		}
-		if rej.Fence >= rej.FloorFence || holderOf[rej.Fence] != rej.Holder {
+		if rej.Fence >= rej.FloorFence || holderOf[rej.Fence] != rej.Holder { // a fence's own holder is never a conflict
 			t.Errorf("log entry %+v is not a refusal of an issued, lower fence", rej)
 		}
 	}

@@ -56,6 +56,10 @@ func (s *sqlGate) Written(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
+// TestConformance runs the gate conformance suite on each database. Every
+// gate in it is two Gates on two *sql.DB handles, standing for two
+// processes, taken in turn; so its Concurrent case has goroutines committing
+// through both at once, and shows that they serialise through the database.
 func TestConformance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
 		one, two := d.handle(t), d.handle(t)

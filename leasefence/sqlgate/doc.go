@@ -16,14 +16,19 @@
 // # What it guarantees
 //
 //   - The floor check, the floor raise and the write run in one transaction,
-//     and the database decides: Commit's first statement is a conditional
-//     UPDATE of the resource's floor row that matches only if the floor admits
-//     the token. On PostgreSQL that UPDATE locks the row, and a concurrent one
-//     waits for it and judges the committed floor; on SQLite it takes the
-//     database's write lock (a transaction that reads first would be answered
-//     SQLITE_BUSY in WAL mode however long the busy timeout).
-//     Nothing is judged in process memory, so gates in many processes, or
-//     many *sql.DB handles, on one database serialise correctly.
+//     and the database decides. On SQLite, Commit's first statement is a
+//     conditional UPDATE of the resource's floor row that matches only if the
+//     floor admits the token; it takes the database's write lock before
+//     anything is read (a transaction that reads first would be answered
+//     SQLITE_BUSY in WAL mode however long the busy timeout). On PostgreSQL
+//     the first statement is SELECT ... FOR UPDATE of the floor row, which
+//     waits for any transaction holding the row and reads the committed
+//     floor; the row stays locked until the transaction ends, and it is
+//     rewritten, by the same conditional UPDATE, only when the floor rises
+//     (rewriting it on every commit would grow a chain of dead row versions
+//     under a holder that commits again and again). No floor is kept in
+//     process memory, so gates in many processes, or many *sql.DB handles,
+//     on one database serialise correctly.
 //   - If write returns an error or panics, the transaction rolls back: neither
 //     the write nor the floor change is applied. (The in-memory
 //     leasefence.FenceGate keeps its floor raised, since it cannot undo a

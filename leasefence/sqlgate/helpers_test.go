@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,6 +194,15 @@ func tok(resource, holder string, f leasefence.Fence) leasefence.Token {
 	return leasefence.Token{Resource: resource, Holder: holder, Fence: f}
 }
 
+// ordersGate opens a handle on d, with the orders table, and the gate of
+// resource on it.
+func ordersGate(t testing.TB, d database, resource string) (*sql.DB, *sqlgate.Gate) {
+	t.Helper()
+	db := d.handle(t)
+	ordersTable(t, db, d.dialect())
+	return db, newGate(t, db, resource)
+}
+
 func mustFloor(t testing.TB, g *sqlgate.Gate) leasefence.Token {
 	t.Helper()
 	f, err := g.Floor(context.Background())
@@ -202,6 +212,13 @@ func mustFloor(t testing.TB, g *sqlgate.Gate) leasefence.Token {
 	return f
 }
 
+func checkFloor(t testing.TB, g *sqlgate.Gate, want leasefence.Token) {
+	t.Helper()
+	if got := mustFloor(t, g); got != want {
+		t.Errorf("Floor = %v, want %v", got, want)
+	}
+}
+
 func mustRejections(t testing.TB, g *sqlgate.Gate) []leasefence.Rejection {
 	t.Helper()
 	r, err := g.Rejections(context.Background())
@@ -209,4 +226,12 @@ func mustRejections(t testing.TB, g *sqlgate.Gate) []leasefence.Rejection {
 		t.Fatalf("Rejections: %v", err)
 	}
 	return r
+}
+
+// checkLog fails t unless g's log is want (nil: empty).
+func checkLog(t testing.TB, g *sqlgate.Gate, want []leasefence.Rejection) {
+	t.Helper()
+	if got := mustRejections(t, g); !slices.Equal(got, want) {
+		t.Errorf("log =\n\t%+v\nwant\n\t%+v", got, want)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/leasefence/lab/harness"
 )
 
-func recordTimeline(t *testing.T, name string) *timelineRecorder {
+func recordTimeline(t *testing.T, name string) *Timeline {
 	t.Helper()
 	sc, _ := harness.Builtin(name)
-	rec := newTimelineRecorder(sc)
+	rec := NewTimeline(sc.Header(harness.Modes))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}

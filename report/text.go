@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 )
 
@@ -17,64 +16,61 @@ import (
 // report, by its JSON name.
 type reportRow struct {
 	label string
-	get   func(*harness.Report) int
+	get   func(*history.Report) int
 }
 
 var reportRows = []reportRow{
-	{"acquisitions", func(r *harness.Report) int { return r.Acquisitions }},
-	{"renewals", func(r *harness.Report) int { return r.Renewals }},
-	{"denials", func(r *harness.Report) int { return r.Denials }},
-	{"expiries", func(r *harness.Report) int { return r.Expiries }},
-	{"releases", func(r *harness.Report) int { return r.Releases }},
-	{"fences minted", func(r *harness.Report) int { return r.FencesMinted }},
-	{"retries", func(r *harness.Report) int { return r.Retries }},
-	{"messages lost", func(r *harness.Report) int { return r.MessagesLost }},
-	{"checks failed", func(r *harness.Report) int { return r.ChecksFailed }},
-	{"pushes applied", func(r *harness.Report) int { return r.PushesApplied }},
-	{"commits admitted", func(r *harness.Report) int { return r.CommitsAdmitted }},
-	{"commits refused", func(r *harness.Report) int { return r.CommitsRefused }},
-	{"stale writes landed", func(r *harness.Report) int { return r.StaleWritesLanded }},
-	{"overlaps", func(r *harness.Report) int { return r.Overlaps }},
-	{"silent overlaps", func(r *harness.Report) int { return r.SilentOverlaps }},
-	{"refused overlaps", func(r *harness.Report) int { return r.RefusedOverlaps }},
-	{"containment breaches", func(r *harness.Report) int { return r.ContainmentBreaches }},
-	{"fence reuses", func(r *harness.Report) int { return r.FenceReuses }},
-	{"unexplained refusals", func(r *harness.Report) int { return r.UnexplainedRefusals }},
+	{"acquisitions", func(r *history.Report) int { return r.Acquisitions }},
+	{"renewals", func(r *history.Report) int { return r.Renewals }},
+	{"denials", func(r *history.Report) int { return r.Denials }},
+	{"expiries", func(r *history.Report) int { return r.Expiries }},
+	{"releases", func(r *history.Report) int { return r.Releases }},
+	{"fences minted", func(r *history.Report) int { return r.FencesMinted }},
+	{"retries", func(r *history.Report) int { return r.Retries }},
+	{"messages lost", func(r *history.Report) int { return r.MessagesLost }},
+	{"checks failed", func(r *history.Report) int { return r.ChecksFailed }},
+	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }},
+	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }},
+	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }},
+	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }},
+	{"overlaps", func(r *history.Report) int { return r.Overlaps }},
+	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }},
+	{"refused overlaps", func(r *history.Report) int { return r.RefusedOverlaps }},
+	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }},
+	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }},
+	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }},
 }
 
 // maxShownCounterexamples is how many counterexamples per mode the text
 // report shows (the JSON has every one the harness kept).
 const maxShownCounterexamples = 6
 
-// stopInfo says how far an interrupted run got; the zero value means it
-// ran to its end.
-type stopInfo struct {
-	interrupted bool
-	at          time.Duration // the virtual instant it was stopped at, if known
-	by          string        // what stopped it; "" means Ctrl-C
+// Stop says how far an interrupted run (or a history read only in part)
+// got; the zero value means it ran to its end.
+type Stop struct {
+	Interrupted bool
+	At          time.Duration // the virtual instant it was stopped at, if known
+	By          string        // what stopped it; "" means Ctrl-C
 }
 
-// writeTextReport writes the human report of a run: a header, one column
-// per mode of counters, the first counterexamples of each mode, the
-// verdict, and how to read it all.
-func writeTextReport(w io.Writer, description string, res *harness.Result, stop stopInfo, info runInfo) {
+// Text writes the human report of a run: a header, one column per mode of
+// counters, the first counterexamples of each mode, the verdict, and how to
+// read it all. description says what the scenario shows ("" for nothing);
+// run says which runner made the history.
+func Text(w io.Writer, description string, res *history.Result, stop Stop, run Runner) {
 	modes := resultModes(res)
-	timeKind := "virtual"
-	if info.backend != "" && info.backend != backendSim {
-		timeKind = "true" // a real-time run's history is in wall-clock time
-	}
 	fmt.Fprintf(w, "%s · seed %d · %v of %s time · %d events · digest %s\n", res.Scenario, res.Seed,
-		time.Duration(res.VirtualDurationMS)*time.Millisecond, timeKind, res.Events, res.Digest)
-	writeRunInfo(w, info)
+		time.Duration(res.VirtualDurationMS)*time.Millisecond, run.timeKind(), res.Events, res.Digest)
+	run.write(w)
 	if description != "" {
 		fmt.Fprintf(w, "%s\n", description)
 	}
-	if stop.interrupted {
-		by := stop.by
+	if stop.Interrupted {
+		by := stop.By
 		if by == "" {
 			by = "Ctrl-C"
 		}
-		fmt.Fprintf(w, "INTERRUPTED at %v of virtual time: the counts below cover only what ran before %s.\n", stop.at.Truncate(time.Millisecond), by)
+		fmt.Fprintf(w, "INTERRUPTED at %v of virtual time: the counts below cover only what ran before %s.\n", stop.At.Truncate(time.Millisecond), by)
 	}
 	fmt.Fprintln(w)
 
@@ -122,9 +118,9 @@ func writeTextReport(w io.Writer, description string, res *harness.Result, stop 
 }
 
 // resultModes lists the modes of a result in report order.
-func resultModes(res *harness.Result) []harness.Mode {
-	var modes []harness.Mode
-	for _, m := range harness.Modes {
+func resultModes(res *history.Result) []history.Mode {
+	var modes []history.Mode
+	for _, m := range []history.Mode{history.Naive, history.Fenced} {
 		if _, ok := res.Modes[m]; ok {
 			modes = append(modes, m)
 		}
@@ -145,7 +141,7 @@ func describeParties(c history.Counterexample) string {
 func formatMS(ms float64) string { return strconv.FormatFloat(ms, 'f', -1, 64) + "ms" }
 
 // writeVerdict writes the verdict paragraphs, wrapped for a terminal.
-func writeVerdict(w io.Writer, res *harness.Result) {
+func writeVerdict(w io.Writer, res *history.Result) {
 	for _, p := range verdictParagraphs(res) {
 		fmt.Fprintln(w, wrap(p, 80))
 	}
@@ -153,9 +149,9 @@ func writeVerdict(w io.Writer, res *harness.Result) {
 
 // verdictParagraphs says whether the fenced mode kept its promises, and
 // what the naive mode did on the same faults.
-func verdictParagraphs(res *harness.Result) []string {
+func verdictParagraphs(res *history.Result) []string {
 	var ps []string
-	f, fenced := res.Modes[harness.Fenced]
+	f, fenced := res.Modes[history.Fenced]
 	if res.Failed() && (!fenced || len(f.Violations) == 0) {
 		ps = append(ps, "VERDICT: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD. This is a bug in the leasefence library: "+
 			strings.Join(res.Violations(), "; ")+".")
@@ -175,7 +171,7 @@ func verdictParagraphs(res *harness.Result) []string {
 				"the skew budget is an assumption, not a measurement.")
 		}
 	}
-	if n, ok := res.Modes[harness.Naive]; ok {
+	if n, ok := res.Modes[history.Naive]; ok {
 		ps = append(ps, fmt.Sprintf("The naive mode landed %s; %s silent.", plural(n.StaleWritesLanded, "stale write"),
 			plural(n.SilentOverlaps, "of its overlaps was", "of its overlaps were")))
 	}
@@ -229,37 +225,17 @@ the lease). The digest identifies the run: the same scenario and seed give the
 same digest, event for event.
 `
 
-// jsonResult is the JSON report: harness.Result's fields, and whether the
+// jsonResult is the JSON report: history.Result's fields, and whether the
 // run was cut short. The schema is documented in the package doc.
 type jsonResult struct {
-	*harness.Result
-	// Backend is the runner: sim, memory or etcd (the history header's).
-	Backend string `json:"backend"`
-	// Real holds a real-time run's wall-clock figures.
-	Real        *realFigures `json:"real,omitempty"`
-	Interrupted bool         `json:"interrupted,omitempty"`
+	*history.Result
+	Runner
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-func writeJSONReport(w io.Writer, res *harness.Result, stop stopInfo, info runInfo) error {
+// JSON writes the report as indented JSON.
+func JSON(w io.Writer, res *history.Result, stop Stop, run Runner) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonResult{Result: res, Backend: info.backend, Real: info.real, Interrupted: stop.interrupted})
-}
-
-// shellQuote quotes an argument for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,%+", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func commandLine(args ...string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
+	return enc.Encode(jsonResult{Result: res, Runner: run, Interrupted: stop.Interrupted})
 }

@@ -1,7 +1,8 @@
-package main
+package report
 
 import (
 	"bytes"
+	"flag"
 	"image"
 	"image/png"
 	"os"
@@ -26,13 +27,13 @@ func renderPage(t *testing.T, name string, change func(*harness.Scenario)) ([]by
 	if change != nil {
 		change(&sc)
 	}
-	rec := newTimelineRecorder(sc)
+	rec := NewTimeline(sc.Header(harness.Modes))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := writeHTML(&b, sc, res, rec, stopInfo{}); err != nil {
+	if err := HTML(&b, res, rec, Stop{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes(), res
@@ -262,3 +263,5 @@ func TestHTMLInBrowser(t *testing.T) {
 		}
 	}
 }
+
+var update = flag.Bool("update", false, "rewrite testdata/report.png from a browser's screenshot")

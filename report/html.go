@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	_ "embed"
@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 //go:embed report.html.tmpl
@@ -140,15 +140,16 @@ func msText(d time.Duration) string {
 	return strconv.FormatFloat(math.Round(float64(d)/float64(time.Millisecond/10))/10, 'f', -1, 64) + "ms"
 }
 
-// writeHTML writes the self-contained page of a run: a summary, then one
-// timeline per mode, naive above fenced.
-func writeHTML(w io.Writer, sc harness.Scenario, res *harness.Result, rec *timelineRecorder, stop stopInfo) error {
+// HTML writes the self-contained page of a run from its result and its
+// timeline: a summary, then one timeline per mode, naive above fenced.
+func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
+	h := &tl.header
 	data := pageData{
-		Scenario: res.Scenario, Description: sc.Description, Seed: res.Seed, Digest: res.Digest,
-		Duration: sc.Duration.String(), Events: res.Events, Failed: res.Failed(),
+		Scenario: res.Scenario, Description: h.Description, Seed: res.Seed, Digest: res.Digest,
+		Duration: h.Duration.String(), Events: res.Events, Failed: res.Failed(),
 	}
-	if stop.interrupted {
-		data.Interrupted = fmt.Sprintf("Interrupted at %v of virtual time: the page shows what ran before.", stop.at)
+	if stop.Interrupted {
+		data.Interrupted = fmt.Sprintf("Interrupted at %v of virtual time: the page shows what ran before.", stop.At)
 	}
 	modes := resultModes(res)
 	for _, m := range modes {
@@ -159,7 +160,7 @@ func writeHTML(w io.Writer, sc harness.Scenario, res *harness.Result, rec *timel
 		for _, m := range modes {
 			v := row.get(res.Modes[m])
 			pr.Values = append(pr.Values, v)
-			if m == harness.Fenced && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals") {
+			if m == history.Fenced && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals") {
 				pr.Alarm = true
 			}
 		}
@@ -167,23 +168,25 @@ func writeHTML(w io.Writer, sc harness.Scenario, res *harness.Result, rec *timel
 	}
 	data.Verdict = verdictParagraphs(res)
 
-	end := sc.Duration
-	if stop.interrupted && stop.at > 0 {
-		end = stop.at
+	end := h.Duration
+	if stop.Interrupted && stop.At > 0 {
+		end = stop.At
 	}
 	for _, m := range modes {
-		mt := rec.modes[m]
+		mt := tl.modes[m]
 		if mt == nil {
 			continue
 		}
 		mt.finish(end)
-		data.Modes = append(data.Modes, buildModeView(sc, res.Modes[m], mt))
+		data.Modes = append(data.Modes, buildModeView(h, res.Modes[m], mt))
 	}
 	return pageTemplate.Execute(w, data)
 }
 
-func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) modeView {
-	dur := sc.Duration
+func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) modeView {
+	dur := h.Duration
+	agentName := func(i int) string { return h.Agents[i] }
+	resourceName := func(i int) string { return h.Resources[i] }
 	plotW := math.Min(math.Max(dur.Seconds()*pxPerSec, minPlotW), maxPlotW)
 	x := func(t time.Duration) float64 { return laneLabelW + float64(t)/float64(dur)*plotW }
 	laneTop := func(i int) float64 { return axisH + bandTop + float64(i)*(laneH+laneGap) }
@@ -193,7 +196,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 		PlotX0: px(laneLabelW), PlotW: px(plotW), LaneH: laneH,
 		FloorWord: "gate floor raised",
 	}
-	if mt.mode == harness.Naive {
+	if mt.mode == history.Naive {
 		v.FloorWord = "newer write landed"
 	}
 	v.Summary = fmt.Sprintf("%d acquisitions, %d writes admitted, %d refused, %d stale writes landed, %d overlaps (%d silent)",
@@ -208,7 +211,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 	for i := range mt.agents {
 		top := laneTop(i)
 		mid := top + laneH/2
-		name := harness.AgentName(i)
+		name := agentName(i)
 		lane := laneView{Agent: name, Y: px(top), Mid: px(mid), Y2: px(top + laneH), LabelY: px(mid + 4)}
 		segs := mt.agents[i].segs
 		for k, s := range segs {
@@ -216,7 +219,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 			if k+1 < len(segs) {
 				next = segs[k+1].from
 			}
-			if s.state == harness.AgentIdle || next <= s.from {
+			if s.state == history.AgentIdle || next <= s.from {
 				continue
 			}
 			x0, x1 := x(s.from), x(min(next, dur))
@@ -224,7 +227,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 				Class: "st-" + stateClass(s.state), TextX: px((x0 + x1) / 2), TextY: px(mid + 4)}
 			what := stateWord(s.state)
 			if s.resource >= 0 {
-				what += fmt.Sprintf(" %s fence %d", harness.ResourceName(s.resource), s.fence)
+				what += fmt.Sprintf(" %s fence %d", resourceName(s.resource), s.fence)
 			}
 			sv.Title = fmt.Sprintf("%s %s, %s to %s", name, what, msText(s.from), msText(next))
 			if x1-x0 > float64(7*len(stateWord(s.state))+8) {
@@ -259,29 +262,29 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 		cx, cy := x(w.at), laneTop(w.agent)+laneH/2
 		pos[w.id] = [2]float64{cx, cy}
 		mv := markView{ID: w.id, X: px(cx), Y: px(cy), Link: w.link}
-		where := fmt.Sprintf("%s wrote %s with fence %d at %s", harness.AgentName(w.agent), harness.ResourceName(w.resource), w.fence, msText(w.at))
+		where := fmt.Sprintf("%s wrote %s with fence %d at %s", agentName(w.agent), resourceName(w.resource), w.fence, msText(w.at))
 		switch w.kind {
-		case harness.MarkAdmitted:
+		case history.MarkAdmitted:
 			mv.Kind, mv.Class = "admitted", "mark-admitted"
 			mv.Title = where + ": landed"
-		case harness.MarkRefused:
+		case history.MarkRefused:
 			mv.Kind, mv.Class = "refused", "mark-refused"
-			mv.Title = where + fmt.Sprintf(": REFUSED by the gate, whose floor %s had raised to fence %d", agentOrNone(w.other), w.otherFence)
+			mv.Title = where + fmt.Sprintf(": REFUSED by the gate, whose floor %s had raised to fence %d", agentOrNone(h, w.other), w.otherFence)
 			const r = 5
 			mv.X1, mv.Y1, mv.X2, mv.Y2 = px(cx-r), px(cy-r), px(cx+r), px(cy+r)
 			mv.X3, mv.Y3, mv.X4, mv.Y4 = px(cx-r), px(cy+r), px(cx+r), px(cy-r)
-		case harness.MarkStale:
+		case history.MarkStale:
 			mv.Kind, mv.Class = "stale", "mark-stale"
-			mv.Title = where + fmt.Sprintf(": STALE, landed after %s's fence %d, with no error", agentOrNone(w.other), w.otherFence)
+			mv.Title = where + fmt.Sprintf(": STALE, landed after %s's fence %d, with no error", agentOrNone(h, w.other), w.otherFence)
 			mv.Points = fmt.Sprintf("%s,%s %s,%s %s,%s", px(cx), px(cy-7), px(cx-6), px(cy+5), px(cx+6), px(cy+5))
 		}
 		lane := &v.Lanes[w.agent]
 		lane.Marks = append(lane.Marks, mv)
-		if w.kind != harness.MarkAdmitted {
+		if w.kind != history.MarkAdmitted {
 			if rows < maxTableRows {
-				row := refusalRow{ID: w.id + "-row", At: msText(w.at), Agent: harness.AgentName(w.agent),
-					Resource: harness.ResourceName(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
-				row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(w.other), w.otherFence)
+				row := refusalRow{ID: w.id + "-row", At: msText(w.at), Agent: agentName(w.agent),
+					Resource: resourceName(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
+				row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(h, w.other), w.otherFence)
 				v.Rows = append(v.Rows, row)
 			} else {
 				v.MoreRows++
@@ -296,7 +299,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 		cx, cy := x(p.at), laneTop(p.agent)+3
 		pos[p.id] = [2]float64{cx, cy}
 		v.Lanes[p.agent].Pushes = append(v.Lanes[p.agent].Pushes, pushView{ID: p.id,
-			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", harness.AgentName(p.agent), p.fence, harness.ResourceName(p.resource), msText(p.at)),
+			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", agentName(p.agent), p.fence, resourceName(p.resource), msText(p.at)),
 			Points: fmt.Sprintf("%s,%s %s,%s %s,%s %s,%s", px(cx), px(cy-4), px(cx+4), px(cy), px(cx), px(cy+4), px(cx-4), px(cy))})
 	}
 	for _, w := range mt.writes {
@@ -305,7 +308,7 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 		}
 		from, to := pos[w.id], pos[w.link]
 		v.Links = append(v.Links, linkView{X1: px(from[0]), Y1: px(from[1]), X2: px(to[0]), Y2: px(to[1]),
-			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", harness.AgentName(w.agent), w.fence, msText(w.at))})
+			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", agentName(w.agent), w.fence, msText(w.at))})
 	}
 	for _, r := range mt.restarts {
 		label := "restart: fence counter lost"
@@ -318,32 +321,32 @@ func buildModeView(sc harness.Scenario, rep *harness.Report, mt *modeTimeline) m
 	return v
 }
 
-func agentOrNone(i int) string {
-	if i < 0 {
+func agentOrNone(h *history.Header, i int) string {
+	if i < 0 || i >= len(h.Agents) {
 		return "no holder"
 	}
-	return harness.AgentName(i)
+	return h.Agents[i]
 }
 
-func stateClass(s harness.AgentState) string {
+func stateClass(s history.AgentState) string {
 	switch s {
-	case harness.AgentWaiting:
+	case history.AgentWaiting:
 		return "waiting"
-	case harness.AgentHolding:
+	case history.AgentHolding:
 		return "holding"
-	case harness.AgentStalled:
+	case history.AgentStalled:
 		return "stalled"
-	case harness.AgentZombie:
+	case history.AgentZombie:
 		return "zombie"
 	}
 	return "idle"
 }
 
-func stateWord(s harness.AgentState) string {
+func stateWord(s history.AgentState) string {
 	switch s {
-	case harness.AgentZombie:
+	case history.AgentZombie:
 		return "believes expired lease"
-	case harness.AgentHolding:
+	case history.AgentHolding:
 		return "holding"
 	}
 	return s.String()

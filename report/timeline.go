@@ -1,16 +1,15 @@
-package main
+package report
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
 
-// timelineRecorder is a harness.Subscriber that keeps the whole history a
-// page needs: every agent's states over the run, every write, and every
+// Timeline keeps the whole history a page needs (it has the Event method
+// of a history.Subscriber): every agent's states over the run, every write, and every
 // fault. (A Snapshot's lanes keep only recent history.) The lanes say what
 // the history says, read through a history.Reader: an agent waits from
 // sending an acquire until it is granted or gives the acquire up, holds
@@ -18,19 +17,19 @@ import (
 // its belief ends and its last write is done: the checker's acting
 // interval), stalls between a stall's start and end, and believes an
 // expired lease once the reader has the generation lapsed while it acts.
-type timelineRecorder struct {
-	sc     harness.Scenario
+type Timeline struct {
 	header history.Header
-	modes  map[harness.Mode]*modeTimeline
+	modes  map[history.Mode]*modeTimeline
 }
 
-func newTimelineRecorder(sc harness.Scenario) *timelineRecorder {
-	return &timelineRecorder{sc: sc, header: sc.Header(harness.Modes), modes: make(map[harness.Mode]*modeTimeline)}
+// NewTimeline returns a Timeline for a run with header h.
+func NewTimeline(h history.Header) *Timeline {
+	return &Timeline{header: h, modes: make(map[history.Mode]*modeTimeline)}
 }
 
 // modeTimeline is one mode's recorded history.
 type modeTimeline struct {
-	mode     harness.Mode
+	mode     history.Mode
 	agents   []agentTrack
 	writes   []writeMark
 	pushes   []pushMark
@@ -71,27 +70,27 @@ type agentTrack struct {
 // about (none when idle or waiting for a first grant).
 type laneSeg struct {
 	from     time.Duration
-	state    harness.AgentState
+	state    history.AgentState
 	resource int
 	fence    leasefence.Fence
 }
 
-func (t *agentTrack) state() harness.AgentState {
+func (t *agentTrack) state() history.AgentState {
 	switch {
 	case t.acquiring:
-		return harness.AgentWaiting
+		return history.AgentWaiting
 	case t.acting && t.beliefOver:
-		return harness.AgentIdle
+		return history.AgentIdle
 	case t.acting && t.lapsed:
-		return harness.AgentZombie
+		return history.AgentZombie
 	case t.acting && t.stalls > 0:
-		return harness.AgentStalled
+		return history.AgentStalled
 	case t.acting:
-		return harness.AgentHolding
+		return history.AgentHolding
 	case t.denied:
-		return harness.AgentWaiting
+		return history.AgentWaiting
 	}
-	return harness.AgentIdle
+	return history.AgentIdle
 }
 
 // note appends a segment when the state (or the lease) changed at at.
@@ -143,7 +142,7 @@ type writeMark struct {
 	agent      int
 	resource   int
 	fence      leasefence.Fence
-	kind       harness.MarkKind
+	kind       history.MarkKind
 	other      int // the floor's holder (refused) or the newer writer (stale); -1 if none
 	otherFence leasefence.Fence
 	link       string // id of the write or push that raised the floor, if recorded
@@ -171,14 +170,14 @@ type restartMark struct {
 	persist bool
 }
 
-// Event implements harness.Subscriber.
-func (r *timelineRecorder) Event(e history.Event) {
+// Event folds the next event of the run in.
+func (r *Timeline) Event(e history.Event) {
 	m := r.modes[e.Mode]
 	if m == nil {
-		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, r.sc.Agents),
+		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, len(r.header.Agents)),
 			floorBy: make(map[floorKey]string), read: history.NewReader(&r.header)}
 		for i := range m.agents {
-			m.agents[i].segs = []laneSeg{{from: 0, state: harness.AgentIdle, resource: -1}}
+			m.agents[i].segs = []laneSeg{{from: 0, state: history.AgentIdle, resource: -1}}
 		}
 		r.modes[e.Mode] = m
 	}
@@ -231,9 +230,9 @@ func (r *timelineRecorder) Event(e history.Event) {
 		t.lastAct = e.At
 	case history.CommitAdmitted, history.WriteLanded:
 		w := writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
-			fence: e.Fence, kind: harness.MarkAdmitted, other: -1}
+			fence: e.Fence, kind: history.MarkAdmitted, other: -1}
 		if lw := m.read.LastWrite(); lw.Stale {
-			w.kind, w.other, w.otherFence = harness.MarkStale, int(lw.FloorAgent), lw.FloorFence
+			w.kind, w.other, w.otherFence = history.MarkStale, int(lw.FloorAgent), lw.FloorFence
 			w.link = m.floorBy[floorKey{e.Resource, lw.FloorFence}]
 		} else {
 			m.floorBy[floorKey{e.Resource, e.Fence}] = w.id
@@ -242,7 +241,7 @@ func (r *timelineRecorder) Event(e history.Event) {
 		t.lastAct = e.At
 	case history.CommitRefused:
 		m.writes = append(m.writes, writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent,
-			resource: e.Resource, fence: e.Fence, kind: harness.MarkRefused, other: e.Other, otherFence: e.OtherFence,
+			resource: e.Resource, fence: e.Fence, kind: history.MarkRefused, other: e.Other, otherFence: e.OtherFence,
 			link: m.floorBy[floorKey{e.Resource, e.OtherFence}]})
 		t.lastAct = e.At
 	case history.AdmitPushed:

@@ -1,0 +1,22 @@
+// Package harness is the deterministic simulator of leasefence: agents that
+// take leases on shared resources through the real leasefence Coordinator,
+// Clients and FenceGates, driven by one virtual clock, through faults
+// (stalls, lost and duplicated messages, drift, partitions, coordinator
+// restarts), in two modes on the same faults: naive and fenced.
+//
+// The engine (sim.go, agent.go, queue.go) is a discrete-event simulation
+// with no wall clock and no I/O: the same Scenario and seed give the same
+// run, event for event. It emits every state change as a history.Event and
+// obtains its Report by running history's checker on that history, so its
+// verdict is exactly what `lab check` finds in the history file; it never
+// hands the checker its own records. A library error does not crash it: the
+// run ends with a library_error event, which the checker reports as a
+// violation.
+//
+// Around the engine: the Scenario and its limits (scenario.go, builtin.go,
+// header.go, which gives the history header the checker judges a run
+// under); runs (run.go: Run, SelfCheck; swarm.go: many seeds on all cores);
+// and what is only for display (display.go, snapshot.go, live.go: agent
+// states, lanes of recent history, Snapshots and a paced Live run for the
+// dashboard).
+package harness
