@@ -199,6 +199,18 @@ func (m *Member) IsLeader() bool {
 	return m.etcd != nil && m.etcd.Server.Leader() == m.etcd.Server.MemberID()
 }
 
+// CommittedIndex is the running member's Raft commit index (0 while
+// stopped): one entry per write, lease grant, lease revocation, membership
+// change or leader's empty entry. Benchmarks count Raft writes with it.
+func (m *Member) CommittedIndex() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.etcd == nil {
+		return 0
+	}
+	return m.etcd.Server.CommittedIndex()
+}
+
 // Endpoint is the member's client URL.
 func (m *Member) Endpoint() string { return m.client.String() }
 
