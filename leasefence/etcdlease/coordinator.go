@@ -22,9 +22,8 @@ const DefaultPrefix = "/leasefence/"
 // DefaultReplayWindow is Options.ReplayWindow when 0.
 const DefaultReplayWindow = 10 * time.Minute
 
-// acquireAttempts bounds how often one Acquire re-reads the resource after
-// losing a race for it (the holder key appeared, or vanished, between the
-// read and the write).
+// acquireAttempts bounds how often one Acquire grants a new etcd lease when
+// the one it granted (or the replay lease) is gone before its transaction.
 const acquireAttempts = 8
 
 // Options configures a Coordinator.
@@ -157,9 +156,15 @@ func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 }
 
 // Acquire grants a lease on a free resource: one etcd lease granted, then
-// one transaction that creates the holder key only if the resource is still
-// free and the request id still unused. The fence is that transaction's
-// revision. Otherwise it answers as leasefence.Coordinator does.
+// one transaction that creates the holder key only if the resource is free
+// and the request id unused, and otherwise reads, in the same revision, what
+// the answer depends on. The fence is that transaction's revision. Anything
+// but a fresh grant answers as leasefence.Coordinator does, and revokes the
+// etcd lease granted for nothing.
+//
+// The grant comes first, optimistically, so that a free resource costs two
+// round trips (both Raft writes), not three; a refusal costs the grant and
+// its revocation.
 //
 // The error is non-nil when no answer was had (etcd unreachable, ctx done)
 // or the request is malformed (leasefence.ErrInvalidRequest). After an
@@ -173,21 +178,10 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: acquire request %+v lacks a request id, holder or resource", leasefence.ErrInvalidRequest, req)
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
-	read, err := c.cli.Txn(ctx).Then(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
-	if err != nil {
-		return leasefence.AcquireOutcome{}, err
-	}
-	hkv, rkv := firstKV(read, 0), firstKV(read, 1)
-	var granted *clientv3.LeaseGrantResponse
 	for range acquireAttempts {
-		if out, done, err := c.answer(ctx, req, hkv, rkv); done || err != nil {
-			c.revokeUnused(ctx, granted)
-			return out, err
-		}
-		if granted == nil {
-			if granted, err = c.cli.Grant(ctx, c.ttl); err != nil {
-				return leasefence.AcquireOutcome{}, err
-			}
+		granted, err := c.cli.Grant(ctx, c.ttl)
+		if err != nil {
+			return leasefence.AcquireOutcome{}, err
 		}
 		replay, err := c.replayLease(ctx)
 		if err != nil {
@@ -207,7 +201,6 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			// The replay lease was revoked behind our back, or the new
 			// lease expired before we could use it: get fresh ones.
 			c.forgetReplayLease(replay)
-			granted = nil
 			continue
 		case err != nil:
 			// No answer: the transaction may have committed, so the lease
@@ -226,46 +219,48 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				CoordinatorExpiresAt: now.Add(ttl),
 			}}, nil
 		}
-		hkv, rkv = firstKV(resp, 0), firstKV(resp, 1)
+		c.revokeUnused(ctx, granted)
+		// A failed comparison means the holder key or the request record
+		// exists, and the Else branch read both in that revision.
+		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
 	}
-	c.revokeUnused(ctx, granted)
-	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: lost the race for it %d times", req.Resource, acquireAttempts)
+	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
 }
 
-// answer decides an acquire from the holder key and the request record
-// alone; done is false when the resource is free for this request.
-func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest, hkv, rkv *mvccpb.KeyValue) (out leasefence.AcquireOutcome, done bool, err error) {
+// answer decides an acquire the transaction refused, from the holder key and
+// the request record it read.
+func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest, hkv, rkv *mvccpb.KeyValue) (out leasefence.AcquireOutcome, err error) {
 	if rkv != nil {
 		rv, err := decode[requestValue](rkv)
 		if err != nil {
-			return out, true, err
+			return out, err
 		}
 		if rv.Holder != req.Holder || rv.Resource != req.Resource {
-			return leasefence.AcquireOutcome{Reason: leasefence.ReasonRequestConflict}, true, nil
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonRequestConflict}, nil
 		}
 		if hkv == nil || hkv.CreateRevision != rkv.CreateRevision {
-			return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, true, nil
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, nil
 		}
 		// The key exists, so the lease is live, or expired within the last
 		// half second and not yet revoked: the holder's own deadline, dated
 		// from the first send, has passed by then, so replaying is safe.
 		left, _, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
 		if err != nil {
-			return out, true, err
+			return out, err
 		}
 		now, err := c.clock.Now()
 		if err != nil {
-			return out, true, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+			return out, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 		}
 		return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 			RequestID:            req.RequestID,
 			Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(hkv.CreateRevision)},
 			TTL:                  time.Duration(rv.TTL) * time.Second,
 			CoordinatorExpiresAt: now.Add(max(left, 0)),
-		}}, true, nil
+		}}, nil
 	}
 	if hkv == nil {
-		return out, false, nil
+		return out, fmt.Errorf("etcdlease: acquire %q: the transaction was refused, yet the resource is free and the request id unused", req.Resource)
 	}
 	holder := string(hkv.Value)
 	reason := leasefence.ReasonHeld
@@ -274,14 +269,14 @@ func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest,
 	}
 	left, granted, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
 	if err != nil {
-		return out, true, err
+		return out, err
 	}
 	// etcd reports whole seconds, truncated (0 also for a lease expired
 	// less than a second ago, not yet revoked): one more is an upper bound,
 	// never 0. No wait is longer than the granted TTL, unless a leader
 	// change restarted the lease.
 	retry := min(max(left, 0)+time.Second, max(granted, time.Second))
-	return leasefence.AcquireOutcome{Reason: reason, HeldBy: holder, RetryAfter: retry}, true, nil
+	return leasefence.AcquireOutcome{Reason: reason, HeldBy: holder, RetryAfter: retry}, nil
 }
 
 // remaining is the lease's remaining TTL as etcd reports it: whole seconds,
