@@ -107,18 +107,7 @@ func startCluster(dir string, n int) (*Cluster, error) {
 	for _, m := range c.Members {
 		m.cfg = memberConfig(m, strings.Join(initial, ","), token)
 	}
-	// Members of a new cluster wait for each other, so they start together.
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, m := range c.Members {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = m.start()
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := c.Restart(); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -248,7 +237,9 @@ func (c *Cluster) WaitLeader(ctx context.Context) (*Member, error) {
 	}
 }
 
-// Restart starts every stopped member, together, and waits until all serve.
+// Restart starts every stopped member, together (members of a new cluster,
+// or of one that lost its quorum, wait for each other), and waits until all
+// serve.
 func (c *Cluster) Restart() error {
 	errs := make([]error, len(c.Members))
 	var wg sync.WaitGroup
