@@ -460,8 +460,10 @@ func (s blockingRenewals) Renew(ctx context.Context, _ leasefence.RenewRequest) 
 	return leasefence.RenewOutcome{}, ctx.Err()
 }
 
-func TestSessionLostWhileARenewalHangs(t *testing.T) {
-	f := newSessionFixture(t)
+// holdWithHangingRenewal holds "r" and lets time reach the first renewal,
+// which hangs.
+func holdWithHangingRenewal(t *testing.T, f *sessionFixture) *leasefence.Session {
+	t.Helper()
 	svc := blockingRenewals{Service: f.svc, inFlight: make(chan struct{}, 1)}
 	s, err := leasefence.Hold(t.Context(), svc, f.client, "r", leasefence.HoldOptions{After: f.time.After})
 	if err != nil {
@@ -470,6 +472,12 @@ func TestSessionLostWhileARenewalHangs(t *testing.T) {
 	f.time.waitArmed(t, 2)
 	f.time.Advance(time.Second)
 	<-svc.inFlight
+	return s
+}
+
+func TestSessionLostWhileARenewalHangs(t *testing.T) {
+	f := newSessionFixture(t)
+	s := holdWithHangingRenewal(t, f)
 	f.time.Advance(2 * time.Second) // the deadline, with the renewal still unanswered
 	waitClosed(t, s.Lost(), "Lost with a renewal hanging")
 	// The coordinator dated its lease from the same instant (both clocks at
@@ -481,14 +489,7 @@ func TestSessionLostWhileARenewalHangs(t *testing.T) {
 
 func TestSessionReleaseEndsAHangingRenewal(t *testing.T) {
 	f := newSessionFixture(t)
-	svc := blockingRenewals{Service: f.svc, inFlight: make(chan struct{}, 1)}
-	s, err := leasefence.Hold(t.Context(), svc, f.client, "r", leasefence.HoldOptions{After: f.time.After})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.time.waitArmed(t, 2)
-	f.time.Advance(time.Second)
-	<-svc.inFlight
+	s := holdWithHangingRenewal(t, f)
 	out, err := s.Release(t.Context())
 	if err != nil || !out.OK {
 		t.Fatalf("Release = %+v, %v", out, err)

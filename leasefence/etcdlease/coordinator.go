@@ -22,9 +22,8 @@ const DefaultPrefix = "/leasefence/"
 // DefaultReplayWindow is Options.ReplayWindow when 0.
 const DefaultReplayWindow = 10 * time.Minute
 
-// acquireAttempts bounds how often one Acquire re-reads the resource after
-// losing a race for it (the holder key appeared, or vanished, between the
-// read and the write).
+// acquireAttempts bounds how often one Acquire grants a new etcd lease when
+// the one it granted (or the replay lease) is gone before its transaction.
 const acquireAttempts = 8
 
 // Options configures a Coordinator.
@@ -105,7 +104,8 @@ type keys struct{ prefix string }
 
 // holder is the live lease on a resource: created by the acquire that
 // granted it (its create revision is the fence), attached to that grant's
-// etcd lease, so it disappears when the lease expires.
+// etcd lease, so it disappears when the lease expires. Its value is the
+// holder's name, bare, so that a transaction can compare on it.
 func (k keys) holder(resource string) string { return k.prefix + "holders/" + resource }
 
 // last is the latest grant on a resource, kept after the lease ends, so
@@ -115,12 +115,6 @@ func (k keys) last(resource string) string { return k.prefix + "last/" + resourc
 // request is an acquire's request id, created in the same transaction as
 // the holder key (so with the same create revision), for retries.
 func (k keys) request(id string) string { return k.prefix + "requests/" + id }
-
-type holderValue struct {
-	Holder    string `json:"holder"`
-	RequestID string `json:"requestId"`
-	TTL       int64  `json:"ttlSeconds"` // as granted by etcd
-}
 
 type lastValue struct {
 	Holder string `json:"holder"`
@@ -133,6 +127,7 @@ type lastValue struct {
 type requestValue struct {
 	Holder   string `json:"holder"`
 	Resource string `json:"resource"`
+	TTL      int64  `json:"ttlSeconds"` // as granted by etcd
 }
 
 func mustJSON(v any) string {
@@ -161,9 +156,15 @@ func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 }
 
 // Acquire grants a lease on a free resource: one etcd lease granted, then
-// one transaction that creates the holder key only if the resource is still
-// free and the request id still unused. The fence is that transaction's
-// revision. Otherwise it answers as leasefence.Coordinator does.
+// one transaction that creates the holder key only if the resource is free
+// and the request id unused, and otherwise reads, in the same revision, what
+// the answer depends on. The fence is that transaction's revision. Anything
+// but a fresh grant answers as leasefence.Coordinator does, and revokes the
+// etcd lease granted for nothing.
+//
+// The grant comes first, optimistically, so that a free resource costs two
+// round trips (both Raft writes), not three; a refusal costs the grant and
+// its revocation.
 //
 // The error is non-nil when no answer was had (etcd unreachable, ctx done)
 // or the request is malformed (leasefence.ErrInvalidRequest). After an
@@ -177,21 +178,10 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: acquire request %+v lacks a request id, holder or resource", leasefence.ErrInvalidRequest, req)
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
-	read, err := c.cli.Txn(ctx).Then(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
-	if err != nil {
-		return leasefence.AcquireOutcome{}, err
-	}
-	hkv, rkv := firstKV(read, 0), firstKV(read, 1)
-	var granted *clientv3.LeaseGrantResponse
 	for range acquireAttempts {
-		if out, done, err := c.answer(ctx, req, hkv, rkv); done || err != nil {
-			c.revokeUnused(ctx, granted)
-			return out, err
-		}
-		if granted == nil {
-			if granted, err = c.cli.Grant(ctx, c.ttl); err != nil {
-				return leasefence.AcquireOutcome{}, err
-			}
+		granted, err := c.cli.Grant(ctx, c.ttl)
+		if err != nil {
+			return leasefence.AcquireOutcome{}, err
 		}
 		replay, err := c.replayLease(ctx)
 		if err != nil {
@@ -202,8 +192,8 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
 		).Then(
-			clientv3.OpPut(hk, mustJSON(holderValue{Holder: req.Holder, RequestID: req.RequestID, TTL: granted.TTL}), clientv3.WithLease(granted.ID)),
-			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource}), clientv3.WithLease(replay)),
+			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(granted.ID)),
+			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: granted.TTL}), clientv3.WithLease(replay)),
 			clientv3.OpPut(c.keys.last(req.Resource), mustJSON(lastValue{Holder: req.Holder})),
 		).Else(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
 		switch {
@@ -211,7 +201,6 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			// The replay lease was revoked behind our back, or the new
 			// lease expired before we could use it: get fresh ones.
 			c.forgetReplayLease(replay)
-			granted = nil
 			continue
 		case err != nil:
 			// No answer: the transaction may have committed, so the lease
@@ -230,83 +219,79 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				CoordinatorExpiresAt: now.Add(ttl),
 			}}, nil
 		}
-		hkv, rkv = firstKV(resp, 0), firstKV(resp, 1)
+		c.revokeUnused(ctx, granted)
+		// A failed comparison means the holder key or the request record
+		// exists, and the Else branch read both in that revision.
+		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
 	}
-	c.revokeUnused(ctx, granted)
-	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: lost the race for it %d times", req.Resource, acquireAttempts)
+	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
 }
 
-// answer decides an acquire from the holder key and the request record
-// alone; done is false when the resource is free for this request.
-func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest, hkv, rkv *mvccpb.KeyValue) (out leasefence.AcquireOutcome, done bool, err error) {
+// answer decides an acquire the transaction refused, from the holder key and
+// the request record it read.
+func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest, hkv, rkv *mvccpb.KeyValue) (out leasefence.AcquireOutcome, err error) {
 	if rkv != nil {
 		rv, err := decode[requestValue](rkv)
 		if err != nil {
-			return out, true, err
+			return out, err
 		}
 		if rv.Holder != req.Holder || rv.Resource != req.Resource {
-			return leasefence.AcquireOutcome{Reason: leasefence.ReasonRequestConflict}, true, nil
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonRequestConflict}, nil
 		}
 		if hkv == nil || hkv.CreateRevision != rkv.CreateRevision {
-			return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, true, nil
-		}
-		hv, err := decode[holderValue](hkv)
-		if err != nil {
-			return out, true, err
+			return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, nil
 		}
 		// The key exists, so the lease is live, or expired within the last
 		// half second and not yet revoked: the holder's own deadline, dated
 		// from the first send, has passed by then, so replaying is safe.
-		left, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
+		left, _, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
 		if err != nil {
-			return out, true, err
+			return out, err
 		}
 		now, err := c.clock.Now()
 		if err != nil {
-			return out, true, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+			return out, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 		}
 		return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 			RequestID:            req.RequestID,
 			Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(hkv.CreateRevision)},
-			TTL:                  time.Duration(hv.TTL) * time.Second,
+			TTL:                  time.Duration(rv.TTL) * time.Second,
 			CoordinatorExpiresAt: now.Add(max(left, 0)),
-		}}, true, nil
+		}}, nil
 	}
 	if hkv == nil {
-		return out, false, nil
+		return out, fmt.Errorf("etcdlease: acquire %q: the transaction was refused, yet the resource is free and the request id unused", req.Resource)
 	}
-	hv, err := decode[holderValue](hkv)
-	if err != nil {
-		return out, true, err
-	}
+	holder := string(hkv.Value)
 	reason := leasefence.ReasonHeld
-	if hv.Holder == req.Holder {
+	if holder == req.Holder {
 		reason = leasefence.ReasonAlreadyHeld
 	}
-	left, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
+	left, granted, err := c.remaining(ctx, clientv3.LeaseID(hkv.Lease))
 	if err != nil {
-		return out, true, err
+		return out, err
 	}
 	// etcd reports whole seconds, truncated (0 also for a lease expired
 	// less than a second ago, not yet revoked): one more is an upper bound,
 	// never 0. No wait is longer than the granted TTL, unless a leader
 	// change restarted the lease.
-	retry := min(max(left, 0)+time.Second, max(time.Duration(hv.TTL)*time.Second, time.Second))
-	return leasefence.AcquireOutcome{Reason: reason, HeldBy: hv.Holder, RetryAfter: retry}, true, nil
+	retry := min(max(left, 0)+time.Second, max(granted, time.Second))
+	return leasefence.AcquireOutcome{Reason: reason, HeldBy: holder, RetryAfter: retry}, nil
 }
 
 // remaining is the lease's remaining TTL as etcd reports it: whole seconds,
 // truncated, so 0 for the last second and for a lease expired but not yet
-// revoked; negative (or 0) once it is gone.
-func (c *Coordinator) remaining(ctx context.Context, id clientv3.LeaseID) (time.Duration, error) {
+// revoked; negative (or 0) once it is gone. granted is the TTL etcd granted
+// it.
+func (c *Coordinator) remaining(ctx context.Context, id clientv3.LeaseID) (left, granted time.Duration, err error) {
 	ttl, err := c.cli.TimeToLive(ctx, id)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Duration(ttl.TTL) * time.Second, nil
+	return time.Duration(ttl.TTL) * time.Second, time.Duration(ttl.GrantedTTL) * time.Second, nil
 }
 
 // revokeUnused revokes a lease granted for an acquire that did not use it,
@@ -401,8 +386,9 @@ func (c *Coordinator) renewRefused(ctx context.Context, t leasefence.Token) (lea
 }
 
 // Release deletes the holder key if, in the same transaction, its create
-// revision is t's fence: a stale token can never delete a newer holder's
-// key. The etcd lease is left to expire by itself (nothing is attached to
+// revision is t's fence and its value t's holder: a stale token can never
+// delete a newer holder's key. When the comparison fails, the same
+// transaction reads the keys that say why: one round trip either way. The etcd lease is left to expire by itself (nothing is attached to
 // it any more), which saves a write. Anything else answers with the same
 // reasons as Renew.
 func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
@@ -412,27 +398,30 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 	if err := validToken(t); err != nil {
 		return leasefence.ReleaseOutcome{}, err
 	}
-	for range acquireAttempts {
-		reason, _, err := c.classify(ctx, t)
-		if err != nil || reason != "" {
-			return leasefence.ReleaseOutcome{Reason: reason}, err
-		}
-		hk := c.keys.holder(t.Resource)
-		resp, err := c.cli.Txn(ctx).If(
-			clientv3.Compare(clientv3.CreateRevision(hk), "=", int64(t.Fence)),
-		).Then(
-			clientv3.OpDelete(hk),
-			clientv3.OpPut(c.keys.last(t.Resource), mustJSON(lastValue{Holder: t.Holder, Fence: int64(t.Fence), Released: true})),
-		).Commit()
-		if err != nil {
-			return leasefence.ReleaseOutcome{}, err
-		}
-		if resp.Succeeded {
-			return leasefence.ReleaseOutcome{OK: true}, nil
-		}
-		// The key changed under us (expired, released, superseded): classify again.
+	fence, ok := fenceInt64(t.Fence)
+	if !ok {
+		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
 	}
-	return leasefence.ReleaseOutcome{}, fmt.Errorf("etcdlease: release %v: the key kept changing", t)
+	hk, lk := c.keys.holder(t.Resource), c.keys.last(t.Resource)
+	resp, err := c.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(hk), "=", fence),
+		clientv3.Compare(clientv3.Value(hk), "=", t.Holder),
+	).Then(
+		clientv3.OpDelete(hk),
+		clientv3.OpPut(lk, mustJSON(lastValue{Holder: t.Holder, Fence: fence, Released: true})),
+	).Else(clientv3.OpGet(hk), clientv3.OpGet(lk)).Commit()
+	if err != nil {
+		return leasefence.ReleaseOutcome{}, err
+	}
+	if resp.Succeeded {
+		return leasefence.ReleaseOutcome{OK: true}, nil
+	}
+	// The keys in the same revision say why not.
+	reason, err := judge(t, firstKV(resp, 0), firstKV(resp, 1))
+	if err == nil && reason == "" {
+		err = fmt.Errorf("etcdlease: release %v: the transaction's comparison failed on a key that matches it", t)
+	}
+	return leasefence.ReleaseOutcome{Reason: reason}, err
 }
 
 // classify reads the resource's keys and returns "" (with the holder key)
@@ -442,32 +431,39 @@ func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefe
 	if err != nil {
 		return "", nil, err
 	}
-	hkv, lkv := firstKV(resp, 0), firstKV(resp, 1)
+	hkv := firstKV(resp, 0)
+	reason, err := judge(t, hkv, firstKV(resp, 1))
+	if reason != "" {
+		hkv = nil
+	}
+	return reason, hkv, err
+}
+
+// judge returns "" when t is the lease of the holder key hkv, and otherwise
+// the reason it is not, from hkv and the last-grant key lkv (either may be
+// nil).
+func judge(t leasefence.Token, hkv, lkv *mvccpb.KeyValue) (leasefence.Reason, error) {
 	fence, ok := fenceInt64(t.Fence)
 	if !ok {
-		return leasefence.ReasonUnknown, nil, nil
+		return leasefence.ReasonUnknown, nil
 	}
 	if hkv != nil {
-		hv, err := decode[holderValue](hkv)
-		if err != nil {
-			return "", nil, err
-		}
 		switch {
 		case fence > hkv.CreateRevision:
-			return leasefence.ReasonUnknown, nil, nil
+			return leasefence.ReasonUnknown, nil
 		case fence < hkv.CreateRevision:
-			return leasefence.ReasonSuperseded, nil, nil
-		case t.Holder != hv.Holder:
-			return leasefence.ReasonUnknown, nil, nil
+			return leasefence.ReasonSuperseded, nil
+		case t.Holder != string(hkv.Value):
+			return leasefence.ReasonUnknown, nil
 		}
-		return "", hkv, nil
+		return "", nil
 	}
 	if lkv == nil {
-		return leasefence.ReasonUnknown, nil, nil
+		return leasefence.ReasonUnknown, nil
 	}
 	lv, err := decode[lastValue](lkv)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	last := lv.Fence
 	if last == 0 {
@@ -475,15 +471,15 @@ func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefe
 	}
 	switch {
 	case fence > last:
-		return leasefence.ReasonUnknown, nil, nil
+		return leasefence.ReasonUnknown, nil
 	case fence < last:
-		return leasefence.ReasonSuperseded, nil, nil
+		return leasefence.ReasonSuperseded, nil
 	case t.Holder != lv.Holder:
-		return leasefence.ReasonUnknown, nil, nil
+		return leasefence.ReasonUnknown, nil
 	case lv.Released:
-		return leasefence.ReasonReleased, nil, nil
+		return leasefence.ReasonReleased, nil
 	}
-	return leasefence.ReasonExpired, nil, nil
+	return leasefence.ReasonExpired, nil
 }
 
 // validToken refuses tokens no coordinator could have issued, as

@@ -23,9 +23,10 @@
 //     are not consecutive: every write to the cluster takes a revision.
 //   - Each grant is one etcd lease, and the holder key is attached to it:
 //     when the lease expires, etcd deletes the key, and the resource is
-//     free. An acquire is a linearizable read, a lease grant and one
-//     transaction that creates the key only if the resource is still free
-//     and the request id unused: two Raft writes.
+//     free. An acquire is a lease grant and one transaction that creates
+//     the key only if the resource is free and the request id unused, or
+//     else reads why not in the same revision: two Raft writes for a grant;
+//     a refusal adds the revocation of the lease it did not use.
 //   - Renew is one keep-alive of that grant's etcd lease, after checking
 //     that the holder key's create revision is the token's fence. One etcd
 //     lease belongs to one grant, so a stale token can never extend a newer

@@ -13,10 +13,6 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// gateAttempts bounds how often one Commit or Admit re-reads a floor that
-// moved between its read and its transaction.
-const gateAttempts = 16
-
 // GateOptions configures a Gate.
 type GateOptions struct {
 	Prefix string // key prefix; default DefaultPrefix
@@ -86,8 +82,10 @@ func (e *TokenConflictError) Is(target error) bool { return target == leasefence
 // refused before anything is sent. An operation etcd rejects fails the
 // whole transaction: neither it nor the floor's raise is applied.
 //
-// As for any etcd write, an error without an answer (ctx, network) leaves
-// the outcome unknown: the operations may have landed.
+// When other writers move the floor between Commit's read and its
+// transaction, Commit judges again, for as long as ctx allows. As for any
+// etcd write, an error without an answer (ctx, network) leaves the outcome
+// unknown: the operations may have landed.
 func (g *Gate) Commit(ctx context.Context, t leasefence.Token, ops ...clientv3.Op) error {
 	if err := g.check(ctx, t); err != nil {
 		return err
@@ -125,7 +123,9 @@ func (g *Gate) check(ctx context.Context, t leasefence.Token) error {
 
 // pass admits t (with ops) or refuses it, logging the refusal if log.
 func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, log bool) error {
-	for range gateAttempts {
+	// Each failed comparison means another call moved the floor, so the
+	// gate as a whole always progresses; ctx bounds one caller's wait.
+	for {
 		floor, fkv, err := g.readFloor(ctx)
 		if err != nil {
 			return err
@@ -154,7 +154,6 @@ func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, 
 		}
 		// The floor moved between the read and the transaction: judge again.
 	}
-	return fmt.Errorf("etcdlease: gate %q: the floor kept moving", g.resource)
 }
 
 func refusal(r leasefence.Rejection) error {
@@ -168,7 +167,8 @@ func refusal(r leasefence.Rejection) error {
 // the refusal. If the log cannot be written, the refusal (with Seq 0) is
 // returned wrapped with why.
 func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
-	for range gateAttempts {
+	// As in pass: a failed comparison means another refusal was logged.
+	for {
 		resp, err := g.cli.Get(ctx, g.seqKey)
 		if err != nil {
 			return fmt.Errorf("%w (not logged: %v)", refusal(r), err)
@@ -195,8 +195,6 @@ func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
 			return refusal(r)
 		}
 	}
-	r.Seq = 0
-	return fmt.Errorf("%w (not logged: the sequence kept moving)", refusal(r))
 }
 
 // logKey orders the log by sequence number: zero-padded to the width of
