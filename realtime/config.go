@@ -205,8 +205,8 @@ func Open(ctx context.Context, c Config, sc harness.Scenario) (*Setup, error) {
 	return s, nil
 }
 
-// Describe says where the run's leases and writes live, for a report:
-// "etcd (embedded, 3 members) · resource etcd".
+// Describe says where the run's leases live, for a report: "etcd
+// (embedded, 3 members, min ttl 1s)".
 func (s *Setup) Describe() string {
 	b := s.Backend.Name()
 	if e, ok := s.Backend.(*Etcd); ok {
@@ -216,7 +216,7 @@ func (s *Setup) Describe() string {
 			b += fmt.Sprintf(" (%s, keys under %s, min ttl %v)", strings.Join(e.opts.Endpoints, ","), e.Prefix(), e.MinTTL())
 		}
 	}
-	return b + " · resource " + s.Store.Name()
+	return b
 }
 
 // Close stops the store and the backend and removes their temporary
