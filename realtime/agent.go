@@ -160,6 +160,7 @@ func (a *agent) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		a.giveUp(history.OutcomeDone) // after a store error, if work left a lease
 		if a.sleep(ctx, sc.Agent.Think.Sample(a.rngThink)) != nil {
 			return
 		}
@@ -343,7 +344,9 @@ func (a *agent) check() bool {
 func (a *agent) write(ctx context.Context) (landed, ok bool) {
 	w, ri, t := a.w, a.resource, a.lease.Token
 	res := w.resources[ri]
-	wctx, cancel := a.callCtx(ctx)
+	// A write is not bounded by the TTL: a slow write is the very gap the
+	// gate is for. Only a store that does not answer at all is an error.
+	wctx, cancel := context.WithTimeout(ctx, max(10*w.r.sc.TTL, writeTimeout))
 	defer cancel()
 	w.resMu[ri].Lock()
 	defer w.resMu[ri].Unlock()
@@ -377,8 +380,12 @@ func (a *agent) write(ctx context.Context) (landed, ok bool) {
 	return false, true
 }
 
-// storeError records a store that failed a write. Running out of time is
-// not a failure; anything else is, since the write's fate is unknown.
+// writeTimeout is the least time a write is given before the store is
+// taken to have failed.
+const writeTimeout = 10 * time.Second
+
+// storeError records a store that failed a write: the run ending is not a
+// failure; anything else is, since the write's fate is unknown.
 func (a *agent) storeError(ctx context.Context, call string, err error) bool {
 	if ctx.Err() == nil {
 		a.libraryError(call, err)
