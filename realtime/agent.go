@@ -314,17 +314,7 @@ func (a *agent) work(ctx context.Context) {
 // now < expiresAt in naive mode. Both are true only at the instant they
 // are computed.
 func (a *agent) check() bool {
-	ok := false
-	if a.lease != nil {
-		if a.w.mode == history.Naive {
-			now, err := a.clock.Now()
-			before, err2 := now.Before(a.naiveUntil)
-			ok = err == nil && err2 == nil && before
-		} else {
-			expired, err := a.lease.HasExpired()
-			ok = err == nil && !expired
-		}
-	}
+	ok := harness.CheckValid(a.w.mode, a.lease, a.clock, a.naiveUntil)
 	a.checked = ok
 	kind := history.CheckPassed
 	if !ok {

@@ -100,7 +100,9 @@ func TestInterruptedEtcdRunLeavesNothing(t *testing.T) {
 	defer cancel()
 	a, stdout, stderr := testApp()
 	done := make(chan int)
-	go func() { done <- a.main(ctx, []string{"run", "overlap", "--backend", "etcd", "--resource", "sqlite", "--duration", "1m"}) }()
+	go func() {
+		done <- a.main(ctx, []string{"run", "overlap", "--backend", "etcd", "--resource", "sqlite", "--duration", "1m"})
+	}()
 	// Cancel once the run has begun: its etcd directory exists.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if entries, _ := os.ReadDir(tmp); len(entries) >= 2 || time.Now().After(deadline) {
