@@ -115,6 +115,9 @@ func Text(w io.Writer, description string, res *history.Result, stop Stop, run R
 	writeVerdict(w, res)
 	fmt.Fprintln(w)
 	fmt.Fprint(w, howToRead)
+	if run.real() {
+		fmt.Fprint(w, realTimeNote)
+	}
 }
 
 // resultModes lists the modes of a result in report order.
@@ -209,6 +212,12 @@ func wrap(text string, width int) string {
 	}
 	return b.String()
 }
+
+// realTimeNote qualifies howToRead's last sentence for a real-time run.
+const realTimeNote = `In a real-time run the seed fixes the choices (stalls, drops, picks) but not
+when things happen, so another run of the same seed differs; the digest
+identifies this history, and lab check of its --events file gives it again.
+`
 
 // howToRead is the report's closing paragraph.
 const howToRead = `How to read this: both modes run the same agents on the same faults; only the
