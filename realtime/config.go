@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 )
 
 // The backends and stores by name, as lab's --backend and --resource
@@ -241,6 +242,11 @@ func RunScenario(ctx context.Context, c Config, sc harness.Scenario, opts harnes
 // its subscribers.
 func (s *Setup) NewRunner(opts harness.RunOptions) (*Runner, error) {
 	return New(s.Scenario, Options{Modes: opts.Modes, Backend: s.Backend, Store: s.Store, Subscribers: opts.Subscribers})
+}
+
+// NewLive prepares a run of the setup's scenario for a dashboard.
+func (s *Setup) NewLive(modes []history.Mode) (*Live, error) {
+	return NewLive(s.Scenario, Options{Modes: modes, Backend: s.Backend, Store: s.Store})
 }
 
 // Run runs the setup's scenario once: NewRunner, then Runner.Run.

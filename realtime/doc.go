@@ -64,6 +64,15 @@
 // expiry is recorded when the coordinator is seen to have let a lease go:
 // a renewal refused as expired, or the next grant on the resource.
 //
+// # The dashboard
+//
+// Live is a run as the dashboard (tui.Source) sees it: snapshots folded
+// from the run's own events (history.AgentTrack, history.Reader), pause
+// (agents start no new work), drop rate and coordinator restarts. Steps,
+// speed, stalling an agent from outside and the gate push are refused
+// (ErrRealTime): real time cannot be stepped, and a goroutine cannot be
+// paused from outside.
+//
 // # What it cannot fault
 //
 // The network between etcd members is not partitioned, and messages

@@ -377,3 +377,79 @@ func TestWholeSecondScale(t *testing.T) {
 		t.Error("Scale by 1 changed the scenario")
 	}
 }
+
+// Live is what a dashboard steers: its snapshots come from the run's own
+// events, a drop rate reaches every agent's fault layer and is recorded,
+// and what real time cannot do is refused with ErrRealTime.
+func TestLive(t *testing.T) {
+	sc := short(t, "overlap", 20*time.Second, 0.1)
+	live, err := realtime.NewLive(sc, realtime.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := live.Snapshot(history.Fenced); !ok || s.Now != 0 || len(s.Agents) != 4 {
+		t.Fatalf("snapshot before the run: %+v, %v", s, ok)
+	}
+	done := make(chan error)
+	go func() { done <- live.Run(t.Context(), 0) }()
+	time.Sleep(500 * time.Millisecond)
+	if err := live.Intervene(harness.Intervention{Kind: harness.SetDropRate, Value: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, iv := range []harness.Intervention{{Kind: harness.StallAgent, Agent: "agent-1", Duration: time.Second}, {Kind: harness.TogglePush}} {
+		if err := live.Intervene(iv); !errors.Is(err, realtime.ErrRealTime) {
+			t.Errorf("Intervene(%s) = %v, want ErrRealTime", iv.Kind, err)
+		}
+	}
+	if err := live.SetSpeed(2); !errors.Is(err, realtime.ErrRealTime) || live.Step() {
+		t.Errorf("SetSpeed(2) = %v; Step stepped", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	res := live.Result()
+	if res == nil || res.Faults.RequestsDropped == 0 {
+		t.Fatalf("after a drop rate of 1: %+v", res)
+	}
+	assertInvariants(t, res)
+	s, _ := live.Snapshot(history.Fenced)
+	if !s.Done || s.DropRate != 1 || s.Totals.Acquisitions != res.Modes[history.Fenced].Acquisitions ||
+		s.Totals.CommitsRefused != res.Modes[history.Fenced].CommitsRefused || len(s.Refusals) != s.Totals.CommitsRefused {
+		t.Errorf("final snapshot: done %v, drop %v, totals %+v; report %+v", s.Done, s.DropRate, s.Totals, res.Modes[history.Fenced])
+	}
+	if s.Now != res.Wall {
+		t.Errorf("snapshot at %v, run lasted %v", s.Now, res.Wall)
+	}
+}
+
+// A restart asked for from the dashboard restarts the coordinators and is
+// in the history; on a cluster the lab did not start it is refused.
+func TestLiveRestart(t *testing.T) {
+	sc := short(t, "overlap", 15*time.Second, 0.1)
+	var restarts atomic.Int64
+	live, err := realtime.NewLive(sc, realtime.Options{Modes: []history.Mode{history.Fenced},
+		Subscribers: []harness.Subscriber{harness.SubscriberFunc(func(e history.Event) {
+			if e.Kind == history.CoordinatorRestarted && e.Outcome == history.OutcomeCounterLost {
+				restarts.Add(1)
+			}
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Intervene(harness.Intervention{Kind: harness.RestartCoordinator}); !errors.Is(err, realtime.ErrRealTime) {
+		t.Errorf("a restart before the run: %v, want ErrRealTime", err)
+	}
+	done := make(chan error)
+	go func() { done <- live.Run(t.Context(), 0) }()
+	time.Sleep(600 * time.Millisecond)
+	if err := live.Intervene(harness.Intervention{Kind: harness.RestartCoordinator}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	assertInvariants(t, live.Result())
+	if restarts.Load() != 1 {
+		t.Errorf("%d restarts that lost the counter recorded, want 1", restarts.Load())
+	}
+}

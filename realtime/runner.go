@@ -64,13 +64,18 @@ type Runner struct {
 	checkers map[history.Mode]*history.Checker
 	seq      map[history.Mode]uint64
 	stopped  bool
+	wall     time.Duration // the run's length, once stopped
 
 	pauseMu sync.Mutex
 	resume  chan struct{} // nil while running; closed on resume
 
 	worlds []*world
 	runCtx context.Context // the run's context while it runs, under mu
-	wg     sync.WaitGroup  // every goroutine of the run
+	wg     sync.WaitGroup  // every goroutine of the run: agents, timed faults, pushes (started by agents)
+	// extra counts goroutines started from outside (a live restart). They
+	// are added under mu while not stopped, and waited for once stopped is
+	// set, so no Add can race the Wait.
+	extra sync.WaitGroup
 }
 
 // New prepares a real-time run of sc. It validates sc and opens nothing:
@@ -115,10 +120,14 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	if ctx == nil {
 		return nil, errors.New("realtime: Run with a nil context")
 	}
-	r.start = time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, r.sc.Duration)
 	defer cancel()
 	r.mu.Lock()
+	if r.runCtx != nil {
+		r.mu.Unlock()
+		return nil, errors.New("realtime: a Runner runs once")
+	}
+	r.start = time.Now()
 	r.runCtx = runCtx
 	r.mu.Unlock()
 	wg := &r.wg
@@ -148,7 +157,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	wg.Wait()
 	r.mu.Lock()
 	r.stopped = true
+	r.wall = time.Since(r.start)
 	r.mu.Unlock()
+	r.extra.Wait()
 	res := r.result()
 	switch {
 	case openErr != nil:
@@ -167,7 +178,7 @@ func (r *Runner) result() *Result {
 	for _, m := range r.h.Modes {
 		hr.Add(r.checkers[m].Report())
 	}
-	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: time.Since(r.start)}
+	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall}
 	for _, w := range r.worlds {
 		for _, a := range w.agents {
 			res.Faults = res.Faults.Add(a.net.Stats())
@@ -212,6 +223,27 @@ func (r *Runner) waitUnpaused(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Elapsed is true time since the run began: 0 before Run, and the run's
+// length once it ended.
+func (r *Runner) Elapsed() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.start.IsZero():
+		return 0
+	case r.stopped:
+		return r.wall
+	}
+	return time.Since(r.start)
+}
+
+// Done reports whether the run has ended.
+func (r *Runner) Done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // now is true time since the run began.

@@ -109,9 +109,14 @@
 // The report says where the run happened and how long it took on the wall
 // clock, and what the fault layer did; the JSON has "backend" and "real".
 // Ctrl-C stops the agents where they are, prints the report of what ran,
-// stops etcd and removes every temporary directory. lab watch on a
-// terminal draws the simulator only: with a real backend it says so (exit
-// 2); off a terminal it runs headless as lab run does.
+// stops etcd and removes every temporary directory. lab watch --backend
+// shows the real-time run in the dashboard: space pauses (agents start no
+// new work; what is in flight finishes and real time goes on), ] and [
+// change the drop rate of every agent's fault layer, r and R restart the
+// coordinator (etcd: its members, or a fresh cluster); stepping, speed,
+// stalls and the gate push are the simulator's. q or Ctrl-C ends the run
+// and prints its report; etcd is stopped and the temporary directories
+// removed. --speed and --save are the simulator's.
 //
 // # Knob flags
 //

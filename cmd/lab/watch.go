@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/tui"
@@ -22,6 +23,11 @@ The scenario is a built-in name, a scenario file or a fixture file; every harnes
 knob can be set by a flag, as for lab run. In the dashboard: space pauses, n
 steps one event, +/- change the speed, ? lists every key (stall an agent, drop
 messages, restart the coordinator, toggle the gate push), q quits.
+
+With --backend memory or etcd the agents run in real time against a real
+coordinator (as lab run --backend): space holds them from starting new work,
+the drop rate and restarts work, steps and speed do not. q or Ctrl-C ends the
+run, prints its report and removes everything the run started.
 
 When standard output is not a terminal (a pipe, CI), there is no dashboard: the
 same scenario runs headless and the plain report of lab run is printed, with
@@ -62,9 +68,13 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.badInput("watch", err)
 	}
-	if cfg.real != nil && a.stdoutTTY {
-		return a.badInput("watch", fmt.Errorf("--backend %s: the dashboard draws the simulator only; lab run %s --backend %s reports the same run",
-			bf.backend, cfg.sc.Name, bf.backend))
+	if cfg.real != nil {
+		switch {
+		case *speed != 1:
+			return a.badInput("watch", fmt.Errorf("--speed: --backend %s runs in real time, at 1x", bf.backend))
+		case *save != "":
+			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", bf.backend))
+		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
 	// knobs and modes (watch's own flags mean nothing to run).
@@ -86,6 +96,9 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		a.saveScenario(*save, cfg.sc)
 		return code
 	}
+	if cfg.real != nil {
+		return a.watchReal(ctx, cfg)
+	}
 	live, err := harness.NewLive(cfg.sc, cfg.modes, *speed)
 	if err != nil {
 		return a.badInput("watch", err)
@@ -102,6 +115,44 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	report.Text(a.stdout, cfg.sc.Description, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// watchReal shows a real-time run in the dashboard: pause holds agents
+// from starting new work; q or Ctrl-C ends the run, after which the
+// report of what ran is printed, and etcd and every temporary directory
+// are gone.
+func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
+	rr := cfg.real
+	s, err := realtime.Open(ctx, rr.config, cfg.sc)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	rr.setup = s
+	defer func() {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab watch: --backend %s: %v\n", rr.config.Backend, err)
+		}
+	}()
+	live, err := s.NewLive(cfg.modes)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	err = a.dashboard(ctx, live)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "lab watch: %v\n", err)
+		return exitFailed
+	}
+	res := live.Result()
+	if res == nil {
+		return exitInterrupted // the dashboard never started the run
+	}
+	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed"}
+	report.Text(a.stdout, cfg.sc.Description, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
+	if res.Failed() {
+		a.reportBug(res.Result, commandLine(cfg.command...))
 		return exitFailed
 	}
 	return exitOK
@@ -127,6 +178,6 @@ func (a *app) saveScenario(path string, sc harness.Scenario) {
 
 // runDashboard is the real dashboard: the tui package on the process's
 // terminal.
-func runDashboard(ctx context.Context, live *harness.Live) error {
+func runDashboard(ctx context.Context, live tui.Source) error {
 	return tui.Run(ctx, live, tui.Options{})
 }
