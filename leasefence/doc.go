@@ -24,6 +24,12 @@
 //     coordinator's.
 //   - FenceGate sits at the resource: Commit(ctx, token, write) raises the
 //     floor and runs write as one operation, or refuses and logs.
+//   - Service is a coordinator behind ctx-aware calls that may cross a
+//     network (Local wraps the in-memory Coordinator; package etcdlease puts
+//     one on etcd). Hold acquires through a Service, waiting out other
+//     holders and resending a request whose reply was lost, then renews in
+//     the background; its Session closes Lost when a renewal is refused or
+//     the holder's own send-anchored deadline passes unrenewed.
 //   - Every time is an Instant of one Clock's Domain. Relating instants of two
 //     clocks is a *ClockDomainError, never a wrong number, and a clock source
 //     that steps backwards is refused with a *ClockError.
@@ -61,7 +67,9 @@
 //     holder is refused. CoordinatorOptions.StartFence, Coordinator.IssuedFence
 //     and WithInitialFloor are the hooks; persisting is the caller's job.
 //   - One coordinator, no consensus: no replication, quorum or leader election.
-//   - No transport: see above.
+//   - No transport: see above. Package etcdlease removes these three limits
+//     (persistence, consensus, transport) by putting the coordinator and a
+//     gate on etcd; the others remain.
 //   - ClockSkew is an assumption, not a measurement. It reserves room for
 //     drift you already estimated; it cannot detect a clock drifting faster
 //     than assumed.

@@ -163,3 +163,34 @@ func ExampleClient_CompleteRenewal() {
 	// agent-a@1 on "r" agent-a+1.5s coordinator+1.54s
 	// true
 }
+
+// Hold is what a holder runs: it acquires (waiting out another holder,
+// resending a request whose reply was lost), renews in the background, and
+// closes Lost when the lease can no longer be trusted.
+func ExampleHold() {
+	coord, _ := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: leasefence.NewMonotonicClock("coordinator"), TTL: 10 * time.Second})
+	client, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewMonotonicClock("agent-a"), Holder: "agent-a"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds the acquisition only
+	defer cancel()
+	session, err := leasefence.Hold(ctx, leasefence.Local(coord), client, "deploy-slot", leasefence.HoldOptions{})
+	if err != nil {
+		fmt.Println("not acquired:", err)
+		return
+	}
+	fmt.Println("holding with", session.Token())
+
+	select {
+	case <-session.Lost():
+		fmt.Println("lost:", session.Err()) // stop starting work
+	default:
+		fmt.Println("still held") // ...do the work, writing through the resource's gate
+	}
+
+	out, _ := session.Release(context.Background())
+	fmt.Println("released:", out.OK, errors.Is(session.Err(), leasefence.ErrLeaseLost))
+	// Output:
+	// holding with agent-a@1 on "deploy-slot"
+	// still held
+	// released: true true
+}
