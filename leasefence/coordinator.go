@@ -29,8 +29,8 @@ const (
 
 // CoordinatorOptions configures a Coordinator.
 type CoordinatorOptions struct {
-	Clock      Clock         // required
-	TTL        time.Duration // required, > 0
+	Clock Clock         // required
+	TTL   time.Duration // required, > 0
 	// StartFence: every fence issued is > StartFence (resume after a
 	// restart). Once the coordinator has issued the highest Fence there is,
 	// Acquire fails with ErrFencesExhausted rather than wrap.

@@ -269,7 +269,9 @@ func TestGateTraceHookRunsOutsideTheGate(t *testing.T) {
 			},
 		}))
 		defer close(unblock)
-		go func() { _ = g.Commit(context.Background(), tok("r", "a", 1), func(context.Context) error { return nil }) }()
+		go func() {
+			_ = g.Commit(context.Background(), tok("r", "a", 1), func(context.Context) error { return nil })
+		}()
 		recv(t, inHook, "the first hook")
 		within(t, "a Commit while another Commit's hook runs", func() {
 			if err := g.Commit(t.Context(), tok("r", "b", 2), func(context.Context) error { return nil }); err != nil {
