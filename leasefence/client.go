@@ -144,6 +144,9 @@ func (c *Client) Holder() string { return c.holder }
 // from the client's entropy source, which is what makes it unique across
 // clients and processes, plus whatever the client needs to find its record.
 func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
+	if c.clock == nil {
+		return AcquireRequest{}, errZeroClient
+	}
 	if resource == "" {
 		return AcquireRequest{}, fmt.Errorf("%w: acquire with an empty resource", ErrInvalidRequest)
 	}
@@ -157,6 +160,9 @@ func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
 
 // BeginRenewal stamps a renewal of l, under the same rules as BeginAcquire.
 func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
+	if c.clock == nil {
+		return RenewRequest{}, errZeroClient
+	}
 	if l == nil {
 		return RenewRequest{}, fmt.Errorf("%w: renewal of a nil lease", ErrInvalidRequest)
 	}
@@ -177,9 +183,6 @@ func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
 // begin reads the send instant and records the request under a fresh id,
 // in the ring slot after the last one, forgetting the request recorded there.
 func (c *Client) begin(rec requestRecord) (string, Instant, error) {
-	if c.clock == nil {
-		return "", Instant{}, errZeroClient
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := io.ReadFull(c.entropy, c.random[:]); err != nil {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,12 +127,13 @@ func TestGateNilArguments(t *testing.T) {
 	//lint:ignore SA1012 a nil ctx is the hostile argument under test
 	var nilCtx context.Context
 	var err error
-	if p := noPanic(func() { err = g.Commit(nilCtx, tok("r", "a", 1), func(context.Context) error { return nil }) }); p != nil || err == nil {
-		t.Errorf("Commit(nil ctx) panicked with %v, returned %v; want a named error", p, err)
+	if p := noPanic(func() { err = g.Commit(nilCtx, tok("r", "a", 1), func(context.Context) error { return nil }) }); p != nil || !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("Commit(nil ctx) panicked with %v, returned %v; want ErrInvalidRequest", p, err)
 	}
-	if p := noPanic(func() { err = g.Commit(t.Context(), tok("r", "a", 2), nil) }); p != nil || err == nil {
-		t.Errorf("Commit(nil write) panicked with %v, returned %v; want a named error", p, err)
+	if p := noPanic(func() { err = g.Commit(t.Context(), tok("r", "a", 2), nil) }); p != nil || !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("Commit(nil write) panicked with %v, returned %v; want ErrInvalidRequest", p, err)
 	}
+	wantRejections(t, g)
 	if got := g.Floor(); got != (leasefence.Token{}) {
 		t.Errorf("Floor() = %v after refused nil arguments, want untouched", got)
 	}
@@ -149,27 +151,32 @@ func TestGateNilArguments(t *testing.T) {
 func TestZeroValues(t *testing.T) {
 	var g leasefence.FenceGate
 	var err error
-	if p := noPanic(func() { err = g.Commit(t.Context(), tok("r", "a", 1), func(context.Context) error { return nil }) }); p != nil || err == nil {
-		t.Errorf("zero FenceGate Commit panicked with %v, returned %v", p, err)
+	uninit := func(what string, p any, err error) {
+		t.Helper()
+		if p != nil || !errors.Is(err, leasefence.ErrUninitialized) {
+			t.Errorf("%s panicked with %v, returned %v; want ErrUninitialized", what, p, err)
+		}
 	}
-	if p := noPanic(func() { err = g.Admit(tok("r", "a", 1)) }); p != nil || err == nil {
-		t.Errorf("zero FenceGate Admit panicked with %v, returned %v", p, err)
-	}
-	if p := noPanic(func() { _ = g.Floor(); _ = g.Rejections(); _ = g.WouldAdmit(tok("r", "a", 1)) }); p != nil {
+	uninit("zero FenceGate Commit", noPanic(func() { err = g.Commit(t.Context(), tok("r", "a", 1), func(context.Context) error { return nil }) }), err)
+	uninit("zero FenceGate Admit", noPanic(func() { err = g.Admit(tok("r", "a", 1)) }), err)
+	if p := noPanic(func() {
+		if g.Floor() != (leasefence.Token{}) || g.Rejections() != nil || g.WouldAdmit(tok("r", "a", 1)) || g.RejectionCount() != 0 {
+			t.Errorf("zero FenceGate readers: Floor %v, Rejections %v, WouldAdmit true or a count", g.Floor(), g.Rejections())
+		}
+	}); p != nil {
 		t.Errorf("zero FenceGate readers panicked with %v", p)
 	}
 
 	var c leasefence.Coordinator
-	if p := noPanic(func() { _, err = c.Acquire(leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: "r"}) }); p != nil || err == nil {
-		t.Errorf("zero Coordinator Acquire panicked with %v, returned %v", p, err)
-	}
-	if p := noPanic(func() { _, err = c.Renew(leasefence.RenewRequest{RequestID: "1", Token: tok("r", "a", 1)}) }); p != nil || err == nil {
-		t.Errorf("zero Coordinator Renew panicked with %v, returned %v", p, err)
-	}
-	if p := noPanic(func() { _, err = c.Release(tok("r", "a", 1)) }); p != nil || err == nil {
-		t.Errorf("zero Coordinator Release panicked with %v, returned %v", p, err)
-	}
+	uninit("zero Coordinator Acquire", noPanic(func() { _, err = c.Acquire(leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: "r"}) }), err)
+	uninit("zero Coordinator Renew", noPanic(func() { _, err = c.Renew(leasefence.RenewRequest{RequestID: "1", Token: tok("r", "a", 1)}) }), err)
+	uninit("zero Coordinator Release", noPanic(func() { _, err = c.Release(tok("r", "a", 1)) }), err)
 	within(t, "IssuedFence of a zero Coordinator (mutex left locked?)", func() { _ = c.IssuedFence() })
+
+	var cl leasefence.Client
+	uninit("zero Client BeginAcquire", noPanic(func() { _, err = cl.BeginAcquire("r") }), err)
+	uninit("zero Client BeginRenewal", noPanic(func() { _, err = cl.BeginRenewal(&leasefence.Lease{Token: tok("r", "", 1)}) }), err)
+	uninit("zero Client CompleteAcquire", noPanic(func() { _, err = cl.CompleteAcquire(leasefence.AcquireRequest{RequestID: "x"}, leasefence.Grant{}) }), err)
 }
 
 // TestCoordinatorHugeTTL: a TTL whose expiry would overflow the clock's
@@ -177,9 +184,12 @@ func TestZeroValues(t *testing.T) {
 // resource: never an expiry wrapped into the past that lets a second holder
 // in at once.
 func TestCoordinatorHugeTTL(t *testing.T) {
-	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Second, math.MaxInt64 / 2} {
+	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Second, math.MaxInt64 / 2, leasefence.MaxTTL + 1, leasefence.MaxTTL} {
 		clock := leasefence.NewManualClock("coord", leasefence.WithStart(time.Hour))
 		c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl})
+		if (err != nil) != (ttl > leasefence.MaxTTL) || err != nil && !errors.Is(err, leasefence.ErrInvalidRequest) {
+			t.Errorf("NewCoordinator(TTL %v) = %v; want ErrInvalidRequest exactly above MaxTTL %v", ttl, err, leasefence.MaxTTL)
+		}
 		if err != nil {
 			continue // refused at construction
 		}
@@ -199,14 +209,73 @@ func TestCoordinatorHugeTTL(t *testing.T) {
 // its origin that reading + TTL overflows grants nothing; it does not wrap
 // the expiry into the past.
 func TestCoordinatorReadingNearTheEndOfTheClock(t *testing.T) {
-	clock := leasefence.NewManualClock("coord", leasefence.WithStart(math.MaxInt64-time.Minute))
-	c := newCoordinator(t, clock, time.Hour)
+	clock := leasefence.NewManualClock("coord", leasefence.WithStart(math.MaxInt64-time.Minute-time.Second))
+	c := newCoordinator(t, clock, time.Minute)
 	a, err := c.Acquire(leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: "r"})
-	if err == nil && a.OK {
-		b, err := c.Acquire(leasefence.AcquireRequest{RequestID: "2", Holder: "b", Resource: "r"})
-		if err == nil && b.OK {
-			t.Errorf("a second holder was granted %v while %v is live (expiry %v)", b.Grant.Token, a.Grant.Token, a.Grant.CoordinatorExpiresAt)
+	if err != nil || !a.OK {
+		t.Fatalf("Acquire a second before the last reading that can be dated = %+v, %v", a, err)
+	}
+	clock.Advance(2 * time.Second)
+	// Reading + TTL overflows now: nothing is granted, renewed or minted.
+	b, err := c.Acquire(leasefence.AcquireRequest{RequestID: "2", Holder: "b", Resource: "r2"})
+	if !errors.Is(err, leasefence.ErrOutOfRange) || b.OK {
+		t.Errorf("Acquire past the end of the clock = %+v, %v; want ErrOutOfRange", b, err)
+	}
+	r, err := c.Renew(leasefence.RenewRequest{RequestID: "3", Token: a.Grant.Token})
+	if !errors.Is(err, leasefence.ErrOutOfRange) || r.OK {
+		t.Errorf("Renew past the end of the clock = %+v, %v; want ErrOutOfRange", r, err)
+	}
+	if got := c.IssuedFence(); got != 1 {
+		t.Errorf("IssuedFence() = %d, want 1: a refused acquire mints nothing", got)
+	}
+	// a's lease is still a's: the expiry did not wrap into the past.
+	b, err = c.Acquire(leasefence.AcquireRequest{RequestID: "4", Holder: "b", Resource: "r"})
+	if err == nil && b.OK {
+		t.Errorf("a second holder was granted %v while %v is live (expiry %v)", b.Grant.Token, a.Grant.Token, a.Grant.CoordinatorExpiresAt)
+	}
+}
+
+// TestClientDeadlineArithmetic: a skew above MaxClockSkew is refused at
+// construction, and a deadline that would overflow is ErrOutOfRange, not a
+// deadline wrapped into the past or the future.
+func TestClientDeadlineArithmetic(t *testing.T) {
+	for _, skew := range []time.Duration{leasefence.MaxClockSkew + 1, math.MaxInt64} {
+		_, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewManualClock("c"), Holder: "a", ClockSkew: skew})
+		if !errors.Is(err, leasefence.ErrInvalidRequest) {
+			t.Errorf("NewClient(ClockSkew %v) = %v, want ErrInvalidRequest", skew, err)
 		}
+	}
+	clock := leasefence.NewManualClock("c", leasefence.WithStart(math.MaxInt64-time.Minute))
+	client, err := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "a", ClockSkew: leasefence.MaxClockSkew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := client.BeginAcquire("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := leasefence.Grant{RequestID: req.RequestID, Token: tok("r", "a", 1), TTL: time.Hour}
+	// TTL - skew is far negative: the lease is dead on arrival, not wrapped.
+	l, err := client.CompleteAcquire(req, g)
+	if err != nil {
+		t.Fatalf("CompleteAcquire with a skew above the TTL = %v", err)
+	}
+	if expired, err := l.HasExpired(); err != nil || !expired {
+		t.Errorf("lease with skew > TTL: HasExpired = %v, %v; want expired", expired, err)
+	}
+
+	client = newClient(t, clock, "a", 0)
+	req, err = client.BeginAcquire("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.RequestID = req.RequestID
+	if _, err := client.CompleteAcquire(req, g); !errors.Is(err, leasefence.ErrOutOfRange) {
+		t.Errorf("CompleteAcquire whose deadline overflows = %v, want ErrOutOfRange", err)
+	}
+	g.TTL = leasefence.MaxTTL + 1
+	if _, err := client.CompleteAcquire(req, g); !errors.Is(err, leasefence.ErrGrantMismatch) {
+		t.Errorf("CompleteAcquire of a grant above MaxTTL = %v, want ErrGrantMismatch", err)
 	}
 }
 
@@ -218,16 +287,19 @@ func TestCoordinatorStartFenceNeverWraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := leasefence.Fence(0)
-	for i, res := range []string{"r1", "r2", "r3"} {
+	out, err := c.Acquire(leasefence.AcquireRequest{RequestID: "r1", Holder: "a", Resource: "r1"})
+	if err != nil || out.Grant.Token.Fence != math.MaxUint64 {
+		t.Fatalf("the last acquire = %+v, %v; want fence MaxUint64", out, err)
+	}
+	for _, res := range []string{"r2", "r3"} {
 		out, err := c.Acquire(leasefence.AcquireRequest{RequestID: res, Holder: "a", Resource: res})
-		if err != nil || !out.OK {
-			continue
+		if !errors.Is(err, leasefence.ErrFencesExhausted) || out.OK {
+			t.Errorf("acquire after the last fence = %+v, %v; want ErrFencesExhausted", out, err)
 		}
-		if f := out.Grant.Token.Fence; f <= last || f == 0 {
-			t.Errorf("acquire %d minted fence %d after %d", i, f, last)
-		}
-		last = out.Grant.Token.Fence
+	}
+	// The lease under the last fence still renews and releases.
+	if r, err := c.Renew(leasefence.RenewRequest{RequestID: "x", Token: out.Grant.Token}); err != nil || !r.OK {
+		t.Errorf("Renew under the last fence = %+v, %v", r, err)
 	}
 	if got := c.IssuedFence(); got != math.MaxUint64 {
 		t.Errorf("IssuedFence() = %d, want the last fence %d", got, uint64(math.MaxUint64))
@@ -290,8 +362,13 @@ func TestCoordinatorHugeReplayCache(t *testing.T) {
 			Clock: leasefence.NewManualClock("coord"), TTL: time.Second, ReplayCache: math.MaxInt,
 		})
 	})
-	if p != nil || err == nil {
-		t.Errorf("NewCoordinator(ReplayCache: MaxInt) panicked with %v, returned %v; want an error", p, err)
+	if p != nil || !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("NewCoordinator(ReplayCache: MaxInt) panicked with %v, returned %v; want ErrInvalidRequest", p, err)
+	}
+	if _, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{
+		Clock: leasefence.NewManualClock("coord"), TTL: time.Second, ReplayCache: leasefence.MaxReplayCache,
+	}); err != nil {
+		t.Errorf("NewCoordinator(ReplayCache: MaxReplayCache) = %v", err)
 	}
 }
 
@@ -307,10 +384,85 @@ func TestGateRefusalLogIsBounded(t *testing.T) {
 		t.Errorf("RejectionCount() = %d, want %d", got, n)
 	}
 	rs := g.Rejections()
-	if len(rs) >= n {
-		t.Errorf("Rejections() retains all %d refusals: the log is unbounded", len(rs))
+	if len(rs) != leasefence.DefaultRejectionLog {
+		t.Fatalf("Rejections() retains %d refusals, want DefaultRejectionLog = %d", len(rs), leasefence.DefaultRejectionLog)
 	}
-	if len(rs) == 0 || rs[len(rs)-1].Seq != n {
-		t.Errorf("the newest retained refusal is not Seq %d", n)
+	for i, r := range rs {
+		if want := uint64(n - leasefence.DefaultRejectionLog + 1 + i); r.Seq != want {
+			t.Fatalf("Rejections()[%d].Seq = %d, want %d: the newest, oldest first", i, r.Seq, want)
+		}
+	}
+}
+
+// TestGateRejectionsSince: a bounded log read by sequence number, as a
+// poller reads it: each refusal once, and a count of those it lost.
+func TestGateRejectionsSince(t *testing.T) {
+	g := leasefence.NewFenceGate("r", leasefence.WithInitialFloor(9), leasefence.WithRejectionLog(3))
+	refuse := func(k int) {
+		for range k {
+			_ = g.Commit(t.Context(), tok("r", "old", 1), func(context.Context) error { return nil })
+		}
+	}
+	seqs := func(rs []leasefence.Rejection) (out []uint64) {
+		for _, r := range rs {
+			out = append(out, r.Seq)
+		}
+		return out
+	}
+	type read struct {
+		since  uint64
+		seqs   []uint64
+		missed uint64
+	}
+	check := func(reads ...read) {
+		t.Helper()
+		for _, rd := range reads {
+			rs, missed := g.RejectionsSince(rd.since)
+			if got := seqs(rs); !slices.Equal(got, rd.seqs) || missed != rd.missed {
+				t.Errorf("RejectionsSince(%d) = %v, missed %d; want %v, missed %d", rd.since, got, missed, rd.seqs, rd.missed)
+			}
+		}
+	}
+	check(read{0, nil, 0}, read{5, nil, 0})
+	refuse(2)
+	check(read{0, []uint64{1, 2}, 0}, read{1, []uint64{2}, 0}, read{2, nil, 0}, read{7, nil, 0})
+	refuse(5) // 7 logged, 5..7 retained
+	check(read{0, []uint64{5, 6, 7}, 4}, read{3, []uint64{5, 6, 7}, 1}, read{4, []uint64{5, 6, 7}, 0},
+		read{6, []uint64{7}, 0}, read{7, nil, 0})
+	if g.RejectionCount() != 7 || !slices.Equal(seqs(g.Rejections()), []uint64{5, 6, 7}) {
+		t.Errorf("RejectionCount() = %d, Rejections() = %v", g.RejectionCount(), g.Rejections())
+	}
+	wantPanic(t, func() { leasefence.NewFenceGate("r", leasefence.WithRejectionLog(0)) })
+	wantPanic(t, func() { leasefence.NewFenceGate("r", leasefence.WithRejectionLog(-1)) })
+}
+
+// TestGateEscapedCtxFromAGoroutine: a goroutine that keeps the write's ctx
+// and commits with it while the write returns is either handled in place
+// before the write is let go (its write runs inside the enclosing one), or
+// refused as escaped: never run beside the gate's next write.
+func TestGateEscapedCtxFromAGoroutine(t *testing.T) {
+	for range 500 {
+		g := leasefence.NewFenceGate("r")
+		var running atomic.Int32
+		write := func(context.Context) error {
+			if running.Add(1) > 1 {
+				t.Errorf("writes overlap")
+			}
+			defer running.Add(-1)
+			return nil
+		}
+		escaped := make(chan error, 1)
+		if err := g.Commit(t.Context(), tok("r", "a", 1), func(ctx context.Context) error {
+			go func() { escaped <- g.Commit(ctx, tok("r", "a", 2), write) }()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Commit(t.Context(), tok("r", "b", 3), write); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-escaped; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, leasefence.ErrStaleFence) {
+			t.Errorf("escaped Commit = %v", err)
+		}
 	}
 }
