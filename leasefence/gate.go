@@ -27,17 +27,19 @@ type FenceGate struct {
 	clock    Clock      // optional: stamps trace reports
 	trace    *GateTrace // optional
 
-	// mu guards everything below. It is held only for a few field reads
-	// and writes at a time, never while a write callback or a trace hook
-	// runs, which is why readers never wait for a running write.
+	// writing is held by the one Commit whose write runs, from before its
+	// check until its write has returned (or it was refused). Waiting for
+	// it can be given up when a ctx ends (see lockCtx).
+	writing sync.Mutex
+
+	// mu guards floor and log. It is held only for a few field reads and
+	// writes at a time, never while a write callback or a trace hook runs,
+	// which is why readers never wait for a running write.
 	mu sync.Mutex
 	// floor is the highest token admitted; its Holder is "" for an initial
 	// floor nobody has written under yet.
 	floor Token
-	// turn is held by the one Commit whose write runs, from before its
-	// check until its write has returned (or it was refused).
-	turn turn
-	log  rejectionLog
+	log   rejectionLog
 }
 
 // GateOption configures a FenceGate.
@@ -107,8 +109,7 @@ var errEscapedWrite = fmt.Errorf("leasefence: Commit with the context of a write
 // nil ctx or write is ErrInvalidRequest and a zero FenceGate
 // ErrUninitialized, before anything is touched.
 //
-// Admitted writes run one at a time, in the order their Commits came. A
-// Commit that must wait for a running write returns ctx.Err() if ctx is done
+// Admitted writes run one at a time. A Commit that must wait for a running write returns ctx.Err() if ctx is done
 // first, with no write and the floor untouched; a stale token is refused
 // without waiting. A panic in write propagates after the gate has been left
 // usable.
@@ -119,11 +120,11 @@ var errEscapedWrite = fmt.Errorf("leasefence: Commit with the context of a write
 // from it) while write runs is nested: it is handled in place rather than
 // waiting for write, and with an older fence it is refused and logged like
 // any other. Nested Commits may come from goroutines that write starts and
-// waits for; they take turns, so their writes too run one at a time, and
+// waits for; they too run their writes one at a time, and
 // each nested write gets a context of its own, which its own nested Commits
 // must use (a nested write that commits with its parent's context waits for
-// itself until that context is done). write does not return, as far as the
-// gate is concerned, until the nested Commits it let in have returned.
+// itself until that context is done). As far as the gate is concerned,
+// write has not returned until the nested Commits it let in have.
 //
 // Keeping write's context after write returns is misuse: a Commit made with
 // it is refused with an error matching context.Canceled and writes nothing,
@@ -139,24 +140,29 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	if g.turn.taken {
+	if !g.writing.TryLock() {
 		// A stale token is refused at once rather than after the wait.
+		g.mu.Lock()
 		if floor := g.floor; !admits(floor, t) {
 			return g.refuseUnlock(t, floor, false, start)
 		}
-	}
-	if err := g.turn.take(ctx, &g.mu); err != nil {
 		g.mu.Unlock()
-		return err
+		if err := lockCtx(ctx, &g.writing); err != nil {
+			return err
+		}
 	}
+	g.mu.Lock()
 	floor, ok := g.raiseLocked(t)
+	var r Rejection
 	if !ok {
-		g.turn.give()
-		return g.refuseUnlock(t, floor, false, start)
+		r = g.logLocked(t, floor)
 	}
 	g.mu.Unlock()
-	return g.runWrite(ctx, t, floor, write, false, start, g.giveTurn)
+	if !ok {
+		g.writing.Unlock()
+		return g.refused(t, floor, r, false, start)
+	}
+	return g.runWrite(ctx, t, floor, write, nil, start, &g.writing)
 }
 
 // checkCall refuses a Commit before any judgement: a zero gate, a nil ctx
@@ -185,21 +191,17 @@ func (g *FenceGate) checkToken(t Token) error {
 
 // commitNested handles a Commit made with the context of w, a write of this
 // gate: the enclosing Commit owns the gate, so waiting for it would
-// deadlock. Nested Commits on w take w's turn, so their writes run one at a
-// time, and w's write cannot be marked returned while one is in flight.
+// deadlock. Nested Commits on w hold w.nested, so their writes run one at a
+// time, and w's write is not over, for the gate, while one is in flight.
 func (g *FenceGate) commitNested(w *writeCtx, ctx context.Context, t Token, write func(ctx context.Context) error) error {
 	start := g.now()
-	w.mu.Lock()
-	if err := w.nested.take(ctx, &w.mu); err != nil {
-		w.mu.Unlock()
-		return err
-	}
-	if w.returned {
-		w.nested.give()
-		w.mu.Unlock()
+	if !w.enter() {
 		return errEscapedWrite
 	}
-	w.mu.Unlock()
+	if err := lockCtx(ctx, &w.nested); err != nil {
+		w.exit()
+		return err
+	}
 	g.mu.Lock()
 	floor, ok := g.raiseLocked(t)
 	var r Rejection
@@ -208,36 +210,34 @@ func (g *FenceGate) commitNested(w *writeCtx, ctx context.Context, t Token, writ
 	}
 	g.mu.Unlock()
 	if !ok {
-		w.giveNested()
+		w.nested.Unlock()
+		w.exit()
 		return g.refused(t, floor, r, true, start)
 	}
-	return g.runWrite(ctx, t, floor, write, true, start, w.giveNested)
+	return g.runWrite(ctx, t, floor, write, w, start, &w.nested)
 }
 
 // runWrite runs an admitted write with a context of its own. However write
-// ends, it then waits for the nested Commits write let in, marks the
-// context returned, gives up the turn it was admitted under (release), and
-// only then reports the Commit, so that a trace hook runs outside the gate.
-func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, nested bool, start Instant, release func()) (err error) {
+// ends, it then marks that context returned and waits for the nested
+// Commits write let in, unlocks held (which the Commit was admitted under),
+// lets the enclosing write know if this one is nested in it, and only then
+// reports the Commit, so that a trace hook runs outside the gate.
+func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, enclosing *writeCtx, start Instant, held *sync.Mutex) (err error) {
 	w := &writeCtx{parent: ctx, gate: g}
 	panicked := true
 	defer func() {
 		w.finish()
-		release()
+		held.Unlock()
+		if enclosing != nil {
+			enclosing.exit()
+		}
 		if g.trace != nil && g.trace.Commit != nil {
-			g.reportCommit(CommitInfo{Token: t, Admitted: true, Nested: nested, Floor: floor, Err: err, Panicked: panicked, Start: start})
+			g.reportCommit(CommitInfo{Token: t, Admitted: true, Nested: enclosing != nil, Floor: floor, Err: err, Panicked: panicked, Start: start})
 		}
 	}()
 	err = write(w)
 	panicked = false
 	return err
-}
-
-// giveTurn gives the gate up after a write, to the oldest waiting Commit.
-func (g *FenceGate) giveTurn() {
-	g.mu.Lock()
-	g.turn.give()
-	g.mu.Unlock()
 }
 
 // admits reports whether floor admits a write under t: a higher fence, or
@@ -252,7 +252,12 @@ func admits(floor, t Token) bool {
 // admitted t. The caller holds g.mu.
 func (g *FenceGate) raiseLocked(t Token) (floor Token, ok bool) {
 	floor = g.floor
-	if !admits(floor, t) {
+	switch {
+	case t.Fence == floor.Fence && t.Holder == floor.Holder:
+		// The floor already (t has a holder, so not an initial floor): a
+		// holder committing again under its lease writes nothing here.
+		return floor, true
+	case !admits(floor, t):
 		return floor, false
 	}
 	g.floor = t

@@ -2,62 +2,40 @@ package leasefence
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 )
 
-// turn is a lock that is handed to its waiters in the order they came, and
-// that a waiter gives up waiting for when its ctx is done, which sync.Mutex
-// cannot do. Its fields are guarded by a mutex of its owner's, held around
-// every call. The zero turn is free.
-type turn struct {
-	taken bool
-	// waiters are the Commits waiting for the turn, oldest first. Each
-	// channel has room for one value: give sends it, which hands over the
-	// turn without taken ever being false in between.
-	waiters []chan struct{}
-}
-
-// take takes the turn for a caller that holds mu: at once if it is free,
-// otherwise after waiting, with mu released, until it is handed over. If
-// ctx is done first, take returns ctx.Err() without the turn. Either way mu
-// is held again when take returns.
-func (q *turn) take(ctx context.Context, mu *sync.Mutex) error {
-	if !q.taken {
-		q.taken = true
+// lockCtx locks mu, or returns ctx.Err() without it if ctx is done first.
+// sync.Mutex cannot stop waiting, so when mu is taken and ctx can end, a
+// helper goroutine waits in Lock instead and hands the lock over on an
+// unbuffered channel. A send on it completes only if this goroutine
+// receives it, so exactly one of two things happens: this goroutine owns mu,
+// or the helper, seeing ctx done, unlocks it again.
+func lockCtx(ctx context.Context, mu *sync.Mutex) error {
+	if mu.TryLock() {
 		return nil
 	}
-	ch := make(chan struct{}, 1)
-	q.waiters = append(q.waiters, ch)
-	mu.Unlock()
-	select {
-	case <-ch:
-		mu.Lock()
+	done := ctx.Done()
+	if done == nil {
+		mu.Lock() // ctx can never end: nothing to give up on
 		return nil
-	case <-ctx.Done():
+	}
+	handoff := make(chan struct{})
+	go func() {
 		mu.Lock()
-		if i := slices.Index(q.waiters, ch); i >= 0 {
-			q.waiters = slices.Delete(q.waiters, i, i+1)
-		} else {
-			// The turn was handed over as ctx ended: pass it on.
-			q.give()
+		select {
+		case handoff <- struct{}{}:
+		case <-done:
+			mu.Unlock()
 		}
+	}()
+	select {
+	case <-handoff:
+		return nil
+	case <-done:
 		return ctx.Err()
 	}
-}
-
-// give gives the turn up, handing it to the oldest waiter if there is one.
-// The caller holds the turn and the owner's mutex.
-func (q *turn) give() {
-	if len(q.waiters) == 0 {
-		q.taken = false
-		return
-	}
-	ch := q.waiters[0]
-	q.waiters[0] = nil
-	q.waiters = q.waiters[1:]
-	ch <- struct{}{} // room for one, and sent to once: never blocks
 }
 
 // gateKey finds, in a write's context, the write of that gate it belongs to.
@@ -73,6 +51,11 @@ type writeCtx struct {
 	parent context.Context
 	gate   *FenceGate
 
+	// nested is held by each nested Commit made with this context, from
+	// before its check until its write has returned: nested writes run one
+	// at a time, like the gate's.
+	nested sync.Mutex
+
 	mu sync.Mutex // guards the fields below
 	// err is non-nil once the context is done: parent's error, or Canceled
 	// once the write returned.
@@ -85,9 +68,11 @@ type writeCtx struct {
 	// returned is true once the write has returned: a Commit with this
 	// context is then escaped, not nested.
 	returned bool
-	// nested is taken by each nested Commit for its check and write, and
-	// by finish to mark the write returned.
-	nested turn
+	// inflight counts the nested Commits let in and not yet returned;
+	// drained, made by finish if it must wait for them, is closed by the
+	// last one.
+	inflight int
+	drained  chan struct{}
 }
 
 func (w *writeCtx) Deadline() (time.Time, bool) { return w.parent.Deadline() }
@@ -148,27 +133,47 @@ func (w *writeCtx) cancelLocked(err error) {
 	}
 }
 
-// finish marks the write returned, once the nested Commits it let in have
-// returned (it takes their turn, and keeps it: no nested Commit runs after
-// this), and cancels the context.
+// enter lets a nested Commit in, unless the write has returned.
+func (w *writeCtx) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.returned {
+		return false
+	}
+	w.inflight++
+	return true
+}
+
+// exit lets finish know that a nested Commit has returned.
+func (w *writeCtx) exit() {
+	w.mu.Lock()
+	w.inflight--
+	if w.inflight == 0 && w.drained != nil {
+		close(w.drained)
+	}
+	w.mu.Unlock()
+}
+
+// finish marks the write returned, so no nested Commit is let in any more,
+// cancels the context, and waits for the nested Commits already let in (by
+// a goroutine the write did not wait for) to return.
 func (w *writeCtx) finish() {
 	w.mu.Lock()
-	_ = w.nested.take(context.Background(), &w.mu) // cannot fail: Background is never done
 	w.returned = true
-	w.nested.give() // to any Commit still queued: it finds returned set and refuses
 	if w.err == nil {
 		w.cancelLocked(context.Canceled)
 	}
 	stop := w.stop
+	var drained chan struct{}
+	if w.inflight > 0 {
+		w.drained = make(chan struct{})
+		drained = w.drained
+	}
 	w.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
-}
-
-// giveNested gives up w's nested turn after a nested Commit.
-func (w *writeCtx) giveNested() {
-	w.mu.Lock()
-	w.nested.give()
-	w.mu.Unlock()
+	if drained != nil {
+		<-drained
+	}
 }
