@@ -57,22 +57,32 @@ type writeCtx struct {
 	nested sync.Mutex
 
 	mu sync.Mutex // guards the fields below
-	// err is non-nil once the context is done: parent's error, or Canceled
-	// once the write returned.
-	err error
-	// done is made on the first call to Done (a write that never asks for
-	// it costs no channel) and closed when err is set.
-	done chan struct{}
-	// stop unregisters the AfterFunc that ends this context with parent.
-	stop func() bool
-	// returned is true once the write has returned: a Commit with this
-	// context is then escaped, not nested.
+	// returned is true once the write has returned: the context is then
+	// cancelled, and a Commit with it is escaped, not nested.
 	returned bool
 	// inflight counts the nested Commits let in and not yet returned;
 	// drained, made by finish if it must wait for them, is closed by the
 	// last one.
-	inflight int
+	inflight int32
 	drained  chan struct{}
+	// signal is made by the first call to Done. Most writes never ask for
+	// it, and a Commit allocates its context and nothing else.
+	signal *doneSignal
+}
+
+// doneSignal is a write context's Done channel and what closes it.
+type doneSignal struct {
+	err  error         // non-nil once done is closed: parent's error, or Canceled
+	done chan struct{} // closed when err is set
+	stop func() bool   // unregisters the AfterFunc that ends done with parent
+}
+
+// cancel closes done with err, once. The caller holds the context's mu.
+func (s *doneSignal) cancel(err error) {
+	if s.err == nil {
+		s.err = err
+		close(s.done)
+	}
 }
 
 func (w *writeCtx) Deadline() (time.Time, bool) { return w.parent.Deadline() }
@@ -84,54 +94,51 @@ func (w *writeCtx) Value(key any) any {
 	return w.parent.Value(key)
 }
 
+// Err is Canceled once the write has returned, else parent's error. Once
+// Done has been handed out, Err is non-nil only when it is closed: an error
+// of parent that Done's AfterFunc has not delivered yet closes it here.
 func (w *writeCtx) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err == nil {
+	if w.signal == nil {
+		if w.returned {
+			return context.Canceled
+		}
+		return w.parent.Err()
+	}
+	if w.signal.err == nil {
 		if err := w.parent.Err(); err != nil {
-			w.cancelLocked(err)
+			w.signal.cancel(err)
 		}
 	}
-	return w.err
+	return w.signal.err
 }
 
 func (w *writeCtx) Done() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done != nil {
-		return w.done
+	if w.signal != nil {
+		return w.signal.done
 	}
-	w.done = make(chan struct{})
-	if w.err == nil {
-		w.err = w.parent.Err()
-	}
-	switch {
-	case w.err != nil:
-		close(w.done)
-	case w.parent.Done() != nil:
+	s := &doneSignal{done: make(chan struct{})}
+	w.signal = s
+	if w.returned {
+		s.cancel(context.Canceled)
+	} else if err := w.parent.Err(); err != nil {
+		s.cancel(err)
+	} else if w.parent.Done() != nil {
 		// AfterFunc runs its function on a goroutine of its own, never
 		// inside this call, so taking w.mu there cannot deadlock.
-		w.stop = context.AfterFunc(w.parent, func() {
+		s.stop = context.AfterFunc(w.parent, func() {
 			w.mu.Lock()
-			if w.err == nil {
-				w.cancelLocked(w.parent.Err())
-			}
+			s.cancel(w.parent.Err())
 			w.mu.Unlock()
 		})
 	}
-	return w.done
+	return s.done
 }
 
 func (w *writeCtx) String() string { return "leasefence write context" }
-
-// cancelLocked ends the context with err. The caller holds w.mu and has
-// seen w.err == nil.
-func (w *writeCtx) cancelLocked(err error) {
-	w.err = err
-	if w.done != nil {
-		close(w.done)
-	}
-}
 
 // enter lets a nested Commit in, unless the write has returned.
 func (w *writeCtx) enter() bool {
@@ -160,10 +167,11 @@ func (w *writeCtx) exit() {
 func (w *writeCtx) finish() {
 	w.mu.Lock()
 	w.returned = true
-	if w.err == nil {
-		w.cancelLocked(context.Canceled)
+	var stop func() bool
+	if w.signal != nil {
+		w.signal.cancel(context.Canceled)
+		stop = w.signal.stop
 	}
-	stop := w.stop
 	var drained chan struct{}
 	if w.inflight > 0 {
 		w.drained = make(chan struct{})
