@@ -105,8 +105,7 @@ func BenchmarkGateCommit(b *testing.B) {
 
 // BenchmarkGateCommitCopiedStrings is the uncontended Commit with a token
 // whose strings share no bytes with the gate's resource or the floor's
-// holder, as with a token decoded from the wire: the comparisons read the
-// bytes instead of stopping at equal pointers.
+// holder, as with a token decoded from the wire.
 func BenchmarkGateCommitCopiedStrings(b *testing.B) {
 	g := leasefence.NewFenceGate("resource")
 	ctx := context.Background()
@@ -139,6 +138,75 @@ func BenchmarkGateAdmit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := g.Admit(t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGateCommitRaising is the uncontended Commit of a new lease every
+// time: each Commit raises the floor.
+func BenchmarkGateCommitRaising(b *testing.B) {
+	g := leasefence.NewFenceGate("r")
+	ctx := context.Background()
+	f := leasefence.Fence(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		f++
+		if err := g.Commit(ctx, token("r", "a", f), write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGateCommitCancellable is BenchmarkGateCommit with 8 goroutines
+// whose ctx can end, beside the mutex: a Commit that finds the gate taken
+// waits in a helper goroutine that it can give up on, where a Commit whose
+// ctx can never end waits in sync.Mutex.Lock.
+func BenchmarkGateCommitCancellable(b *testing.B) {
+	impls := []struct {
+		name   string
+		commit func() func(context.Context) error
+	}{
+		{"mutex", func() func(context.Context) error {
+			var g mutexGuard
+			return func(ctx context.Context) error { return g.Call(ctx, write) }
+		}},
+		{"gate", func() func(context.Context) error {
+			g := leasefence.NewFenceGate("r")
+			t := token("r", "a", 1)
+			return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
+		}},
+	}
+	perP := (8 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
+	for _, impl := range impls {
+		b.Run(fmt.Sprintf("goroutines=%d/impl=%s", perP*runtime.GOMAXPROCS(0), impl.name), func(b *testing.B) {
+			commit := impl.commit()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b.ReportAllocs()
+			b.SetParallelism(perP)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := commit(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkGateCommitNested is a Commit whose write makes one nested Commit
+// with its ctx, handled in place.
+func BenchmarkGateCommitNested(b *testing.B) {
+	g := leasefence.NewFenceGate("r")
+	ctx := context.Background()
+	t := token("r", "a", 1)
+	outer := func(ctx context.Context) error { return g.Commit(ctx, t, write) }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.Commit(ctx, t, outer); err != nil {
 			b.Fatal(err)
 		}
 	}
