@@ -136,7 +136,7 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	if w, ok := ctx.Value(gateKey{g}).(*writeCtx); ok {
 		return g.commitNested(w, ctx, t, write)
 	}
-	start := g.now()
+	start := g.commitStart()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (g *FenceGate) checkToken(t Token) error {
 // deadlock. Nested Commits on w hold w.nested, so their writes run one at a
 // time, and w's write is not over, for the gate, while one is in flight.
 func (g *FenceGate) commitNested(w *writeCtx, ctx context.Context, t Token, write func(ctx context.Context) error) error {
-	start := g.now()
+	start := g.commitStart()
 	if !w.enter() {
 		return errEscapedWrite
 	}
@@ -376,6 +376,15 @@ func (g *FenceGate) RejectionCount() int {
 	return int(g.log.total)
 }
 
+// commitStart is the Start of a Commit's report: a reading of the gate's
+// clock if there is a hook to report to, else the zero Instant.
+func (g *FenceGate) commitStart() Instant {
+	if g.trace == nil || g.trace.Commit == nil {
+		return Instant{}
+	}
+	return g.now()
+}
+
 func (g *FenceGate) now() Instant {
 	if g.clock == nil {
 		return Instant{}
@@ -418,13 +427,14 @@ func (l *rejectionLog) add(r Rejection) Rejection {
 // since returns copies of the retained refusals with Seq > seq, oldest
 // first, and how many such refusals are no longer retained.
 func (l *rejectionLog) since(seq uint64) (rs []Rejection, missed uint64) {
-	oldest := l.total - uint64(len(l.ring)) + 1 // Seq of the oldest retained
+	if seq >= l.total {
+		return nil, 0
+	}
+	// The Seq of the oldest retained; seq < total, so seq+1 cannot overflow.
+	oldest := l.total - uint64(len(l.ring)) + 1
 	if seq+1 < oldest {
 		missed = oldest - (seq + 1)
 		seq = oldest - 1
-	}
-	if seq >= l.total {
-		return nil, missed
 	}
 	rs = make([]Rejection, 0, l.total-seq)
 	n := uint64(len(l.ring))

@@ -423,12 +423,12 @@ func TestGateRejectionsSince(t *testing.T) {
 			}
 		}
 	}
-	check(read{0, nil, 0}, read{5, nil, 0})
+	check(read{0, nil, 0}, read{5, nil, 0}, read{math.MaxUint64, nil, 0})
 	refuse(2)
 	check(read{0, []uint64{1, 2}, 0}, read{1, []uint64{2}, 0}, read{2, nil, 0}, read{7, nil, 0})
 	refuse(5) // 7 logged, 5..7 retained
 	check(read{0, []uint64{5, 6, 7}, 4}, read{3, []uint64{5, 6, 7}, 1}, read{4, []uint64{5, 6, 7}, 0},
-		read{6, []uint64{7}, 0}, read{7, nil, 0})
+		read{6, []uint64{7}, 0}, read{7, nil, 0}, read{math.MaxUint64, nil, 0})
 	if g.RejectionCount() != 7 || !slices.Equal(seqs(g.Rejections()), []uint64{5, 6, 7}) {
 		t.Errorf("RejectionCount() = %d, Rejections() = %v", g.RejectionCount(), g.Rejections())
 	}
