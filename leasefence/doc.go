@@ -57,7 +57,7 @@
 //     state is touched, and no lock is left held. A panicking write leaves
 //     the gate usable. Trace hooks run after the gate is given up.
 //   - Coordinator, Client, FenceGate and the clocks are safe for concurrent
-//     use. The package imports the standard library only, and not unsafe.
+//     use. The package imports the standard library only.
 //
 // # Bounds
 //

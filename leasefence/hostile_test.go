@@ -124,7 +124,6 @@ func TestGateWriteMakesAnHTTPCall(t *testing.T) {
 // error before anything is touched, and the gate stays usable.
 func TestGateNilArguments(t *testing.T) {
 	g := leasefence.NewFenceGate("r")
-	//lint:ignore SA1012 a nil ctx is the hostile argument under test
 	var nilCtx context.Context
 	var err error
 	if p := noPanic(func() { err = g.Commit(nilCtx, tok("r", "a", 1), func(context.Context) error { return nil }) }); p != nil || !errors.Is(err, leasefence.ErrInvalidRequest) {
