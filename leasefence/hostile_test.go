@@ -465,3 +465,35 @@ func TestGateEscapedCtxFromAGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// TestGateNestedWithTheEnclosingCtx: a nested write that commits with its
+// enclosing write's context, not its own, waits for itself (the enclosing
+// write's nested Commits run one at a time). As documented, that wait ends
+// with the context: ctx.Err(), no write, and the gate usable afterwards.
+func TestGateNestedWithTheEnclosingCtx(t *testing.T) {
+	g := leasefence.NewFenceGate("r")
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	var inner error
+	wrote := false
+	within(t, "a nested write committing with its enclosing context", func() {
+		err := g.Commit(ctx, tok("r", "a", 1), func(outer context.Context) error {
+			return g.Commit(outer, tok("r", "a", 2), func(context.Context) error {
+				inner = g.Commit(outer, tok("r", "a", 3), func(context.Context) error { wrote = true; return nil })
+				return nil
+			})
+		})
+		if err != nil {
+			t.Errorf("Commit = %v", err)
+		}
+	})
+	if !errors.Is(inner, context.DeadlineExceeded) || wrote {
+		t.Errorf("the self-waiting Commit = %v (wrote %v), want DeadlineExceeded and no write", inner, wrote)
+	}
+	if got := g.Floor(); got != tok("r", "a", 2) {
+		t.Errorf("Floor() = %v, want a@2", got)
+	}
+	if err := g.Commit(t.Context(), tok("r", "a", 3), func(context.Context) error { return nil }); err != nil {
+		t.Errorf("Commit afterwards = %v", err)
+	}
+}
