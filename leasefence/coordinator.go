@@ -132,14 +132,12 @@ func (c *Coordinator) Acquire(req AcquireRequest) (AcquireOutcome, error) {
 	if err := validateAcquire(req); err != nil {
 		return AcquireOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
-	if err != nil {
-		c.mu.Unlock()
-		return AcquireOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
-	}
-	out, replayed, err := c.acquireLocked(req, now)
-	c.mu.Unlock()
+	var out AcquireOutcome
+	var replayed bool
+	now, err := c.atReading(func(now Instant) (err error) {
+		out, replayed, err = c.acquireLocked(req, now)
+		return err
+	})
 	if err != nil {
 		return AcquireOutcome{}, err
 	}
@@ -210,6 +208,20 @@ func (c *Coordinator) remember(g Grant) {
 	c.replay[g.RequestID] = replayEntry{grant: g}
 }
 
+// atReading runs f under the coordinator's lock with one reading of its
+// clock, and returns that reading. The lock is released however f or the
+// clock ends, a panic included, so a Clock that panics cannot wedge the
+// coordinator.
+func (c *Coordinator) atReading(f func(now Instant) error) (Instant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, err := c.clock.Now()
+	if err != nil {
+		return Instant{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
+	}
+	return now, f(now)
+}
+
 // check refuses a call on the zero Coordinator before it touches anything.
 func (c *Coordinator) check() error {
 	if c.clock == nil {
@@ -236,20 +248,15 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 	if err := validateToken(req.Token); err != nil {
 		return RenewOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
-	if err != nil {
-		c.mu.Unlock()
-		return RenewOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
-	}
 	var out RenewOutcome
-	if reason := c.classifyLocked(req.Token, now); reason != "" {
-		out = RenewOutcome{Reason: reason}
-	} else {
+	now, err := c.atReading(func(now Instant) error {
+		if reason := c.classifyLocked(req.Token, now); reason != "" {
+			out = RenewOutcome{Reason: reason}
+			return nil
+		}
 		expiry, err := c.expiryAt(now)
 		if err != nil {
-			c.mu.Unlock()
-			return RenewOutcome{}, err
+			return err
 		}
 		st := c.leases[req.Token.Resource]
 		st.expiry = expiry
@@ -257,8 +264,11 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 		out = RenewOutcome{OK: true, Grant: Grant{
 			RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry,
 		}}
+		return nil
+	})
+	if err != nil {
+		return RenewOutcome{}, err
 	}
-	c.mu.Unlock()
 	if c.trace != nil && c.trace.Renew != nil {
 		c.trace.Renew(RenewInfo{Request: req, Outcome: out, At: now})
 	}
@@ -277,22 +287,21 @@ func (c *Coordinator) Release(t Token) (ReleaseOutcome, error) {
 	if err := validateToken(t); err != nil {
 		return ReleaseOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
-	if err != nil {
-		c.mu.Unlock()
-		return ReleaseOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
-	}
 	var out ReleaseOutcome
-	if reason := c.classifyLocked(t, now); reason != "" {
-		out = ReleaseOutcome{Reason: reason}
-	} else {
+	now, err := c.atReading(func(now Instant) error {
+		if reason := c.classifyLocked(t, now); reason != "" {
+			out = ReleaseOutcome{Reason: reason}
+			return nil
+		}
 		st := c.leases[t.Resource]
 		st.released = true
 		c.leases[t.Resource] = st
 		out = ReleaseOutcome{OK: true}
+		return nil
+	})
+	if err != nil {
+		return ReleaseOutcome{}, err
 	}
-	c.mu.Unlock()
 	if c.trace != nil && c.trace.Release != nil {
 		c.trace.Release(ReleaseInfo{Token: t, Outcome: out, At: now})
 	}

@@ -497,3 +497,19 @@ func TestGateNestedWithTheEnclosingCtx(t *testing.T) {
 		t.Errorf("Commit afterwards = %v", err)
 	}
 }
+
+// panicClock panics on every reading: a broken Clock implementation.
+type panicClock struct{}
+
+func (panicClock) Domain() leasefence.Domain        { return "broken" }
+func (panicClock) Now() (leasefence.Instant, error) { panic("clock exploded") }
+
+// TestCoordinatorPanickingClock: a Clock that panics takes the call down,
+// not the coordinator: its lock is free afterwards.
+func TestCoordinatorPanickingClock(t *testing.T) {
+	c := newCoordinator(t, panicClock{}, time.Second)
+	if p := noPanic(func() { _, _ = c.Acquire(leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: "r"}) }); p == nil {
+		t.Fatal("Acquire with a panicking clock did not panic")
+	}
+	within(t, "IssuedFence after a panicking clock (mutex left locked?)", func() { _ = c.IssuedFence() })
+}
