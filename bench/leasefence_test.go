@@ -48,56 +48,65 @@ func token(resource, holder string, f leasefence.Fence) leasefence.Token {
 // contention is the number of goroutines committing at once.
 var contention = []int{1, 2, 8, 64}
 
+// gateImpls are the two sides of the gate benchmarks, the baseline first:
+// benchstat -col /impl takes the first column it meets as its base. Each
+// makes a fresh guard and returns a commit on it.
+var gateImpls = []struct {
+	name   string
+	commit func() func(context.Context) error
+}{
+	{"mutex", func() func(context.Context) error {
+		var g mutexGuard
+		return func(ctx context.Context) error { return g.Call(ctx, write) }
+	}},
+	{"gate", func() func(context.Context) error {
+		g := leasefence.NewFenceGate("r")
+		t := token("r", "a", 1)
+		return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
+	}},
+}
+
+// benchCommits runs commit with ctx: b.Loop alone (n == 1), otherwise
+// b.RunParallel with ceil(n/GOMAXPROCS) goroutines per P.
+func benchCommits(b *testing.B, n int, ctx context.Context, commit func(context.Context) error) {
+	b.ReportAllocs()
+	if n == 1 {
+		for b.Loop() {
+			if err := commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.SetParallelism(perP(n))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := commit(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// perP is how many goroutines per P make n at least: b.RunParallel starts
+// a multiple of GOMAXPROCS.
+func perP(n int) int { return (n + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0) }
+
 // BenchmarkGateCommit is FenceGate.Commit of the holder of the floor, alone
 // and with 2, 8 and 64 goroutines committing to the same gate, beside the
 // mutex-guarded call. Uncontended it is a b.Loop; contended it is
 // b.RunParallel, the testing package's loop for many goroutines, with
 // ceil(n/GOMAXPROCS) goroutines per P (the name says how many ran).
 func BenchmarkGateCommit(b *testing.B) {
-	// The baseline first: benchstat -col /impl takes the first column it
-	// meets as its base.
-	impls := []struct {
-		name   string
-		commit func() func(context.Context) error
-	}{
-		{"mutex", func() func(context.Context) error {
-			var g mutexGuard
-			return func(ctx context.Context) error { return g.Call(ctx, write) }
-		}},
-		{"gate", func() func(context.Context) error {
-			g := leasefence.NewFenceGate("r")
-			t := token("r", "a", 1)
-			return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
-		}},
-	}
 	for _, n := range contention {
-		perP := (n + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
-		goroutines := perP * runtime.GOMAXPROCS(0)
+		goroutines := perP(n) * runtime.GOMAXPROCS(0)
 		if n == 1 {
 			goroutines = 1
 		}
-		for _, impl := range impls {
+		for _, impl := range gateImpls {
 			b.Run(fmt.Sprintf("goroutines=%d/impl=%s", goroutines, impl.name), func(b *testing.B) {
-				commit := impl.commit()
-				ctx := context.Background()
-				b.ReportAllocs()
-				if n == 1 {
-					for b.Loop() {
-						if err := commit(ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-					return
-				}
-				b.SetParallelism(perP)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := commit(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+				benchCommits(b, n, context.Background(), impl.commit())
 			})
 		}
 	}
@@ -163,36 +172,12 @@ func BenchmarkGateCommitRaising(b *testing.B) {
 // waits in a helper goroutine that it can give up on, where a Commit whose
 // ctx can never end waits in sync.Mutex.Lock.
 func BenchmarkGateCommitCancellable(b *testing.B) {
-	impls := []struct {
-		name   string
-		commit func() func(context.Context) error
-	}{
-		{"mutex", func() func(context.Context) error {
-			var g mutexGuard
-			return func(ctx context.Context) error { return g.Call(ctx, write) }
-		}},
-		{"gate", func() func(context.Context) error {
-			g := leasefence.NewFenceGate("r")
-			t := token("r", "a", 1)
-			return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
-		}},
-	}
-	perP := (8 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
-	for _, impl := range impls {
-		b.Run(fmt.Sprintf("goroutines=%d/impl=%s", perP*runtime.GOMAXPROCS(0), impl.name), func(b *testing.B) {
-			commit := impl.commit()
+	const n = 8
+	for _, impl := range gateImpls {
+		b.Run(fmt.Sprintf("goroutines=%d/impl=%s", perP(n)*runtime.GOMAXPROCS(0), impl.name), func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			b.ReportAllocs()
-			b.SetParallelism(perP)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := commit(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			benchCommits(b, n, ctx, impl.commit())
 		})
 	}
 }
