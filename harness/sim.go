@@ -134,7 +134,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 			// The checker matches every refusal of a run to a refused
 			// write, so a run's gate retains its whole log: a run is
 			// finite, and the log grows only as refusals happen.
-			r.gate = leasefence.NewFenceGate(r.name, leasefence.WithRejectionLog(math.MaxInt))
+			r.gate = leasefence.NewFenceGate(r.name)
 		}
 	}
 	scripted := make(map[int]bool)
