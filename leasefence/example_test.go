@@ -194,3 +194,38 @@ func ExampleHold() {
 	// still held
 	// released: true true
 }
+
+// A long-running reader of a gate's refusal log: it keeps the Seq of the
+// last refusal it read, and learns how many it missed when it fell further
+// behind than the gate retains.
+func ExampleFenceGate_RejectionsSince() {
+	gate := leasefence.NewFenceGate("deploy-slot", leasefence.WithInitialFloor(10), leasefence.WithRejectionLog(2))
+	stale := leasefence.Token{Resource: "deploy-slot", Holder: "agent-a", Fence: 9}
+	refuse := func(n int) {
+		for range n {
+			_ = gate.Commit(context.Background(), stale, func(context.Context) error { return nil })
+		}
+	}
+	var last uint64
+	read := func() {
+		rs, missed := gate.RejectionsSince(last)
+		for _, r := range rs {
+			fmt.Printf("refusal #%d: %s@%d below %d\n", r.Seq, r.Holder, r.Fence, r.FloorFence)
+			last = r.Seq
+		}
+		if missed > 0 {
+			fmt.Printf("missed %d\n", missed)
+		}
+	}
+	refuse(1)
+	read()
+	refuse(4)
+	read()
+	fmt.Println("counted:", gate.RejectionCount())
+	// Output:
+	// refusal #1: agent-a@9 below 10
+	// refusal #4: agent-a@9 below 10
+	// refusal #5: agent-a@9 below 10
+	// missed 2
+	// counted: 5
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
 type gateAdapter struct {
@@ -100,6 +101,12 @@ func mustRejections(t *testing.T, g *gateAdapter, want ...leasefence.Rejection) 
 	if !slices.Equal(got, want) {
 		t.Fatalf("rejections %+v, want %+v", got, want)
 	}
+}
+
+// TestGateConformance runs the suite every fence gate passes: the same
+// admission rule, refusal log and atomic raise as the in-memory and SQL gates.
+func TestGateConformance(t *testing.T) {
+	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate { return openGate(t, resource) })
 }
 
 func TestGateAdmitsRaisesAndRefuses(t *testing.T) {
