@@ -48,56 +48,65 @@ func token(resource, holder string, f leasefence.Fence) leasefence.Token {
 // contention is the number of goroutines committing at once.
 var contention = []int{1, 2, 8, 64}
 
+// gateImpls are the two sides of the gate benchmarks, the baseline first:
+// benchstat -col /impl takes the first column it meets as its base. Each
+// makes a fresh guard and returns a commit on it.
+var gateImpls = []struct {
+	name   string
+	commit func() func(context.Context) error
+}{
+	{"mutex", func() func(context.Context) error {
+		var g mutexGuard
+		return func(ctx context.Context) error { return g.Call(ctx, write) }
+	}},
+	{"gate", func() func(context.Context) error {
+		g := leasefence.NewFenceGate("r")
+		t := token("r", "a", 1)
+		return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
+	}},
+}
+
+// benchCommits runs commit with ctx: b.Loop alone (n == 1), otherwise
+// b.RunParallel with ceil(n/GOMAXPROCS) goroutines per P.
+func benchCommits(b *testing.B, n int, ctx context.Context, commit func(context.Context) error) {
+	b.ReportAllocs()
+	if n == 1 {
+		for b.Loop() {
+			if err := commit(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	b.SetParallelism(perP(n))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := commit(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// perP is how many goroutines per P make n at least: b.RunParallel starts
+// a multiple of GOMAXPROCS.
+func perP(n int) int { return (n + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0) }
+
 // BenchmarkGateCommit is FenceGate.Commit of the holder of the floor, alone
 // and with 2, 8 and 64 goroutines committing to the same gate, beside the
 // mutex-guarded call. Uncontended it is a b.Loop; contended it is
 // b.RunParallel, the testing package's loop for many goroutines, with
 // ceil(n/GOMAXPROCS) goroutines per P (the name says how many ran).
 func BenchmarkGateCommit(b *testing.B) {
-	// The baseline first: benchstat -col /impl takes the first column it
-	// meets as its base.
-	impls := []struct {
-		name   string
-		commit func() func(context.Context) error
-	}{
-		{"mutex", func() func(context.Context) error {
-			var g mutexGuard
-			return func(ctx context.Context) error { return g.Call(ctx, write) }
-		}},
-		{"gate", func() func(context.Context) error {
-			g := leasefence.NewFenceGate("r")
-			t := token("r", "a", 1)
-			return func(ctx context.Context) error { return g.Commit(ctx, t, write) }
-		}},
-	}
 	for _, n := range contention {
-		perP := (n + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0)
-		goroutines := perP * runtime.GOMAXPROCS(0)
+		goroutines := perP(n) * runtime.GOMAXPROCS(0)
 		if n == 1 {
 			goroutines = 1
 		}
-		for _, impl := range impls {
+		for _, impl := range gateImpls {
 			b.Run(fmt.Sprintf("goroutines=%d/impl=%s", goroutines, impl.name), func(b *testing.B) {
-				commit := impl.commit()
-				ctx := context.Background()
-				b.ReportAllocs()
-				if n == 1 {
-					for b.Loop() {
-						if err := commit(ctx); err != nil {
-							b.Fatal(err)
-						}
-					}
-					return
-				}
-				b.SetParallelism(perP)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := commit(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+				benchCommits(b, n, context.Background(), impl.commit())
 			})
 		}
 	}
@@ -105,8 +114,7 @@ func BenchmarkGateCommit(b *testing.B) {
 
 // BenchmarkGateCommitCopiedStrings is the uncontended Commit with a token
 // whose strings share no bytes with the gate's resource or the floor's
-// holder, as with a token decoded from the wire: the comparisons read the
-// bytes instead of stopping at equal pointers.
+// holder, as with a token decoded from the wire.
 func BenchmarkGateCommitCopiedStrings(b *testing.B) {
 	g := leasefence.NewFenceGate("resource")
 	ctx := context.Background()
@@ -139,6 +147,51 @@ func BenchmarkGateAdmit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := g.Admit(t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGateCommitRaising is the uncontended Commit of a new lease every
+// time: each Commit raises the floor.
+func BenchmarkGateCommitRaising(b *testing.B) {
+	g := leasefence.NewFenceGate("r")
+	ctx := context.Background()
+	f := leasefence.Fence(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		f++
+		if err := g.Commit(ctx, token("r", "a", f), write); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGateCommitCancellable is BenchmarkGateCommit with 8 goroutines
+// whose ctx can end, beside the mutex: a Commit that finds the gate taken
+// waits in a helper goroutine that it can give up on, where a Commit whose
+// ctx can never end waits in sync.Mutex.Lock.
+func BenchmarkGateCommitCancellable(b *testing.B) {
+	const n = 8
+	for _, impl := range gateImpls {
+		b.Run(fmt.Sprintf("goroutines=%d/impl=%s", perP(n)*runtime.GOMAXPROCS(0), impl.name), func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			benchCommits(b, n, ctx, impl.commit())
+		})
+	}
+}
+
+// BenchmarkGateCommitNested is a Commit whose write makes one nested Commit
+// with its ctx, handled in place.
+func BenchmarkGateCommitNested(b *testing.B) {
+	g := leasefence.NewFenceGate("r")
+	ctx := context.Background()
+	t := token("r", "a", 1)
+	outer := func(ctx context.Context) error { return g.Commit(ctx, t, write) }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := g.Commit(ctx, t, outer); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -406,17 +406,7 @@ func (s *Sim) renewRefused(a *agent, reason leasefence.Reason) {
 // mode, now < expiresAt in naive mode. Both are true only at the instant
 // they are computed.
 func (s *Sim) check(a *agent) bool {
-	ok := false
-	if a.lease != nil {
-		if s.mode == Naive {
-			now, err := a.clock.Now()
-			before, err2 := now.Before(a.naiveUntil)
-			ok = err == nil && err2 == nil && before
-		} else {
-			expired, err := a.lease.HasExpired()
-			ok = err == nil && !expired
-		}
-	}
+	ok := CheckValid(s.mode, a.lease, a.clock, a.naiveUntil)
 	a.checked = ok
 	kind := history.CheckPassed
 	if !ok {
@@ -633,4 +623,22 @@ func (s *Sim) apply(iv Intervention) {
 	case TogglePush:
 		s.push = !s.push
 	}
+}
+
+// CheckValid is an agent's validity check before a write, as every runner
+// makes it: the client's HasExpired in fenced mode, the naive "now <
+// expiresAt" on the agent's clock in naive mode (naiveUntil: the reply's
+// arrival + TTL). Either is true only at the instant it is computed. A nil
+// lease is never valid.
+func CheckValid(mode Mode, l *leasefence.Lease, clock leasefence.Clock, naiveUntil leasefence.Instant) bool {
+	if l == nil {
+		return false
+	}
+	if mode == Naive {
+		now, err := clock.Now()
+		before, err2 := now.Before(naiveUntil)
+		return err == nil && err2 == nil && before
+	}
+	expired, err := l.HasExpired()
+	return err == nil && !expired
 }

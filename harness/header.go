@@ -37,6 +37,10 @@ func (sc *Scenario) Header(modes []Mode) history.Header {
 	return h
 }
 
+// Sample draws from d with r: the simulator's draw, for other runners that
+// follow the same scenario.
+func (d Dist) Sample(r *rand.Rand) time.Duration { return d.sample(r) }
+
 // sample draws from d with r.
 func (d Dist) sample(r *rand.Rand) time.Duration {
 	if d.TailP > 0 && r.Float64() < d.TailP {

@@ -131,6 +131,9 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		r.name = ResourceName(i)
 		s.resourceByName[r.name] = i
 		if mode == Fenced {
+			// The checker matches every refusal of a run to a refused
+			// write, so a run's gate retains its whole log: a run is
+			// finite, and the log grows only as refusals happen.
 			r.gate = leasefence.NewFenceGate(r.name)
 		}
 	}

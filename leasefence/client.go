@@ -6,21 +6,32 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// DefaultRequestRecord is how many requests a Client remembers (outstanding
-// and recently completed) when ClientOptions.RequestRecord is 0.
-const DefaultRequestRecord = 1024
+const (
+	// DefaultRequestRecord is how many requests a Client remembers
+	// (outstanding and recently completed) when ClientOptions.RequestRecord
+	// is 0.
+	DefaultRequestRecord = 1024
+	// MaxClockSkew bounds ClientOptions.ClockSkew. With a grant's TTL at
+	// most MaxTTL, TTL - ClockSkew cannot overflow, and a deadline that
+	// sentAt + TTL - ClockSkew would put outside an Instant's range is
+	// refused with ErrOutOfRange rather than wrapped.
+	MaxClockSkew = MaxTTL
+)
 
 // ClientOptions configures a Client.
 type ClientOptions struct {
 	Clock  Clock  // required
 	Holder string // required, non-empty
-	// ClockSkew (>= 0) is subtracted from every deadline. It reserves room
-	// for drift you already estimated between this clock's rate and the
-	// coordinator's; it is an assumption, not a measurement.
+	// ClockSkew (>= 0, <= MaxClockSkew) is subtracted from every deadline.
+	// It reserves room for drift you already estimated between this
+	// clock's rate and the coordinator's; it is an assumption, not a
+	// measurement. A skew at or above a grant's TTL makes a lease that is
+	// expired as it is made.
 	ClockSkew time.Duration
 	// RequestRecord bounds the client's record of requests; 0 means
 	// DefaultRequestRecord. The client remembers its last RequestRecord
@@ -48,7 +59,8 @@ type ClientOptions struct {
 // the coordinator's, however slow the round trip. Dating it from when the
 // reply arrived would lean the other way on every exchange.
 //
-// A Client is safe for concurrent use.
+// A Client is safe for concurrent use. Make one with NewClient: the methods
+// of the zero Client answer ErrUninitialized.
 type Client struct {
 	clock   Clock
 	holder  string
@@ -65,10 +77,13 @@ type Client struct {
 	next    int      // the slot of the next request begun
 	random  [16]byte // entropy for the next id: a field, so reading it allocates nothing
 
-	// ids and leases are carved from chunks (see chunk.go): a client in a
-	// busy loop makes one allocation per chunk rather than two per request.
-	ids    byteChunk
+	// leases are carved from a chunk (see chunk.go), and ids written one
+	// after another into a shared buffer: a client in a busy loop makes
+	// one allocation per chunk rather than two per request. A
+	// strings.Builder never changes a byte it has written, which is what
+	// lets each id be a slice of its String.
 	leases chunk[Lease]
+	ids    strings.Builder
 }
 
 // idRandomHex is the length of an id's random part: 128 bits in hex.
@@ -91,8 +106,8 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("%w: ClientOptions.Clock is required", ErrInvalidRequest)
 	case opts.Holder == "":
 		return nil, fmt.Errorf("%w: ClientOptions.Holder is required", ErrInvalidRequest)
-	case opts.ClockSkew < 0:
-		return nil, fmt.Errorf("%w: ClientOptions.ClockSkew must be >= 0, got %v", ErrInvalidRequest, opts.ClockSkew)
+	case opts.ClockSkew < 0 || opts.ClockSkew > MaxClockSkew:
+		return nil, fmt.Errorf("%w: ClientOptions.ClockSkew must be >= 0 and <= MaxClockSkew (%v), got %v", ErrInvalidRequest, MaxClockSkew, opts.ClockSkew)
 	case opts.RequestRecord < 0:
 		return nil, fmt.Errorf("%w: ClientOptions.RequestRecord must be >= 0, got %d", ErrInvalidRequest, opts.RequestRecord)
 	}
@@ -114,6 +129,9 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	}, nil
 }
 
+// errZeroClient refuses a call on the zero Client before it touches anything.
+var errZeroClient = fmt.Errorf("%w: a zero Client; make one with NewClient", ErrUninitialized)
+
 // Holder returns the holder id the client acquires under.
 func (c *Client) Holder() string { return c.holder }
 
@@ -126,6 +144,9 @@ func (c *Client) Holder() string { return c.holder }
 // from the client's entropy source, which is what makes it unique across
 // clients and processes, plus whatever the client needs to find its record.
 func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
+	if c.clock == nil {
+		return AcquireRequest{}, errZeroClient
+	}
 	if resource == "" {
 		return AcquireRequest{}, fmt.Errorf("%w: acquire with an empty resource", ErrInvalidRequest)
 	}
@@ -139,6 +160,9 @@ func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
 
 // BeginRenewal stamps a renewal of l, under the same rules as BeginAcquire.
 func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
+	if c.clock == nil {
+		return RenewRequest{}, errZeroClient
+	}
 	if l == nil {
 		return RenewRequest{}, fmt.Errorf("%w: renewal of a nil lease", ErrInvalidRequest)
 	}
@@ -188,7 +212,14 @@ func (c *Client) begin(rec requestRecord) (string, Instant, error) {
 func (c *Client) newID(slot int) string {
 	var buf [idRandomHex + 16]byte
 	hex.Encode(buf[:idRandomHex], c.random[:])
-	return c.ids.string(strconv.AppendUint(buf[:idRandomHex], uint64(slot), 16))
+	id := strconv.AppendUint(buf[:idRandomHex], uint64(slot), 16)
+	if c.ids.Cap()-c.ids.Len() < len(id) {
+		c.ids = strings.Builder{} // earlier ids keep the old buffer alive
+		c.ids.Grow(64 * chunkLen)
+	}
+	n := c.ids.Len()
+	c.ids.Write(id)
+	return c.ids.String()[n:]
 }
 
 // recordOf returns the record of the request with id, or nil if the client
@@ -233,6 +264,9 @@ func (c *Client) complete(kind RequestKind, id string, g Grant) (*Lease, error) 
 }
 
 func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, error) {
+	if c.clock == nil {
+		return nil, errZeroClient
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rec := c.recordOf(id)
@@ -253,14 +287,19 @@ func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, e
 		return nil, fmt.Errorf("%w: grant carries fence 0, which is never issued", ErrGrantMismatch)
 	case kind == KindRenew && g.Token.Fence != rec.fence:
 		return nil, fmt.Errorf("%w: renewal grant has fence %d, the lease has %d", ErrGrantMismatch, g.Token.Fence, rec.fence)
-	case g.TTL <= 0:
-		return nil, fmt.Errorf("%w: grant has TTL %v", ErrGrantMismatch, g.TTL)
+	case g.TTL <= 0 || g.TTL > MaxTTL:
+		return nil, fmt.Errorf("%w: grant has TTL %v, no coordinator grants that", ErrGrantMismatch, g.TTL)
+	}
+	// TTL in (0, MaxTTL] and skew in [0, MaxClockSkew]: the difference fits.
+	deadline, ok := rec.sentAt.addChecked(g.TTL - c.skew)
+	if !ok {
+		return nil, fmt.Errorf("%w: deadline %v + TTL %v - skew %v", ErrOutOfRange, rec.sentAt, g.TTL, c.skew)
 	}
 	rec.used = true
 	l := c.leases.new()
 	*l = Lease{
 		Token:    g.Token,
-		Deadline: rec.sentAt.Add(g.TTL - c.skew),
+		Deadline: deadline,
 		TTL:      g.TTL,
 		clock:    c.clock,
 	}

@@ -43,12 +43,24 @@ func (i Instant) Offset() time.Duration { return i.offset }
 func (i Instant) IsZero() bool { return i.domain == "" }
 
 // Add returns the instant d after i, in the same domain. The zero Instant
-// stays zero.
+// stays zero. Like time.Duration arithmetic, Add does not check for
+// overflow; the library's own deadlines and expiries are checked (see
+// MaxTTL and ErrOutOfRange).
 func (i Instant) Add(d time.Duration) Instant {
 	if i.IsZero() {
 		return i
 	}
 	return Instant{domain: i.domain, offset: i.offset + d}
+}
+
+// addChecked is i.Add(d), or false when the offset would overflow, so that
+// a deadline or an expiry is never wrapped into the past.
+func (i Instant) addChecked(d time.Duration) (Instant, bool) {
+	sum := i.offset + d
+	if (d > 0 && sum < i.offset) || (d < 0 && sum > i.offset) {
+		return Instant{}, false
+	}
+	return i.Add(d), true
 }
 
 // Sub returns i-j. It returns a *ClockDomainError when the two instants come

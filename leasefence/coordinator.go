@@ -2,29 +2,53 @@ package leasefence
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 )
 
-// DefaultReplayCache is the number of acquire grants a Coordinator remembers
-// for retried requests when CoordinatorOptions.ReplayCache is 0.
-const DefaultReplayCache = 1024
+const (
+	// DefaultReplayCache is the number of acquire grants a Coordinator
+	// remembers for retried requests when CoordinatorOptions.ReplayCache
+	// is 0.
+	DefaultReplayCache = 1024
+	// MaxReplayCache bounds CoordinatorOptions.ReplayCache. The cache grows
+	// as grants are made, up to its size, so a large size costs nothing
+	// until it is used; at this bound it holds some hundreds of MiB.
+	MaxReplayCache = 1 << 20
+	// MaxTTL bounds CoordinatorOptions.TTL (and a Grant's TTL at the
+	// client): about 146 years, a quarter of what an Instant's offset
+	// (int64 nanoseconds) can span. A clock reading r is then good for
+	// leases until r + TTL overflows, which for a clock read from an origin
+	// near its first reading (NewMonotonicClock) is after another 146
+	// years; a reading closer than TTL to the end of the range grants
+	// nothing and is answered with ErrOutOfRange.
+	MaxTTL = time.Duration(1 << 62)
+)
 
 // CoordinatorOptions configures a Coordinator.
 type CoordinatorOptions struct {
-	Clock      Clock         // required
-	TTL        time.Duration // required, > 0
-	StartFence Fence         // every fence issued is > StartFence (resume after a restart)
-	// ReplayCache is how many acquire grants are remembered for retries; 0
-	// means DefaultReplayCache. A retry whose entry was evicted is treated
-	// as a fresh acquisition and burns a fence.
+	Clock Clock         // required
+	TTL   time.Duration // required, > 0
+	// StartFence: every fence issued is > StartFence (resume after a
+	// restart). Once the coordinator has issued the highest Fence there is,
+	// Acquire fails with ErrFencesExhausted rather than wrap.
+	StartFence Fence
+	// ReplayCache is how many acquire grants are remembered for retries,
+	// at most MaxReplayCache; 0 means DefaultReplayCache. A retry whose
+	// entry was evicted is answered as a fresh acquisition would be: while
+	// the holder's lease is live, "already-held" (HeldBy is the holder
+	// itself); once it is not, a new grant under a new fence, where a
+	// remembered retry would have been answered "stale-request".
 	ReplayCache int
 	// Trace, if non-nil, observes every answered request.
 	Trace *CoordinatorTrace
 }
 
 // Coordinator grants leases and mints fences. It is safe for concurrent use.
+// Make one with NewCoordinator: the methods of the zero Coordinator answer
+// ErrUninitialized.
 //
 // It reads its own clock once per call and dates everything in that call
 // from that one reading: the coordinator's reading when it processes a
@@ -38,8 +62,9 @@ type Coordinator struct {
 	fence  Fence                  // highest fence issued, over all resources
 	leases map[string]leaseState  // by resource: the latest lease issued
 	replay map[string]replayEntry // by request id: acquire grants for retries
-	order  []string               // ring of request ids in replay, oldest at next
-	next   int                    // where the next request id goes in order
+	order  []string               // ring of request ids in replay: grows to limit, then oldest at next
+	limit  int                    // the replay cache's size
+	next   int                    // where the next request id goes in order, once it is full
 }
 
 type leaseState struct {
@@ -58,10 +83,10 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 	switch {
 	case opts.Clock == nil:
 		return nil, fmt.Errorf("%w: CoordinatorOptions.Clock is required", ErrInvalidRequest)
-	case opts.TTL <= 0:
-		return nil, fmt.Errorf("%w: CoordinatorOptions.TTL must be > 0, got %v", ErrInvalidRequest, opts.TTL)
-	case opts.ReplayCache < 0:
-		return nil, fmt.Errorf("%w: CoordinatorOptions.ReplayCache must be >= 0, got %d", ErrInvalidRequest, opts.ReplayCache)
+	case opts.TTL <= 0 || opts.TTL > MaxTTL:
+		return nil, fmt.Errorf("%w: CoordinatorOptions.TTL must be > 0 and <= MaxTTL (%v), got %v", ErrInvalidRequest, MaxTTL, opts.TTL)
+	case opts.ReplayCache < 0 || opts.ReplayCache > MaxReplayCache:
+		return nil, fmt.Errorf("%w: CoordinatorOptions.ReplayCache must be >= 0 and <= MaxReplayCache (%d), got %d", ErrInvalidRequest, MaxReplayCache, opts.ReplayCache)
 	}
 	n := opts.ReplayCache
 	if n == 0 {
@@ -73,8 +98,8 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		trace:  opts.Trace,
 		fence:  opts.StartFence,
 		leases: make(map[string]leaseState),
-		replay: make(map[string]replayEntry, n),
-		order:  make([]string, n),
+		replay: make(map[string]replayEntry),
+		limit:  n,
 	}, nil
 }
 
@@ -96,35 +121,42 @@ func (c *Coordinator) TTL() time.Duration { return c.ttl }
 // "stale-request" once it is not, and "request-conflict" when the id was used
 // by another holder or for another resource.
 //
-// The error is non-nil only when the clock fails or the request is malformed.
+// The error is non-nil only when the clock fails, the request is malformed,
+// the clock reads too close to the end of its range to date the lease
+// (ErrOutOfRange, see MaxTTL), or the last fence has been issued
+// (ErrFencesExhausted); none of these changes anything.
 func (c *Coordinator) Acquire(req AcquireRequest) (AcquireOutcome, error) {
+	if err := c.check(); err != nil {
+		return AcquireOutcome{}, err
+	}
 	if err := validateAcquire(req); err != nil {
 		return AcquireOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
+	var out AcquireOutcome
+	var replayed bool
+	now, err := c.atReading(func(now Instant) (err error) {
+		out, replayed, err = c.acquireLocked(req, now)
+		return err
+	})
 	if err != nil {
-		c.mu.Unlock()
-		return AcquireOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
+		return AcquireOutcome{}, err
 	}
-	out, replayed := c.acquireLocked(req, now)
-	c.mu.Unlock()
 	if c.trace != nil && c.trace.Acquire != nil {
 		c.trace.Acquire(AcquireInfo{Request: req, Outcome: out, Replayed: replayed, At: now})
 	}
 	return out, nil
 }
 
-func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out AcquireOutcome, replayed bool) {
+func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out AcquireOutcome, replayed bool, err error) {
 	if e, ok := c.replay[req.RequestID]; ok {
 		t := e.grant.Token
 		if t.Holder != req.Holder || t.Resource != req.Resource {
-			return AcquireOutcome{Reason: ReasonRequestConflict}, false
+			return AcquireOutcome{Reason: ReasonRequestConflict}, false, nil
 		}
 		if st := c.leases[t.Resource]; st.token == t && st.liveAt(now) {
-			return AcquireOutcome{OK: true, Grant: e.grant}, true
+			return AcquireOutcome{OK: true, Grant: e.grant}, true, nil
 		}
-		return AcquireOutcome{Reason: ReasonStaleRequest}, false
+		return AcquireOutcome{Reason: ReasonStaleRequest}, false, nil
 	}
 	if st, ok := c.leases[req.Resource]; ok && st.liveAt(now) {
 		reason := ReasonHeld
@@ -132,27 +164,70 @@ func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out Acquir
 			reason = ReasonAlreadyHeld
 		}
 		left, _ := st.expiry.Sub(now) // same domain: both read off c.clock
-		return AcquireOutcome{Reason: reason, HeldBy: st.token.Holder, RetryAfter: left}, false
+		return AcquireOutcome{Reason: reason, HeldBy: st.token.Holder, RetryAfter: left}, false, nil
+	}
+	// Both refusals below come before anything changes: a lease that
+	// cannot be dated, or a fence that would wrap, is never granted.
+	expiry, err := c.expiryAt(now)
+	if err != nil {
+		return AcquireOutcome{}, false, err
+	}
+	if c.fence == math.MaxUint64 {
+		return AcquireOutcome{}, false, fmt.Errorf("%w: fence %d has been issued", ErrFencesExhausted, c.fence)
 	}
 	c.fence++
 	st := leaseState{
 		token:  Token{Resource: req.Resource, Holder: req.Holder, Fence: c.fence},
-		expiry: now.Add(c.ttl),
+		expiry: expiry,
 	}
 	c.leases[req.Resource] = st
 	g := Grant{RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry}
 	c.remember(g)
-	return AcquireOutcome{OK: true, Grant: g}, false
+	return AcquireOutcome{OK: true, Grant: g}, false, nil
+}
+
+// expiryAt is the expiry of a lease granted or renewed at now, or
+// ErrOutOfRange when now + TTL does not fit an Instant.
+func (c *Coordinator) expiryAt(now Instant) (Instant, error) {
+	expiry, ok := now.addChecked(c.ttl)
+	if !ok {
+		return Instant{}, fmt.Errorf("%w: coordinator reading %v + TTL %v", ErrOutOfRange, now, c.ttl)
+	}
+	return expiry, nil
 }
 
 // remember puts g in the replay cache, evicting the oldest entry when full.
 func (c *Coordinator) remember(g Grant) {
-	if old := c.order[c.next]; old != "" {
-		delete(c.replay, old)
+	if len(c.order) < c.limit {
+		c.order = append(c.order, g.RequestID)
+	} else {
+		delete(c.replay, c.order[c.next])
+		c.order[c.next] = g.RequestID
+		c.next = (c.next + 1) % c.limit
 	}
-	c.order[c.next] = g.RequestID
-	c.next = (c.next + 1) % len(c.order)
 	c.replay[g.RequestID] = replayEntry{grant: g}
+}
+
+// atReading runs f under the coordinator's lock with one reading of its
+// clock, and returns that reading. The lock is released however f or the
+// clock ends, a panic included, so a Clock that panics cannot wedge the
+// coordinator.
+func (c *Coordinator) atReading(f func(now Instant) error) (Instant, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, err := c.clock.Now()
+	if err != nil {
+		return Instant{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
+	}
+	return now, f(now)
+}
+
+// check refuses a call on the zero Coordinator before it touches anything.
+func (c *Coordinator) check() error {
+	if c.clock == nil {
+		return fmt.Errorf("%w: a zero Coordinator; make one with NewCoordinator", ErrUninitialized)
+	}
+	return nil
 }
 
 // Renew extends the current live lease to the coordinator's reading + TTL
@@ -160,32 +235,40 @@ func (c *Coordinator) remember(g Grant) {
 // resurrected, even when nobody else took the resource), "superseded" (a
 // higher fence was issued for the resource), "released", or "unknown".
 //
-// The error is non-nil only when the clock fails or the request is malformed.
+// The error is non-nil only when the clock fails, the request is malformed
+// or the clock reads too close to the end of its range to date the lease
+// (ErrOutOfRange); none of these changes anything.
 func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
+	if err := c.check(); err != nil {
+		return RenewOutcome{}, err
+	}
 	if req.RequestID == "" {
 		return RenewOutcome{}, fmt.Errorf("%w: renew request has no request id", ErrInvalidRequest)
 	}
 	if err := validateToken(req.Token); err != nil {
 		return RenewOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
-	if err != nil {
-		c.mu.Unlock()
-		return RenewOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
-	}
 	var out RenewOutcome
-	if reason := c.classifyLocked(req.Token, now); reason != "" {
-		out = RenewOutcome{Reason: reason}
-	} else {
+	now, err := c.atReading(func(now Instant) error {
+		if reason := c.classifyLocked(req.Token, now); reason != "" {
+			out = RenewOutcome{Reason: reason}
+			return nil
+		}
+		expiry, err := c.expiryAt(now)
+		if err != nil {
+			return err
+		}
 		st := c.leases[req.Token.Resource]
-		st.expiry = now.Add(c.ttl)
+		st.expiry = expiry
 		c.leases[req.Token.Resource] = st
 		out = RenewOutcome{OK: true, Grant: Grant{
 			RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry,
 		}}
+		return nil
+	})
+	if err != nil {
+		return RenewOutcome{}, err
 	}
-	c.mu.Unlock()
 	if c.trace != nil && c.trace.Renew != nil {
 		c.trace.Renew(RenewInfo{Request: req, Outcome: out, At: now})
 	}
@@ -198,25 +281,27 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 //
 // The error is non-nil only when the clock fails or the token is malformed.
 func (c *Coordinator) Release(t Token) (ReleaseOutcome, error) {
+	if err := c.check(); err != nil {
+		return ReleaseOutcome{}, err
+	}
 	if err := validateToken(t); err != nil {
 		return ReleaseOutcome{}, err
 	}
-	c.mu.Lock()
-	now, err := c.clock.Now()
-	if err != nil {
-		c.mu.Unlock()
-		return ReleaseOutcome{}, fmt.Errorf("leasefence: coordinator clock: %w", err)
-	}
 	var out ReleaseOutcome
-	if reason := c.classifyLocked(t, now); reason != "" {
-		out = ReleaseOutcome{Reason: reason}
-	} else {
+	now, err := c.atReading(func(now Instant) error {
+		if reason := c.classifyLocked(t, now); reason != "" {
+			out = ReleaseOutcome{Reason: reason}
+			return nil
+		}
 		st := c.leases[t.Resource]
 		st.released = true
 		c.leases[t.Resource] = st
 		out = ReleaseOutcome{OK: true}
+		return nil
+	})
+	if err != nil {
+		return ReleaseOutcome{}, err
 	}
-	c.mu.Unlock()
 	if c.trace != nil && c.trace.Release != nil {
 		c.trace.Release(ReleaseInfo{Token: t, Outcome: out, At: now})
 	}

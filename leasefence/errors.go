@@ -40,6 +40,20 @@ var (
 	// ErrNoClock: HasExpired on a Lease that was not built by Complete*, so it
 	// has no clock to read.
 	ErrNoClock = errors.New("leasefence: lease has no clock")
+	// ErrUninitialized: a method of a zero FenceGate, Coordinator or Client,
+	// which has no resource, clock or holder; make them with NewFenceGate,
+	// NewCoordinator and NewClient.
+	ErrUninitialized = errors.New("leasefence: zero value; use the constructor")
+	// ErrFencesExhausted: the coordinator has issued the highest Fence there
+	// is and refuses to mint another, which would wrap to a fence already
+	// superseded. Resume with a lower StartFence only on a resource whose
+	// gates start afresh.
+	ErrFencesExhausted = errors.New("leasefence: fences exhausted")
+	// ErrOutOfRange: an instant that would fall outside the range of a
+	// clock's offsets (int64 nanoseconds from its origin): a reading so far
+	// from its clock's origin that adding a TTL overflows. The arithmetic
+	// refuses rather than wrap into the past.
+	ErrOutOfRange = errors.New("leasefence: instant out of range")
 )
 
 // StaleFenceError is the refusal of a token whose fence is below the floor.

@@ -163,3 +163,69 @@ func ExampleClient_CompleteRenewal() {
 	// agent-a@1 on "r" agent-a+1.5s coordinator+1.54s
 	// true
 }
+
+// Hold is what a holder runs: it acquires (waiting out another holder,
+// resending a request whose reply was lost), renews in the background, and
+// closes Lost when the lease can no longer be trusted.
+func ExampleHold() {
+	coord, _ := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: leasefence.NewMonotonicClock("coordinator"), TTL: 10 * time.Second})
+	client, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewMonotonicClock("agent-a"), Holder: "agent-a"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // bounds the acquisition only
+	defer cancel()
+	session, err := leasefence.Hold(ctx, leasefence.Local(coord), client, "deploy-slot", leasefence.HoldOptions{})
+	if err != nil {
+		fmt.Println("not acquired:", err)
+		return
+	}
+	fmt.Println("holding with", session.Token())
+
+	select {
+	case <-session.Lost():
+		fmt.Println("lost:", session.Err()) // stop starting work
+	default:
+		fmt.Println("still held") // ...do the work, writing through the resource's gate
+	}
+
+	out, _ := session.Release(context.Background())
+	fmt.Println("released:", out.OK, errors.Is(session.Err(), leasefence.ErrLeaseLost))
+	// Output:
+	// holding with agent-a@1 on "deploy-slot"
+	// still held
+	// released: true true
+}
+
+// A long-running reader of a gate's refusal log: it keeps the Seq of the
+// last refusal it read, and learns how many it missed when it fell further
+// behind than the gate retains.
+func ExampleFenceGate_RejectionsSince() {
+	gate := leasefence.NewFenceGate("deploy-slot", leasefence.WithInitialFloor(10), leasefence.WithRejectionLog(2))
+	stale := leasefence.Token{Resource: "deploy-slot", Holder: "agent-a", Fence: 9}
+	refuse := func(n int) {
+		for range n {
+			_ = gate.Commit(context.Background(), stale, func(context.Context) error { return nil })
+		}
+	}
+	var last uint64
+	read := func() {
+		rs, missed := gate.RejectionsSince(last)
+		for _, r := range rs {
+			fmt.Printf("refusal #%d: %s@%d below %d\n", r.Seq, r.Holder, r.Fence, r.FloorFence)
+			last = r.Seq
+		}
+		if missed > 0 {
+			fmt.Printf("missed %d\n", missed)
+		}
+	}
+	refuse(1)
+	read()
+	refuse(4)
+	read()
+	fmt.Println("counted:", gate.RejectionCount())
+	// Output:
+	// refusal #1: agent-a@9 below 10
+	// refusal #4: agent-a@9 below 10
+	// refusal #5: agent-a@9 below 10
+	// missed 2
+	// counted: 5
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,17 +18,23 @@ import (
 //   - the admitted fences, in the order the writes ran, never decrease;
 //   - every refused Commit is the newest entry of Rejections, with the next
 //     Seq, both holders and both fences;
-//   - Admit refusals are never logged, and nothing else is either.
+//   - Admit refusals are never logged, and nothing else is either;
+//   - a write that fans out to goroutines, each committing with the write's
+//     ctx, leaves the floor at the highest fence it was given, runs the
+//     nested writes one at a time (the race detector watches the slice they
+//     append to) and logs exactly the nested commits it refused.
 //
 // Input: byte 0 is the initial floor (0..3); then each operation is two
 // bytes, kind and token (a nested commit takes one more byte for the nested
-// token).
+// token; a fan-out takes a count n and then n nested tokens).
 func FuzzGate(f *testing.F) {
 	f.Add([]byte{0, 0, 0x0a, 0, 0x09, 0, 0x12})
 	f.Add([]byte{2, 0, 0x01, 1, 0x11, 0, 0x0a, 2, 0x12, 0x09})
 	f.Add([]byte{0, 2, 0x1b, 0x03, 0, 0x1b, 1, 0x1c, 2, 0x03, 0x1b, 3, 0x02})
 	f.Add([]byte{3, 0, 0x03, 0, 0x13, 0, 0x0b, 1, 0x04, 0, 0x04, 2, 0x04, 0x0c})
 	f.Add([]byte{1, 4, 0x05, 2, 0x0d, 0x05, 2, 0x0d, 0x15, 1, 0x20, 0, 0x0d})
+	f.Add([]byte{0, 4, 0x00, 8, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x0f, 0x17, 0, 0x02})
+	f.Add([]byte{1, 4, 0x02, 11, 0x07, 0x0f, 0x17, 0x06, 0x0e, 0x16, 0x01, 0x02, 0x03, 0x07, 0x0f, 0x17, 4, 0x01, 2, 0x03})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -108,7 +115,7 @@ func FuzzGate(f *testing.F) {
 		}
 
 		for len(data) >= 2 {
-			kind, tk := data[0]%4, decode(data[1])
+			kind, tk := data[0]%5, decode(data[1])
 			data = data[2:]
 			switch kind {
 			case 0: // commit
@@ -176,6 +183,60 @@ func FuzzGate(f *testing.F) {
 					}
 					logged++
 				}
+			case 4: // a write that fans out: nested commits from goroutines
+				if len(data) == 0 {
+					break
+				}
+				count := min(1+int(data[0]%12), len(data)-1)
+				nested := make([]leasefence.Token, count)
+				for i := range nested {
+					nested[i] = decode(data[1+i])
+				}
+				data = data[1+count:]
+				if !admits(tk) {
+					commit(ctx, tk, nil)
+					break
+				}
+				errs := make([]error, count)
+				commit(ctx, tk, func(wctx context.Context) {
+					var wg sync.WaitGroup
+					for w := range 3 {
+						wg.Go(func() {
+							for i := w; i < count; i += 3 {
+								errs[i] = g.Commit(wctx, nested[i], func(context.Context) error {
+									written = append(written, nested[i].Fence)
+									return nil
+								})
+							}
+						})
+					}
+					wg.Wait()
+				})
+				// Which of two tokens at one fence wins depends on the
+				// order the goroutines ran in, but not the floor's fence.
+				top, holders := tk.Fence, map[string]bool{tk.Holder: true}
+				for _, n := range nested {
+					if n.Fence > top {
+						top, holders = n.Fence, map[string]bool{}
+					}
+					if n.Fence == top {
+						holders[n.Holder] = true
+					}
+				}
+				fl := g.Floor()
+				if fl.Fence != top || !holders[fl.Holder] {
+					t.Fatalf("after fanning out %v under %v: Floor() = %v, want fence %d from one of %v", nested, tk, fl, top, holders)
+				}
+				for i, err := range errs {
+					switch {
+					case err == nil:
+					case errors.Is(err, leasefence.ErrStaleFence), errors.Is(err, leasefence.ErrTokenConflict):
+						logged++
+					default:
+						t.Fatalf("nested Commit(%v) = %v", nested[i], err)
+					}
+				}
+				floorFence, floorHolder = fl.Fence, fl.Holder
 			}
 			if fl := g.Floor(); fl.Fence != floorFence || fl.Holder != floorHolder {
 				t.Fatalf("Floor() = %v, model %s@%d", fl, floorHolder, floorFence)

@@ -1255,19 +1255,18 @@ func TestGateContendedWithCancellations(t *testing.T) {
 }
 
 func TestGateCommitAllocations(t *testing.T) {
-	// Committing under the current floor allocates nothing; raising the
-	// floor takes the new floor's token from a chunk, so it too allocates
-	// nothing but once per chunk (AllocsPerRun's integer average: 0).
+	// Each write gets a context of its own, which is the one allocation of
+	// a Commit; judging and raising the floor allocate nothing.
 	g := leasefence.NewFenceGate("r")
 	ctx := context.Background()
 	write := func(context.Context) error { return nil }
 	var err error
-	if allocs := testing.AllocsPerRun(100, func() { err = g.Commit(ctx, tok("r", "a", 1), write) }); allocs != 0 || err != nil {
-		t.Errorf("Commit under the floor: %v allocations, err %v; want none", allocs, err)
+	if allocs := testing.AllocsPerRun(100, func() { err = g.Commit(ctx, tok("r", "a", 1), write) }); allocs > 1 || err != nil {
+		t.Errorf("Commit under the floor: %v allocations, err %v; want at most 1", allocs, err)
 	}
 	fence := leasefence.Fence(1)
-	if allocs := testing.AllocsPerRun(1000, func() { fence++; err = g.Commit(ctx, tok("r", "a", fence), write) }); allocs != 0 || err != nil {
-		t.Errorf("Commit raising the floor: %v allocations, err %v; want amortized 0", allocs, err)
+	if allocs := testing.AllocsPerRun(1000, func() { fence++; err = g.Commit(ctx, tok("r", "a", fence), write) }); allocs > 1 || err != nil {
+		t.Errorf("Commit raising the floor: %v allocations, err %v; want at most 1", allocs, err)
 	}
 	if got := g.Floor(); got.Fence != fence {
 		t.Errorf("floor %v after raising it to fence %d", got, fence)

@@ -83,7 +83,10 @@ type CompleteInfo struct {
 type GateTrace struct {
 	// Commit reports every Commit that reached a decision: admitted (after
 	// the write returned, or panicked) or refused. A Commit that returned
-	// ctx.Err() before deciding, or ErrWrongResource, is not reported.
+	// ctx.Err() before deciding, or ErrWrongResource, is not reported. It
+	// runs after the Commit has given the gate up, so it may commit to the
+	// gate itself and holds up no other writer; for a nested Commit the
+	// enclosing write is still running, and so still holds the gate.
 	Commit func(CommitInfo)
 	// Admit reports every Admit that was not ErrWrongResource.
 	Admit func(AdmitInfo)

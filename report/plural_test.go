@@ -20,12 +20,12 @@ func TestCountsAgree(t *testing.T) {
 	}{
 		{"header", func(n int) string {
 			var b bytes.Buffer
-			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Events: uint64(n), Modes: map[history.Mode]*history.Report{}}, Stop{})
+			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Events: uint64(n), Modes: map[history.Mode]*history.Report{}}, Stop{}, Runner{})
 			return b.String()
 		}, [3]string{"· 0 events ·", "· 1 event ·", "· 2 events ·"}},
 		{"counterexamples heading", func(n int) string {
 			var b bytes.Buffer
-			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{history.Fenced: {Counterexamples: cx(n)}}}, Stop{})
+			Text(&b, &history.Header{}, &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{history.Fenced: {Counterexamples: cx(n)}}}, Stop{}, Runner{})
 			return b.String()
 		}, [3]string{"fenced: no counterexamples.", "fenced: the first counterexample (1 of 1 kept", "fenced: the first 2 counterexamples (of 2 kept"}},
 		{"naive verdict", func(n int) string {
@@ -38,6 +38,12 @@ func TestCountsAgree(t *testing.T) {
 		}, [3]string{"0 acquisitions, 0 writes admitted, 0 refused, 0 stale writes landed, 0 overlaps (0 silent)",
 			"1 acquisition, 1 write admitted, 1 refused, 1 stale write landed, 1 overlap (1 silent)",
 			"2 acquisitions, 2 writes admitted, 2 refused, 2 stale writes landed, 2 overlaps (2 silent)"}},
+		{"real-time run's fault layer", func(n int) string {
+			var b bytes.Buffer
+			Runner{Backend: "etcd", Real: &RealFigures{Faults: FaultCounts{Calls: int64(n), RequestsDropped: int64(n), RepliesDropped: int64(n)}}}.write(&b)
+			return b.String()
+		}, [3]string{"0 calls, 0 requests dropped (0 cut by a partition), 0 replies dropped", "1 call, 1 request dropped (0 cut by a partition), 1 reply dropped",
+			"2 calls, 2 requests dropped (0 cut by a partition), 2 replies dropped"}},
 		{"page refusals table", func(n int) string { return refusalsSummary(n, 0) },
 			[3]string{"0 writes refused or landed stale", "1 write refused or landed stale, with the newer write it lost to",
 				"2 writes refused or landed stale, each with"}},

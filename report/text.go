@@ -54,13 +54,15 @@ type Stop struct {
 
 // Text writes the human report of a run: a header, one column per mode of
 // counters, the first counterexamples of each mode, the verdict, and how to
-// read it all. The header names the scenario that ran, says who took part
-// on which lease terms, and what the scenario shows, all from h, the run's
-// history header.
-func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop) {
+// read it all. The header names the scenario that ran, says which runner
+// made the history (run), who took part on which lease terms, and what the
+// scenario shows, all from h, the run's history header.
+func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Runner) {
 	modes := resultModes(res)
-	fmt.Fprintf(w, "%s · seed %d · %s of virtual time · %s · digest %s\n", res.Scenario, res.Seed,
-		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), history.Plural(res.Events, "event", "events"), res.Digest)
+	fmt.Fprintf(w, "%s · seed %d · %s of %s time · %s · digest %s\n", res.Scenario, res.Seed,
+		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), run.timeKind(),
+		history.Plural(res.Events, "event", "events"), res.Digest)
+	run.write(w)
 	fmt.Fprintln(w, h.Outline())
 	if h.Description != "" {
 		fmt.Fprintln(w, h.Description)
@@ -115,6 +117,9 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop) {
 	writeVerdict(w, res)
 	fmt.Fprintln(w)
 	fmt.Fprint(w, howToRead)
+	if run.real() {
+		fmt.Fprint(w, realTimeNote)
+	}
 }
 
 // resultModes lists the modes of a result in report order.
@@ -202,6 +207,12 @@ func wrap(text string, width int) string {
 	return b.String()
 }
 
+// realTimeNote qualifies howToRead's last sentence for a real-time run.
+const realTimeNote = `In a real-time run the seed fixes the choices (stalls, drops, picks) but not
+when things happen, so another run of the same seed differs; the digest
+identifies this history, and lab check of its --events file gives it again.
+`
+
 // howToRead is the report's closing paragraph.
 const howToRead = `How to read this: both modes run the same agents on the same faults; only the
 write path differs. A naive agent checks "now < expiresAt" and writes; a fenced
@@ -224,12 +235,13 @@ seed give the same digest, event for event.
 // run was cut short. The schema is documented in the package doc.
 type jsonResult struct {
 	*history.Result
+	Runner
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // JSON writes the report as indented JSON.
-func JSON(w io.Writer, res *history.Result, stop Stop) error {
+func JSON(w io.Writer, res *history.Result, stop Stop, run Runner) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonResult{Result: res, Interrupted: stop.Interrupted})
+	return enc.Encode(jsonResult{Result: res, Runner: run, Interrupted: stop.Interrupted})
 }

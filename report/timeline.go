@@ -48,22 +48,13 @@ type floorKey struct {
 	fence    leasefence.Fence
 }
 
-// agentTrack follows one agent's state through its events.
+// agentTrack is one agent's lane: its state, as history.AgentTrack reads
+// it from the events, over the whole run, and its stalls.
 type agentTrack struct {
-	acquiring, acting, denied, lapsed bool
-	stalls                            int // stalls under way (a live stall can fall inside a scripted one)
-	resource                          int
-	fence                             leasefence.Fence
-	// beliefEnd is the true instant until which the agent believes its
-	// lease valid (its deadline); past it, and with no write in flight, it
-	// no longer acts as the holder even if it has not yet noticed (a
-	// scripted agent never does). beliefOver records that.
-	beliefEnd  time.Duration
-	beliefOver bool
-	lastAct    time.Duration // the end of its last write or stall
-	stallFrom  time.Duration
-	stalled    [][2]time.Duration // every stall, drawn under the lane
-	segs       []laneSeg
+	history.AgentTrack
+	stallFrom time.Duration
+	stalled   [][2]time.Duration // every stall, drawn under the lane
+	segs      []laneSeg
 }
 
 // laneSeg is a run of one state in an agent's lane, with the lease it was
@@ -75,30 +66,10 @@ type laneSeg struct {
 	fence    leasefence.Fence
 }
 
-func (t *agentTrack) state() history.AgentState {
-	switch {
-	case t.acquiring:
-		return history.AgentWaiting
-	case t.acting && t.beliefOver:
-		return history.AgentIdle
-	case t.acting && t.lapsed:
-		return history.AgentZombie
-	case t.acting && t.stalls > 0:
-		return history.AgentStalled
-	case t.acting:
-		return history.AgentHolding
-	case t.denied:
-		return history.AgentWaiting
-	}
-	return history.AgentIdle
-}
-
 // note appends a segment when the state (or the lease) changed at at.
 func (t *agentTrack) note(at time.Duration) {
-	seg := laneSeg{from: at, state: t.state(), resource: -1}
-	if t.acting && !t.beliefOver {
-		seg.resource, seg.fence = t.resource, t.fence
-	}
+	seg := laneSeg{from: at, state: t.State()}
+	seg.resource, seg.fence = t.Lease()
 	same := func(a, b laneSeg) bool { return a.state == b.state && a.resource == b.resource && a.fence == b.fence }
 	if n := len(t.segs); n > 0 {
 		last := &t.segs[n-1]
@@ -116,23 +87,16 @@ func (t *agentTrack) note(at time.Duration) {
 	t.segs = append(t.segs, seg)
 }
 
-func (t *agentTrack) giveUp() {
-	t.acting, t.acquiring, t.lapsed, t.denied, t.beliefOver = false, false, false, false, false
-}
-
 // settle ends the agent's belief at its deadline if now is past it and no
-// write is in flight (a stall): the checker's acting interval, from the
-// acquisition to the later of the deadline and the last write.
+// write is in flight: the checker's acting interval, from the acquisition
+// to the later of the deadline and the last write.
 func (t *agentTrack) settle(now time.Duration) {
-	if !t.acting || t.beliefOver || t.stalls > 0 || now <= t.beliefEnd {
-		return
+	if at, ok := t.Settle(now); ok {
+		if n := len(t.segs); n > 0 {
+			at = max(at, t.segs[n-1].from)
+		}
+		t.note(at)
 	}
-	at := max(t.beliefEnd, t.lastAct)
-	if n := len(t.segs); n > 0 {
-		at = max(at, t.segs[n-1].from)
-	}
-	t.beliefOver = true
-	t.note(at)
 }
 
 // writeMark is one write attempt.
@@ -177,6 +141,7 @@ func (r *Timeline) Event(e history.Event) {
 		m = &modeTimeline{mode: e.Mode, agents: make([]agentTrack, len(r.header.Agents)),
 			floorBy: make(map[floorKey]string), read: history.NewReader(&r.header)}
 		for i := range m.agents {
+			m.agents[i].AgentTrack = history.NewAgentTrack()
 			m.agents[i].segs = []laneSeg{{from: 0, state: history.AgentIdle, resource: -1}}
 		}
 		r.modes[e.Mode] = m
@@ -190,44 +155,28 @@ func (r *Timeline) Event(e history.Event) {
 	if t != nil {
 		t.settle(e.At)
 	}
+	stalls := 0
+	if t != nil {
+		stalls = t.Stalls()
+		t.Add(&e, m.read, e.Agent)
+	}
 	switch e.Kind {
-	case history.RequestSent:
-		if e.Request == history.RequestAcquire {
-			t.acquiring, t.denied = true, false
-		}
-	case history.Acquired:
-		t.acquiring, t.acting, t.denied, t.beliefOver = false, true, false, false
-		t.resource, t.fence, t.beliefEnd = e.Resource, e.Fence, e.Deadline
-		t.lapsed = m.lapsed(e.Agent)
-	case history.Renewed:
-		t.beliefEnd, t.beliefOver = e.Deadline, false
-	case history.Denied:
-		t.acquiring, t.denied = false, true // it still wants the lease, unless it gives the acquire up
-	case history.AcquireAbandoned:
-		t.acquiring, t.denied = false, false
-	case history.LeaseAbandoned:
-		t.giveUp()
 	case history.Expired, history.Released, history.CoordinatorRestarted:
 		// The reader has the generation lapsed: its holder, if it still
 		// acts, believes in a lease the coordinator let go.
 		for i := range m.agents {
-			if a := &m.agents[i]; a.acting && !a.lapsed && m.lapsed(i) {
-				a.lapsed = true
+			if a := &m.agents[i]; a.Lapse(m.read, i) {
 				a.note(e.At)
 			}
 		}
 	case history.StallBegan:
-		if t.stalls == 0 {
+		if stalls == 0 {
 			t.stallFrom = e.At
 		}
-		t.stalls++
 	case history.StallEnded:
-		if t.stalls > 0 {
-			if t.stalls--; t.stalls == 0 {
-				t.stalled = append(t.stalled, [2]time.Duration{t.stallFrom, e.At})
-			}
+		if stalls > 0 && t.Stalls() == 0 {
+			t.stalled = append(t.stalled, [2]time.Duration{t.stallFrom, e.At})
 		}
-		t.lastAct = e.At
 	case history.CommitAdmitted, history.WriteLanded:
 		w := writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
 			fence: e.Fence, kind: history.MarkAdmitted, other: -1}
@@ -238,12 +187,10 @@ func (r *Timeline) Event(e history.Event) {
 			m.floorBy[floorKey{e.Resource, e.Fence}] = w.id
 		}
 		m.writes = append(m.writes, w)
-		t.lastAct = e.At
 	case history.CommitRefused:
 		m.writes = append(m.writes, writeMark{id: fmt.Sprintf("%s-w%d", e.Mode, len(m.writes)+1), at: e.At, agent: e.Agent,
 			resource: e.Resource, fence: e.Fence, kind: history.MarkRefused, other: e.Other, otherFence: e.OtherFence,
 			link: m.floorBy[floorKey{e.Resource, e.OtherFence}]})
-		t.lastAct = e.At
 	case history.AdmitPushed:
 		p := pushMark{id: fmt.Sprintf("%s-p%d", e.Mode, len(m.pushes)+1), at: e.At, agent: e.Agent, resource: e.Resource,
 			fence: e.Fence, applied: e.Outcome != history.OutcomeBelowFloor}
@@ -277,13 +224,6 @@ func (r *Timeline) Event(e history.Event) {
 	}
 }
 
-// lapsed reports whether the generation agent believes it holds has lapsed
-// at the coordinator, as the reader has it.
-func (m *modeTimeline) lapsed(agent int) bool {
-	g := m.read.Holding(agent)
-	return g >= 0 && m.read.Generation(g).Lapsed()
-}
-
 // finish closes what is still open at the run's end (or where it stopped).
 func (m *modeTimeline) finish(end time.Duration) {
 	for i := range m.faults {
@@ -293,9 +233,9 @@ func (m *modeTimeline) finish(end time.Duration) {
 	}
 	for i := range m.agents {
 		t := &m.agents[i]
-		if t.stalls > 0 {
+		if t.Stalls() > 0 {
 			t.stalled = append(t.stalled, [2]time.Duration{t.stallFrom, end})
-			t.stalls = 0
+			t.EndStalls()
 		}
 		t.settle(end)
 	}

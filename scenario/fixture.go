@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -37,6 +38,12 @@ type Fixture struct {
 	Scenario harness.Scenario
 	Seeds    []uint64 // at least one; the scenario's own seed if the file names none
 	Modes    []harness.Mode
+	// Backend is where the fixture runs: BackendSim (the deterministic
+	// simulator, the default) or a real-time backend ("memory", "etcd"),
+	// which RunOptions.Runner runs. On a real backend, time is not
+	// deterministic, so expectations must be invariants (a count of 0),
+	// at-least counts (">= N", "> N") or comparisons of counters.
+	Backend string
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -53,6 +60,39 @@ type Expectation struct {
 	// fixture runner records only those.
 	Events []history.Kind
 	check  func(res *harness.Result, events []history.Event) (ok bool, got string)
+	// realSafe: the expectation can hold on any run of a real backend,
+	// whose timing is not the seed's to decide.
+	realSafe bool
+}
+
+// The backends a fixture can name.
+const (
+	BackendSim = "sim"
+)
+
+// backends lists what a fixture's backend key accepts.
+var backends = []string{BackendSim, "memory", "etcd"}
+
+// ErrNotRealSafe is wrapped by SetBackend's refusal of a fixture whose
+// expectations only the simulator can meet.
+var ErrNotRealSafe = errors.New("expectation needs the deterministic simulator")
+
+// SetBackend moves the fixture to backend b (see Fixture.Backend). It
+// refuses a real-time backend when an expectation needs the simulator's
+// determinism (an exact count, a timeline), naming the first one.
+func (fx *Fixture) SetBackend(b string) error {
+	if !slices.Contains(backends, b) {
+		return fmt.Errorf("backend must be %s, got %q", strings.Join(backends, ", "), b)
+	}
+	if b != BackendSim {
+		for _, x := range fx.Expect {
+			if !x.realSafe {
+				return fmt.Errorf("%w: %s:%d: %s wants %s", ErrNotRealSafe, fx.File, x.Line, x.Field, x.Want)
+			}
+		}
+	}
+	fx.Backend = b
+	return nil
 }
 
 // Check reports whether res (and the events recorded for the
@@ -68,7 +108,7 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
 
 // MaxFixtureSeeds bounds `seeds: {from, count}`: a fixture is a test, and
 // a test that runs longer than this is a swarm.
@@ -116,6 +156,16 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	if e, ok := byKey["description"]; ok {
 		fx.Description, _ = d.str(d.plain(e.value, "description"), "description")
 	}
+	fx.Backend = BackendSim
+	if e, ok := byKey["backend"]; ok {
+		if b, ok := d.str(d.plain(e.value, "backend"), "backend"); ok {
+			if slices.Contains(backends, b) {
+				fx.Backend = b
+			} else {
+				d.fail(e.line, "backend", "must be %s, got %q", strings.Join(backends, ", "), b)
+			}
+		}
+	}
 	e, ok := byKey[fixtureKeyScenario]
 	if ok {
 		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)
@@ -153,6 +203,14 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	}
 	if e, ok := byKey["expect"]; ok {
 		d.expectations(e.value, fx)
+		if fx.Backend != BackendSim {
+			for _, x := range fx.Expect {
+				if !x.realSafe {
+					d.fail(x.Line, x.Field, "backend %s runs in real time, which no seed makes repeatable: expect invariants (0), "+
+						"at-least counts (\">= N\") or comparisons of counters, not %s", fx.Backend, x.Want)
+				}
+			}
+		}
 	} else {
 		d.fail(d.lines[""], "expect", "is required: a fixture asserts something about its reports")
 	}
@@ -277,7 +335,7 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 				continue
 			}
 			want := b.Value
-			fx.Expect = append(fx.Expect, Expectation{Field: p, Line: e.line, Want: strconv.FormatBool(want),
+			fx.Expect = append(fx.Expect, Expectation{Field: p, Line: e.line, Want: strconv.FormatBool(want), realSafe: true,
 				check: func(res *harness.Result, _ []history.Event) (bool, string) {
 					return res.DriftWithinBudget == want, strconv.FormatBool(res.DriftWithinBudget)
 				}})
@@ -418,7 +476,8 @@ func (c comparison) holds(x, y int) bool {
 }
 
 func counterExpectation(field string, line int, m harness.Mode, name string, c comparison) Expectation {
-	return Expectation{Field: field, Line: line, Want: c.String(),
+	realSafe := c.counter != "" || c.op == ">=" || c.op == ">" || (c.op == "==" && c.n == 0)
+	return Expectation{Field: field, Line: line, Want: c.String(), realSafe: realSafe,
 		check: func(res *harness.Result, _ []history.Event) (bool, string) {
 			rep, ok := res.Modes[m]
 			if !ok {

@@ -218,3 +218,57 @@ expect:
 	fmt.Println(fx.Name, out.Passed(), len(fx.Expect), "expectations")
 	// Output: gap true 4 expectations
 }
+
+// A fixture may name a real-time backend, and then expects only what any
+// real run can promise; it runs through RunOptions.Runner.
+func TestFixtureBackend(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml, wantErr string
+	}{
+		{"invariants and at-least", "backend: etcd\nscenario: {builtin: gap}\nexpect: {naive: {stale_writes_landed: \">= 1\"}, fenced: {stale_writes_landed: 0, refused_overlaps: \"<= commits_refused\"}}\n", ""},
+		{"exact count", "backend: memory\nscenario: {builtin: gap}\nexpect: {fenced: {commits_refused: 1}}\n", "f.yaml:3: expect.fenced.commits_refused: backend memory runs in real time"},
+		{"at most", "backend: etcd\nscenario: {builtin: gap}\nexpect: {fenced: {commits_refused: \"<= 3\"}}\n", "not <= 3"},
+		{"timeline", "backend: etcd\nscenario: {builtin: gap}\nexpect: {fenced: {timeline: [{at: 1s, kind: acquired, agent: agent-1}]}}\n", "real time"},
+		{"unknown backend", "backend: zookeeper\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n", "backend: must be sim, memory, etcd"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fx, err := scenario.ParseFixture("f.yaml", []byte(tt.yaml))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fx.Backend != "etcd" {
+					t.Errorf("backend %q", fx.Backend)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+
+	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: memory\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := fx.Run(t.Context(), scenario.RunOptions{}); !errors.Is(out.Err, scenario.ErrNoRunner) {
+		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
+	}
+	var ran []string
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		ran = append(ran, backend)
+		return harness.Run(ctx, sc, opts)
+	}})
+	if !out.Passed() || len(ran) != 1 || ran[0] != "memory" {
+		t.Errorf("with a runner: passed %v, ran %v", out.Passed(), ran)
+	}
+
+	sim, _ := scenario.ParseFixture("g.yaml", []byte(gapFixture))
+	if err := sim.SetBackend("etcd"); !errors.Is(err, scenario.ErrNotRealSafe) || sim.Backend != scenario.BackendSim {
+		t.Errorf("SetBackend(etcd) on an exact fixture: %v, backend %q", err, sim.Backend)
+	}
+	if err := sim.SetBackend("sim"); err != nil {
+		t.Error(err)
+	}
+}

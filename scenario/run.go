@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -17,7 +18,15 @@ type RunOptions struct {
 	// Progress, if set, is called after each seed with the count done. It
 	// is called from the goroutines running the seeds.
 	Progress func(done, total int)
+	// Runner runs a fixture whose Backend is not the simulator: one seed's
+	// scenario, in opts' modes, with opts' subscribers. Such fixtures
+	// fail with ErrNoRunner without one; their seeds run one at a time.
+	Runner func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error)
 }
+
+// ErrNoRunner: a fixture names a real-time backend and RunOptions has no
+// Runner for it.
+var ErrNoRunner = errors.New("scenario: the fixture's backend needs a real-time runner")
 
 // Outcome is what running a fixture found.
 type Outcome struct {
@@ -73,8 +82,12 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 		kinds = append(kinds, e.Events...)
 	}
 	results := make([]*SeedOutcome, len(fx.Seeds))
-	err := harness.Parallel(ctx, len(fx.Seeds), opts.Jobs, func(i int) error {
-		so, err := fx.runSeed(ctx, fx.Seeds[i], kinds)
+	jobs := opts.Jobs
+	if fx.Backend != "" && fx.Backend != BackendSim {
+		jobs = 1 // real time: seeds one after another, each on its own backend
+	}
+	err := harness.Parallel(ctx, len(fx.Seeds), jobs, func(i int) error {
+		so, err := fx.runSeed(ctx, fx.Seeds[i], kinds, opts.Runner)
 		results[i] = so
 		return err
 	}, opts.Progress)
@@ -90,7 +103,8 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 
 // runSeed runs one seed and checks it; it records the events of the kinds
 // the timeline expectations read, and only those.
-func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind) (*SeedOutcome, error) {
+func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind,
+	runner func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
 	sc := fx.Scenario
 	sc.Seed = seed
 	var events []history.Event
@@ -102,7 +116,16 @@ func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kin
 			}
 		})}
 	}
-	res, err := harness.Run(ctx, sc, opts)
+	run := harness.Run
+	if fx.Backend != "" && fx.Backend != BackendSim {
+		if runner == nil {
+			return nil, fmt.Errorf("%s: backend %s: %w", fx.Name, fx.Backend, ErrNoRunner)
+		}
+		run = func(ctx context.Context, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+			return runner(ctx, fx.Backend, sc, opts)
+		}
+	}
+	res, err := run(ctx, sc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s seed %d: %w", fx.Name, seed, err)
 	}

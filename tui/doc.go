@@ -1,9 +1,10 @@
-// Package tui is a live terminal dashboard for a paced leasefence lab run
-// (a *harness.Live): it shows who holds each lease and how long each side
-// believes it has, every gate's floor, the log of refused writes, naive
-// against fenced on the same faults, and a timeline of every agent's
-// recent states, so a person watching sees two holders overlap and the
-// gate refuse the stale one.
+// Package tui is a live terminal dashboard for a leasefence lab run (a
+// Source: the simulator paced by a *harness.Live, or a real-time run): it
+// shows who holds each lease and how long each side believes it has,
+// every gate's floor, the log of refused writes, naive against fenced on
+// the same faults, and a timeline of every agent's recent states, so a
+// person watching sees two holders overlap and the gate refuse the stale
+// one.
 //
 // The dashboard never slows or changes the simulation. The Live paces
 // itself on its own goroutine (Run starts it); the dashboard takes a

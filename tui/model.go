@@ -28,7 +28,7 @@ const (
 // were formatted when their data or size changed, and depends on nothing
 // but the model: virtual time, speed and pause, never the wall clock.
 type Model struct {
-	live   *harness.Live
+	live   Source
 	tick   time.Duration
 	manual bool // no ticker: the tests send every frame themselves
 	info   runInfo
@@ -78,7 +78,7 @@ var _ tea.Model = Model{}
 // start the Live's pacing (Run does, or the caller) and needs no terminal:
 // it draws nothing until the first tea.WindowSizeMsg. An out-of-range
 // Options.Tick is clamped into [MinTick, MaxTick]; Validate reports it.
-func New(live *harness.Live, opts Options) Model {
+func New(live Source, opts Options) Model {
 	sc := live.Scenario()
 	st := defaultStyles()
 	m := Model{

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/leasefence/lab/harness"
 )
 
 // Run shows the dashboard for live in the terminal's alternate screen
@@ -20,7 +19,7 @@ import (
 // ctx's error if ctx ended the run, and otherwise any error of the
 // program; quitting is not an error, and neither is the simulation
 // reaching its end (the dashboard stays open on the final state).
-func Run(ctx context.Context, live *harness.Live, opts Options, teaOpts ...tea.ProgramOption) error {
+func Run(ctx context.Context, live Source, opts Options, teaOpts ...tea.ProgramOption) error {
 	if err := opts.Validate(); err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ type workMsg struct {
 // work applies ops to live in order, then snapshots every mode. With no ops
 // and virtual time still at last, it skips the snapshot: a paused or
 // finished run costs nothing per frame.
-func work(live *harness.Live, modes []harness.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
+func work(live Source, modes []harness.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
 	return func() tea.Msg {
 		var r workMsg
 		for _, o := range ops {
@@ -78,7 +78,7 @@ func work(live *harness.Live, modes []harness.Mode, ops []op, last time.Duration
 }
 
 // apply does the op and says what it did.
-func (o op) apply(live *harness.Live) (string, error) {
+func (o op) apply(live Source) (string, error) {
 	switch o.kind {
 	case opAdvance:
 		if !live.Paused() {

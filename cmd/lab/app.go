@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/tui"
 )
 
 // Exit codes. They are the command's contract with scripts and CI.
@@ -29,7 +30,7 @@ type app struct {
 	stdoutTTY, stderrTTY bool
 	// dashboard shows a paced run; it is the tui package in the real
 	// command.
-	dashboard func(ctx context.Context, live *harness.Live) error
+	dashboard func(ctx context.Context, live tui.Source) error
 	// afterRun, when set, sees every finished result before it is
 	// reported. Only tests set it: to simulate the fenced mode breaking an
 	// invariant, which a correct library never does.

@@ -70,11 +70,11 @@ func (a *app) check(_ context.Context, args []string) int {
 		}
 	}
 	if *asJSON {
-		if err := report.JSON(a.stdout, res, stop); err != nil {
+		if err := report.JSON(a.stdout, res, stop, report.Runner{Backend: h.Backend}); err != nil {
 			fmt.Fprintf(a.stderr, "lab check: %v\n", err)
 		}
 	} else {
-		report.Text(a.stdout, &h, res, stop)
+		report.Text(a.stdout, &h, res, stop, report.Runner{Backend: h.Backend})
 	}
 	switch {
 	case readErr != nil:

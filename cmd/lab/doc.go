@@ -73,6 +73,51 @@
 // (the argument and the knob flags) with its fault knobs drawn from --seed
 // by harness.SwarmScenario. It is how a failing swarm seed is reproduced.
 //
+// # Real backends
+//
+//	lab run|watch|fixtures ... [--backend sim|memory|etcd] [--resource memory|sqlite|etcd]
+//	        [--etcd-members N | --etcd-endpoints URL,...] [--time-scale K]
+//
+// --backend sim (the default) is the deterministic simulator. memory and
+// etcd run the same scenario in real time (package realtime): agents are
+// goroutines on real clocks, calling the in-memory coordinator
+// (leasefence.Local) or etcdlease's coordinator on etcd through a seeded
+// fault layer, and writing through a real gate; the history they emit is
+// judged by the same checker, and --events, --html, --trace and --json work
+// as for the simulator (the trace's spans are in wall time). On etcd the
+// default is one embedded member on a temporary directory; --etcd-members 3
+// an embedded three-member cluster; --etcd-endpoints an existing cluster,
+// with every key under a prefix fresh to the run and removed after (a
+// cluster that is not embedded cannot be restarted, so scenarios with
+// restarts are refused there). --resource picks where the gates live: the
+// in-memory FenceGate, sqlgate on a temporary SQLite file, or etcdlease's
+// gate (the default on etcd). In naive mode the agents still hold etcd
+// leases, check them, and write the resource with no fence.
+//
+// The run lasts the scenario's --duration of wall time, times the time
+// scale. etcd's TTLs are whole seconds of at least its minimum (asked of
+// the cluster), so on etcd every time of the scenario is stretched by the
+// smallest factor that makes the TTL such a whole number (1 for a 1s TTL,
+// 2 for 500ms), at most 10; --time-scale chooses it (on memory it defaults
+// to 1, and a factor below 1 runs a scenario faster than written). What
+// cannot be mapped is refused in one line, exit 2: a TTL needing more than
+// 10x, a chosen scale that misses whole seconds, a coordinator drift (etcd
+// keeps its own time), a restart that loses the coordinator's state with
+// the gates in the same etcd (the fresh cluster would take their floors
+// along), recorded interventions.
+//
+// The report says where the run happened and how long it took on the wall
+// clock, and what the fault layer did; the JSON has "backend" and "real".
+// Ctrl-C stops the agents where they are, prints the report of what ran,
+// stops etcd and removes every temporary directory. lab watch --backend
+// shows the real-time run in the dashboard: space pauses (agents start no
+// new work; what is in flight finishes and real time goes on), ] and [
+// change the drop rate of every agent's fault layer, r and R restart the
+// coordinator (etcd: its members, or a fresh cluster); stepping, speed,
+// stalls and the gate push are the simulator's. q or Ctrl-C ends the run
+// and prints its report; etcd is stopped and the temporary directories
+// removed. --speed and --save are the simulator's.
+//
 // # Knob flags
 //
 // watch, run and swarm take a flag for every knob of harness.Scenario.
@@ -119,7 +164,11 @@
 // expectation as "file:line: seed S: field: want W, got G"; a file that
 // does not load is "BROKEN name (file)" with its errors, and the others
 // still run. The last line is "N passed, N failed" (a broken file counts as
-// failed). --junit writes JUnit XML for CI. In CI:
+// failed). --junit writes JUnit XML for CI. A fixture that names a real
+// backend (`backend: etcd`) runs on it, its seeds one after another, each on
+// a fresh embedded cluster; --backend moves every fixture to one backend,
+// and skips (SKIP, with the reason) those whose expectations need the
+// simulator. In CI:
 //
 //	go run ./cmd/lab fixtures fixtures --junit out/junit.xml
 //
@@ -224,6 +273,9 @@
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
 //	  "events": 28,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
+//	  "backend": "sim",               // the runner: sim, memory or etcd (the history header's)
+//	  "real": { ... },                // real backends only: where, resource, wall_ms, time_scale,
+//	                                  //   faults {calls, requests_dropped, partitioned, duplicated, replies_dropped}
 //	  "interrupted": true,            // only when Ctrl-C cut the run short
 //	  "modes": {
 //	    "fenced": { ... },            // present when the mode ran

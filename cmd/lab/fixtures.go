@@ -37,6 +37,7 @@ type fixtureRun struct {
 	fixture *scenario.Fixture
 	outcome *scenario.Outcome
 	loadErr error
+	skipped error // why the fixture cannot run on the --backend asked for
 }
 
 func (r *fixtureRun) name() string {
@@ -54,6 +55,9 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	junit := fs.String("junit", "", "write a JUnit XML report to `PATH` (creating its directory)")
 	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
+	var bf backendFlags
+	bf.register(fs)
+	bf.backend = "" // unset: each fixture runs on the backend it names
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -65,6 +69,10 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 		pos = []string{"fixtures"}
 	}
 	files, err := fixtureFiles(pos)
+	if err != nil {
+		return a.badInput("fixtures", err)
+	}
+	runner, err := bf.fixtureRunner()
 	if err != nil {
 		return a.badInput("fixtures", err)
 	}
@@ -93,17 +101,26 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 			a.printBroken(r)
 			continue
 		}
+		if bf.backend != "" {
+			if err := r.fixture.SetBackend(bf.backend); err != nil {
+				r.skipped = err
+				fmt.Fprintf(a.stdout, "SKIP %s: not on --backend %s: %v\n", r.fixture.Name, bf.backend, err)
+				continue
+			}
+		}
 		prog := a.newProgress(r.fixture.Name)
-		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: *jobs, Progress: func(done, total int) {
+		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: *jobs, Runner: runner, Progress: func(done, total int) {
 			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
 		}})
 		prog.clear()
 		a.printFixture(r, *verbose)
 	}
 
-	passed, failed, broken := 0, 0, 0
+	passed, failed, broken, skipped := 0, 0, 0, 0
 	for _, r := range runs {
 		switch {
+		case r.skipped != nil:
+			skipped++
 		case r.loadErr != nil:
 			broken++
 			failed++
@@ -127,7 +144,11 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	if interrupted {
 		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %s ran.\n", len(runs), history.Plural(len(files), "fixture file", "fixture files"))
 	}
-	fmt.Fprintf(a.stdout, "%d passed, %d failed\n", passed, failed)
+	if skipped > 0 {
+		fmt.Fprintf(a.stdout, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	} else {
+		fmt.Fprintf(a.stdout, "%d passed, %d failed\n", passed, failed)
+	}
 	switch {
 	case broken > 0:
 		return exitUsage

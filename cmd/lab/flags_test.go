@@ -50,6 +50,11 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"html":                  {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
 		"events":                {"no-such-dir/h.jsonl", `--events: open no-such-dir/h.jsonl: no such file or directory`},
 		"swarm":                 {"2", `--swarm: must be true or false, got "2"`},
+		"backend":               {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},
+		"resource":              {"redis", `--resource: must be memory, sqlite, etcd, got "redis"`},
+		"etcd-members":          {"9", `--etcd-members: must be in [1, 7], got 9`},
+		"etcd-endpoints":        {"localhost:2379", `--etcd-endpoints: "localhost:2379" must be a URL such as http://127.0.0.1:2379`},
+		"time-scale":            {"fast", `--time-scale: must be a number, got "fast"`},
 	},
 	"watch": {
 		"speed": {"fast", `--speed: must be a number, got "fast"`},
@@ -67,9 +72,14 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"html": {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
 	},
 	"fixtures": {
-		"junit": {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
-		"v":     {"loud", `--v: must be true or false, got "loud"`},
-		"jobs":  {"some", `--jobs: must be an integer, got "some"`},
+		"backend":        {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},
+		"resource":       {"redis", `--resource: must be memory, sqlite, etcd, got "redis"`},
+		"etcd-members":   {"-1", `--etcd-members: must be in [1, 7], got -1`},
+		"etcd-endpoints": {"etcd", `--etcd-endpoints: "etcd" must be a URL such as http://127.0.0.1:2379`},
+		"time-scale":     {"11", `--time-scale: must be in (0, 10], got 11`},
+		"junit":          {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
+		"v":              {"loud", `--v: must be true or false, got "loud"`},
+		"jobs":           {"some", `--jobs: must be an integer, got "some"`},
 	},
 }
 

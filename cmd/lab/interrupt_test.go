@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // cancelAfter is a context that reports itself cancelled from its n-th
@@ -82,5 +83,41 @@ func TestInterruptedFixtures(t *testing.T) {
 	code := a.main(newCancelAfter(0), []string{"fixtures", "../../fixtures"})
 	if code != exitInterrupted || !strings.Contains(stdout.String(), "0 passed, 0 failed") {
 		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// TestInterruptedEtcdRunLeavesNothing stops a run on an embedded etcd with
+// Ctrl-C: it reports what ran, exits 130, and leaves no temporary
+// directory behind (the members are in this process: they stopped with
+// the setup).
+func TestInterruptedEtcdRunLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, stdout, stderr := testApp()
+	done := make(chan int)
+	go func() {
+		done <- a.main(ctx, []string{"run", "overlap", "--backend", "etcd", "--resource", "sqlite", "--duration", "1m"})
+	}()
+	// Cancel once the run has begun: its etcd directory exists.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if entries, _ := os.ReadDir(tmp); len(entries) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	time.Sleep(time.Second)
+	cancel()
+	if code := <-done; code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\nstderr: %s", code, exitInterrupted, stderr)
+	}
+	if !strings.Contains(stdout.String(), "INTERRUPTED at ") || !strings.Contains(stdout.String(), "backend etcd (embedded, 1 member") {
+		t.Errorf("the report of what ran is missing:\n%s", stdout)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+		t.Errorf("left behind in TMPDIR: %v", entries)
 	}
 }

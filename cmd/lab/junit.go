@@ -40,6 +40,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitProblem `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
 
@@ -57,6 +58,8 @@ func writeJUnit(w io.Writer, runs []*fixtureRun, elapsed time.Duration) error {
 	for _, r := range runs {
 		c := junitCase{Name: r.name(), Classname: "fixtures", File: r.file, Time: seconds(0)}
 		switch {
+		case r.skipped != nil:
+			c.Skipped = &junitProblem{Message: "not on the backend asked for", Type: "skipped", Text: r.skipped.Error()}
 		case r.loadErr != nil:
 			c.Error = &junitProblem{Message: "the fixture file does not load", Type: "broken", Text: r.loadErr.Error()}
 			suite.Errors++

@@ -192,7 +192,7 @@ func TestSwarmReproduces(t *testing.T) {
 		if err != nil || len(pos) != 1 || !*swarm {
 			t.Fatalf("%q: %v", line, err)
 		}
-		cfg, err := prepareRun(pos[0], &rsf, "both", "none", "", "", *swarm)
+		cfg, err := prepareRun(pos[0], &rsf, &backendFlags{backend: backendSim}, "both", "none", "", "", *swarm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestJSONSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := report.JSON(&b, res, report.Stop{}); err != nil {
+	if err := report.JSON(&b, res, report.Stop{}, report.Runner{Backend: backendSim}); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]any

@@ -42,6 +42,7 @@ type runConfig struct {
 	html    *os.File // created before the run, so a bad path fails first
 	events  *os.File // likewise: the history file, if asked for
 	command []string // the command line that reproduces the run
+	real    *realRun // the real-time runner's side, or nil for the simulator
 }
 
 // runCmd is `lab run`.
@@ -55,6 +56,8 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
 	eventsPath := fs.String("events", "", "also write the run's history, one JSON event a line, to `PATH` (lab check reads it)")
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
+	var bf backendFlags
+	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -66,7 +69,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	cfg, err := prepareRun(arg, &sf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
+	cfg, err := prepareRun(arg, &sf, &bf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
 	if err != nil {
 		return a.badInput("run", err)
 	}
@@ -76,7 +79,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 }
 
 // prepareRun checks everything a run needs before anything runs.
-func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
+func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
 	sc, source, err := loadScenario(arg)
 	if err != nil {
 		return nil, err
@@ -98,7 +101,14 @@ func prepareRun(arg string, sf *scenarioFlags, mode, trace, htmlPath, eventsPath
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}
+	rc, err := bf.config(sc)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &runConfig{sc: sc, modes: modes, trace: tc}
+	if rc != nil {
+		cfg.real = &realRun{config: *rc}
+	}
 	if htmlPath != "" {
 		f, err := os.Create(htmlPath)
 		if err != nil {
@@ -130,7 +140,37 @@ func (cfg *runConfig) removeOutputs() {
 
 // execute runs cfg, reports, and returns the exit code.
 func (a *app) execute(ctx context.Context, cfg *runConfig) int {
-	sink, err := startTracing(ctx, cfg.trace, cfg.sc)
+	sc, header := cfg.sc, cfg.sc.Header(cfg.modes)
+	run := func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+		return harness.Run(ctx, sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	}
+	info := report.Runner{Backend: backendSim}
+	if rr := cfg.real; rr != nil {
+		// The runner is made before the outputs that need its header; the
+		// subscribers join it before it runs.
+		fan := &fanout{}
+		if err := rr.open(ctx, cfg.sc, cfg.modes, []harness.Subscriber{fan}); err != nil {
+			cfg.removeOutputs()
+			return a.badInput("run", err)
+		}
+		defer func() {
+			if err := rr.setup.Close(); err != nil {
+				fmt.Fprintf(a.stderr, "lab run: --backend %s: %v\n", rr.config.Backend, err)
+			}
+		}()
+		sc, header = rr.setup.Scenario, rr.header()
+		info.Backend = header.Backend
+		run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+			fan.subs = subs
+			res, err := rr.runner.Run(ctx)
+			if res == nil {
+				return nil, err
+			}
+			info.Real = rr.figures(res)
+			return res.Result, err
+		}
+	}
+	sink, err := startTracing(ctx, cfg.trace, sc)
 	if err != nil {
 		cfg.removeOutputs() // nothing ran
 		return a.badInput("run", fmt.Errorf("--trace: %w", err))
@@ -146,7 +186,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	if cfg.events != nil {
 		defer cfg.events.Close()
 		// Only a run that asks for its history pays for writing it.
-		events, err = history.NewEncoder(cfg.events, cfg.sc.Header(cfg.modes))
+		events, err = history.NewEncoder(cfg.events, header)
 		if err != nil {
 			cfg.removeOutputs()
 			return a.badInput("run", fmt.Errorf("--events: %w", err))
@@ -155,14 +195,14 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 	var timeline *report.Timeline
 	if cfg.html != nil {
-		timeline = report.NewTimeline(cfg.sc.Header(cfg.modes))
+		timeline = report.NewTimeline(header)
 		subs = append(subs, timeline)
 	}
 	prog := a.newProgress("run " + cfg.sc.Name)
-	watcher := newRunWatcher(cfg.sc, cfg.modes, prog)
+	watcher := newRunWatcher(sc, cfg.modes, prog)
 	subs = append(subs, watcher)
 
-	res, runErr := harness.Run(ctx, cfg.sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	res, runErr := run(ctx, subs)
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
 	if runErr != nil && !interrupted {
@@ -198,12 +238,11 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		}
 	}
 	if cfg.json {
-		if err := report.JSON(a.stdout, res, stop); err != nil {
+		if err := report.JSON(a.stdout, res, stop, info); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		hd := cfg.sc.Header(cfg.modes)
-		report.Text(a.stdout, &hd, res, stop)
+		report.Text(a.stdout, &header, res, stop, info)
 	}
 	switch {
 	case res.Failed():
@@ -271,4 +310,15 @@ func bugSummary(res *harness.Result) string {
 		return "the fenced mode broke a safety invariant it promises"
 	}
 	return "the library returned an error it never should"
+}
+
+// fanout hands each event to the subscribers a run was given after its
+// runner was made.
+type fanout struct{ subs []harness.Subscriber }
+
+// Event implements harness.Subscriber.
+func (f *fanout) Event(e history.Event) {
+	for _, s := range f.subs {
+		s.Event(e)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/tui"
@@ -23,6 +24,11 @@ knob can be set by a flag, as for lab run. In the dashboard: space pauses, n
 steps one event, +/- change the speed, ? lists every key (stall an agent, drop
 messages, restart the coordinator, toggle the gate push), q quits.
 
+With --backend memory or etcd the agents run in real time against a real
+coordinator (as lab run --backend): space holds them from starting new work,
+the drop rate and restarts work, steps and speed do not. q or Ctrl-C ends the
+run, prints its report and removes everything the run started.
+
 When standard output is not a terminal (a pipe, CI), there is no dashboard: the
 same scenario runs headless and the plain report of lab run is printed, with
 lab run's exit status.`
@@ -35,6 +41,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	speed := fs.Float64("speed", 1, "virtual seconds per wall second, in [0.01, 10000]")
 	mode := fs.String("mode", "both", "which modes to show: fenced, naive or both")
 	save := fs.String("save", "", "when the dashboard closes, write the scenario with your interventions to `PATH` (replay it with lab run PATH)")
+	var bf backendFlags
+	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -56,9 +64,17 @@ func (a *app) watch(ctx context.Context, args []string) int {
 			return a.badInput("watch", fmt.Errorf("--save: %s is not a directory", dir))
 		}
 	}
-	cfg, err := prepareRun(arg, &sf, *mode, "none", "", "", false)
+	cfg, err := prepareRun(arg, &sf, &bf, *mode, "none", "", "", false)
 	if err != nil {
 		return a.badInput("watch", err)
+	}
+	if cfg.real != nil {
+		switch {
+		case *speed != 1:
+			return a.badInput("watch", fmt.Errorf("--speed: --backend %s runs in real time, at 1x", bf.backend))
+		case *save != "":
+			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", bf.backend))
+		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
 	// knobs and modes (watch's own flags mean nothing to run).
@@ -67,6 +83,9 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		cfg.command = append(cfg.command, arg)
 	}
 	cfg.command = append(cfg.command, sf.args()...)
+	if cfg.real != nil {
+		cfg.command = append(cfg.command, "--backend="+bf.backend)
+	}
 	if *mode != "both" {
 		cfg.command = append(cfg.command, "--mode="+*mode)
 	}
@@ -76,6 +95,9 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		code := a.execute(ctx, cfg)
 		a.saveScenario(*save, cfg.sc)
 		return code
+	}
+	if cfg.real != nil {
+		return a.watchReal(ctx, cfg)
 	}
 	live, err := harness.NewLive(cfg.sc, cfg.modes, *speed)
 	if err != nil {
@@ -91,9 +113,48 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	res := live.Result()
 	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
 	hd := cfg.sc.Header(cfg.modes)
-	report.Text(a.stdout, &hd, res, stop)
+	report.Text(a.stdout, &hd, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// watchReal shows a real-time run in the dashboard: pause holds agents
+// from starting new work; q or Ctrl-C ends the run, after which the
+// report of what ran is printed, and etcd and every temporary directory
+// are gone.
+func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
+	rr := cfg.real
+	s, err := realtime.Open(ctx, rr.config, cfg.sc)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	rr.setup = s
+	defer func() {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab watch: --backend %s: %v\n", rr.config.Backend, err)
+		}
+	}()
+	live, err := s.NewLive(cfg.modes)
+	if err != nil {
+		return a.badInput("watch", err)
+	}
+	err = a.dashboard(ctx, live)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "lab watch: %v\n", err)
+		return exitFailed
+	}
+	res := live.Result()
+	if res == nil {
+		return exitInterrupted // the dashboard never started the run
+	}
+	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed"}
+	hd := s.Scenario.Header(cfg.modes) // the scenario as it ran, its times scaled
+	report.Text(a.stdout, &hd, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
+	if res.Failed() {
+		a.reportBug(res.Result, commandLine(cfg.command...))
 		return exitFailed
 	}
 	return exitOK
@@ -119,6 +180,6 @@ func (a *app) saveScenario(path string, sc harness.Scenario) {
 
 // runDashboard is the real dashboard: the tui package on the process's
 // terminal.
-func runDashboard(ctx context.Context, live *harness.Live) error {
+func runDashboard(ctx context.Context, live tui.Source) error {
 	return tui.Run(ctx, live, tui.Options{})
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/report"
+)
+
+// backendSim is the deterministic simulator, the default backend.
+const backendSim = report.BackendSim
+
+// backendFlags choose where a run's leases and writes live: the simulator,
+// or the real-time runner on the in-memory coordinator or on etcd.
+type backendFlags struct {
+	backend, resource string
+	etcdMembers       int
+	etcdEndpoints     string
+	timeScale         float64
+}
+
+const backendUsage = `where the leases live: sim (the deterministic simulator), memory (agents in real
+time on the in-memory coordinator) or etcd (in real time on etcd)`
+
+func (bf *backendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&bf.backend, "backend", backendSim, backendUsage)
+	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file) or etcd (default: the backend's own)")
+	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1)")
+	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
+	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
+}
+
+// real reports whether the flags choose the real-time runner.
+func (bf *backendFlags) real() bool { return bf.backend != backendSim && bf.backend != "" }
+
+// validate checks each flag's own value, before any combination: the
+// first problem, one line naming the flag.
+func (bf *backendFlags) validate() error {
+	backends := []string{backendSim, realtime.BackendMemory, realtime.BackendEtcd}
+	if bf.backend != "" && !slices.Contains(backends, bf.backend) {
+		return fmt.Errorf("--backend: must be %s, got %q", strings.Join(backends, ", "), bf.backend)
+	}
+	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd}
+	if bf.resource != "" && !slices.Contains(stores, bf.resource) {
+		return fmt.Errorf("--resource: must be %s, got %q", strings.Join(stores, ", "), bf.resource)
+	}
+	if bf.etcdMembers < 0 || bf.etcdMembers > realtime.MaxEtcdMembers {
+		return fmt.Errorf("--etcd-members: must be in [1, %d], got %d", realtime.MaxEtcdMembers, bf.etcdMembers)
+	}
+	if bf.etcdEndpoints != "" {
+		for _, ep := range strings.Split(bf.etcdEndpoints, ",") {
+			if err := realtime.CheckEndpoint(ep); err != nil {
+				return fmt.Errorf("--etcd-endpoints: %w", err)
+			}
+		}
+	}
+	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
+		return fmt.Errorf("--time-scale: must be in (0, %d], got %v", realtime.MaxTimeScale, bf.timeScale)
+	}
+	return nil
+}
+
+// config checks the flags against sc and returns the real-time runner's
+// configuration; for the simulator, nil. Every problem is one line naming
+// the flag.
+func (bf *backendFlags) config(sc harness.Scenario) (*realtime.Config, error) {
+	if err := bf.validate(); err != nil {
+		return nil, err
+	}
+	if !bf.real() {
+		switch {
+		case bf.resource != "":
+			return nil, errors.New("--resource: the simulator keeps its resources in memory; --resource needs --backend memory or etcd")
+		case bf.etcdMembers != 0:
+			return nil, errors.New("--etcd-members: needs --backend etcd")
+		case bf.etcdEndpoints != "":
+			return nil, errors.New("--etcd-endpoints: needs --backend etcd")
+		case bf.timeScale != 0:
+			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
+		}
+		return nil, nil
+	}
+	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, TimeScale: bf.timeScale}
+	if bf.etcdEndpoints != "" {
+		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
+	}
+	if err := c.Check(sc); err != nil {
+		var ce *realtime.ConfigError
+		if !errors.As(err, &ce) {
+			return nil, err
+		}
+		if ce.Setting == "scenario" {
+			return nil, fmt.Errorf("%s cannot run on --backend %s: %s", sc.Name, bf.backend, ce.Problem)
+		}
+		return nil, fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
+	}
+	return c, nil
+}
+
+// realRun is the real-time side of a run: its setup, opened when the run
+// starts, and what it reports beyond the checker's verdict.
+type realRun struct {
+	config realtime.Config
+	setup  *realtime.Setup
+	runner *realtime.Runner
+}
+
+// open starts the backend and prepares the runner, so that its header is
+// known before the first event.
+func (rr *realRun) open(ctx context.Context, sc harness.Scenario, modes []harness.Mode, subs []harness.Subscriber) error {
+	s, err := realtime.Open(ctx, rr.config, sc)
+	if err != nil {
+		return err
+	}
+	rr.setup = s
+	r, err := s.NewRunner(harness.RunOptions{Modes: modes, Subscribers: subs})
+	if err != nil {
+		s.Close()
+		return err
+	}
+	rr.runner = r
+	return nil
+}
+
+// header is the history header of the run.
+func (rr *realRun) header() history.Header { return rr.runner.Header() }
+
+// figures are what the run reports of itself beside the checker's
+// verdict.
+func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
+	f := res.Faults
+	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
+		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
+			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}}
+}
+
+// fixtureRunner is how lab fixtures runs a fixture on a real backend: the
+// flags' configuration with the fixture's backend, a fresh setup per seed.
+// The flags must make sense for every backend a fixture may name.
+func (bf *backendFlags) fixtureRunner() (func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error), error) {
+	if err := bf.validate(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		flags := *bf
+		flags.backend = backend
+		c, err := flags.config(sc)
+		if err != nil {
+			return nil, err
+		}
+		res, err := realtime.RunScenario(ctx, *c, sc, opts)
+		if res == nil {
+			return nil, err
+		}
+		return res.Result, err
+	}, nil
+}

@@ -1,0 +1,110 @@
+// Package etcdlease puts the leasefence coordinator and a fence gate on
+// etcd, the replicated store people already run: leases and fences survive
+// restarts of any process and of the whole cluster, any number of
+// coordinator processes can share them, and the network between holders and
+// the coordinator is etcd's.
+//
+// It is built on its own transactions, not on etcd's concurrency.Mutex,
+// whose Unlock deletes by key name (a retried Unlock can delete a newer
+// holder's key) and whose session dates the lease from the reply. Holders
+// still use leasefence.Client, which anchors every deadline at the instant
+// the request was sent, and leasefence.Hold for a session that renews in the
+// background and says when the lease is lost.
+//
+// # Coordinator
+//
+// Coordinator implements leasefence.Service with the in-memory
+// coordinator's semantics:
+//
+//   - The fence is the etcd revision that created the holder's key,
+//     <prefix>holders/<resource>. Revisions strictly increase across all
+//     keys and across restarts of the whole cluster, so fences strictly
+//     increase across resources and restarts; no StartFence is needed. They
+//     are not consecutive: every write to the cluster takes a revision.
+//   - Each grant is one etcd lease, and the holder key is attached to it:
+//     when the lease expires, etcd deletes the key, and the resource is
+//     free. An acquire is a lease grant and one transaction that creates
+//     the key only if the resource is free and the request id unused, or
+//     else reads why not in the same revision: two Raft writes for a grant;
+//     a refusal adds the revocation of the lease it did not use.
+//   - Renew is one keep-alive of that grant's etcd lease, after checking
+//     that the holder key's create revision is the token's fence. One etcd
+//     lease belongs to one grant, so a stale token can never extend a newer
+//     holder's lease. An expired etcd lease cannot be kept alive: it is
+//     never resurrected.
+//   - Release deletes the holder key in a transaction that compares its
+//     create revision with the token's fence (never the key name alone), and
+//     records the release. The grant's etcd lease, with nothing attached,
+//     is left to expire by itself: one Raft write.
+//   - A retried request id is answered with the grant already made while
+//     that lease is live, "stale-request" once it is not, and
+//     "request-conflict" for another holder or resource. The record of the
+//     id is an etcd key (<prefix>requests/<id>) created in the granting
+//     transaction, so a retry sent to another coordinator process, or after
+//     this one restarted, gets the same answer. Records live between one and
+//     two Options.ReplayWindow.
+//   - The latest grant on each resource is kept in <prefix>last/<resource>
+//     (a key without a lease, one per resource), which is how renew and
+//     release tell "released", "expired", "superseded" and "unknown" apart
+//     after the holder key is gone.
+//
+// Where etcd cannot tell two reasons apart, this is what is answered:
+//
+//   - A lease past its expiry whose revocation etcd has not yet applied
+//     (the leader checks about every half second) still has its holder key.
+//     Acquire answers "held" (RetryAfter one second) and a release of it
+//     succeeds, where the in-memory coordinator would answer "expired"; a
+//     renewal of it is "expired", since etcd refuses the keep-alive. A retry
+//     of the request that granted it is answered with the grant (the
+//     holder's deadline, dated from the first send, has passed by then)
+//     rather than "stale-request".
+//   - RetryAfter comes from etcd's remaining TTL, which is whole seconds,
+//     truncated: it is rounded up, so always > 0 while held, and at most the
+//     granted TTL.
+//   - A token whose fence was never issued for its resource, below the
+//     resource's latest fence, is "superseded" (as in memory).
+//
+// # Gate
+//
+// Gate is a fence gate whose floor and refusal log are etcd keys under
+// <prefix>gates/<resource>/. Commit applies the caller's etcd operations in
+// the same transaction that checks the floor and raises it, so the write
+// lands if and only if the fence is not below the floor, in every process
+// that writes through a Gate on that resource. A refusal is a
+// *leasefence.StaleFenceError, appended to the durable log with both
+// holders, both fences and a sequence number. Operations that touch any key
+// under the prefix are refused before anything is sent (ErrReservedKey).
+//
+// # Known limits
+//
+//   - etcd restarts every lease at its full TTL when a new leader is
+//     elected. That is safe (leases only get longer, and the holder's own
+//     send-anchored deadline does not move), but it makes RetryAfter a hint,
+//     and a resource stays held up to one TTL longer than its holder
+//     believes.
+//   - Restoring a snapshot without --bump-revision rewinds revisions, and so
+//     fences: fences issued after the snapshot are issued again, and gates
+//     refuse the new holders' writes (or, for a gate restored from the same
+//     snapshot, admit a stale holder). Always restore with --bump-revision
+//     (and --mark-compacted).
+//   - TTLs are whole seconds, and etcd raises any TTL below its minimum
+//     (1.5 election timeouts) to that minimum; Grant.TTL says what was
+//     granted.
+//   - Clock skew between holders and etcd is still an assumption
+//     (leasefence.ClientOptions.ClockSkew), and fencing still needs the
+//     resource to check: the Gate does that for data kept in the same etcd.
+//   - A Commit cannot return what its operations read; write only.
+package etcdlease
+
+import "errors"
+
+// Errors of this package. Refusals and malformed calls use the leasefence
+// sentinels (ErrStaleFence, ErrTokenConflict, ErrWrongResource,
+// ErrInvalidRequest).
+var (
+	// ErrReservedKey: a Commit operation that reads or writes a key under the
+	// leasefence prefix, which only the coordinator and the gates write.
+	ErrReservedKey = errors.New("etcdlease: operation touches a leasefence key")
+	// ErrCorruptKey: a leasefence key whose value cannot be read.
+	ErrCorruptKey = errors.New("etcdlease: unreadable leasefence key")
+)

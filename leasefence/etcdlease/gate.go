@@ -1,0 +1,293 @@
+package etcdlease
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// GateOptions configures a Gate.
+type GateOptions struct {
+	Prefix string // key prefix; default DefaultPrefix
+}
+
+// Gate is a fence gate whose floor and refusal log are etcd keys, for a
+// resource whose data lives in the same etcd. Any number of Gate values, in
+// any number of processes, on one cluster, prefix and resource are one gate:
+// they serialise through etcd transactions, never through process memory.
+// A Gate is safe for concurrent use.
+type Gate struct {
+	cli       *clientv3.Client
+	resource  string
+	reserved  string // the prefix: keys no Commit operation may touch
+	floorKey  string
+	seqKey    string
+	logPrefix string
+}
+
+// NewGate returns the gate of resource on cli, or an error wrapping
+// leasefence.ErrInvalidRequest for a nil client or an empty resource.
+// Nothing is written until the first Commit, Admit or refusal.
+func NewGate(cli *clientv3.Client, resource string, opts GateOptions) (*Gate, error) {
+	if cli == nil || resource == "" {
+		return nil, fmt.Errorf("%w: etcdlease.NewGate needs a client and a resource", leasefence.ErrInvalidRequest)
+	}
+	prefix := prefixOr(opts.Prefix)
+	base := prefix + "gates/" + resource + "/"
+	return &Gate{
+		cli:       cli,
+		resource:  resource,
+		reserved:  prefix,
+		floorKey:  base + "floor",
+		seqKey:    base + "seq",
+		logPrefix: base + "log/",
+	}, nil
+}
+
+type floorValue struct {
+	Holder string `json:"holder"`
+	Fence  uint64 `json:"fence"`
+}
+
+// TokenConflictError is the refusal of a token that presents the floor's
+// fence under another holder: fences are unique per acquisition, so it is
+// forged or corrupted. It answers errors.Is for leasefence.ErrTokenConflict.
+// A Commit refused so is logged like a stale fence.
+type TokenConflictError struct {
+	leasefence.Rejection
+}
+
+func (e *TokenConflictError) Error() string {
+	return fmt.Sprintf("etcdlease: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
+		e.Resource, e.Holder, e.Fence, e.FloorHolder)
+}
+
+// Is reports whether target is leasefence.ErrTokenConflict.
+func (e *TokenConflictError) Is(target error) bool { return target == leasefence.ErrTokenConflict }
+
+// Commit applies ops in one etcd transaction with the check of t against the
+// floor and, when t's fence is higher, the raise of the floor: the
+// operations land if and only if t is admitted. A refused token (fence below
+// the floor) is a *leasefence.StaleFenceError, appended to the durable log;
+// the floor's fence under another holder is a *TokenConflictError, logged
+// too. A token for another resource is leasefence.ErrWrongResource and not
+// logged. An operation touching a key under the prefix is ErrReservedKey,
+// refused before anything is sent. An operation etcd rejects fails the
+// whole transaction: neither it nor the floor's raise is applied.
+//
+// When other writers move the floor between Commit's read and its
+// transaction, Commit judges again, for as long as ctx allows. As for any
+// etcd write, an error without an answer (ctx, network) leaves the outcome
+// unknown: the operations may have landed.
+func (g *Gate) Commit(ctx context.Context, t leasefence.Token, ops ...clientv3.Op) error {
+	if err := g.check(ctx, t); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := g.checkOp(op); err != nil {
+			return err
+		}
+	}
+	return g.pass(ctx, t, ops, true)
+}
+
+// Admit raises the floor to t without writing anything: the coordinator's
+// push of a new fence at reassignment. A token below the floor (or the
+// floor's fence under another holder) changes nothing, is not logged, and is
+// refused with Seq 0.
+func (g *Gate) Admit(ctx context.Context, t leasefence.Token) error {
+	if err := g.check(ctx, t); err != nil {
+		return err
+	}
+	return g.pass(ctx, t, nil, false)
+}
+
+func (g *Gate) check(ctx context.Context, t leasefence.Token) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: gate call with a nil context", leasefence.ErrInvalidRequest)
+	case t.Resource != g.resource:
+		return fmt.Errorf("%w: token %v at the gate of %q", leasefence.ErrWrongResource, t, g.resource)
+	case t.Holder == "" || t.Fence == 0:
+		return fmt.Errorf("%w: token %v lacks a holder or a fence", leasefence.ErrInvalidRequest, t)
+	}
+	return ctx.Err()
+}
+
+// pass admits t (with ops) or refuses it, logging the refusal if log.
+func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, log bool) error {
+	// Each failed comparison means another call moved the floor, so the
+	// gate as a whole always progresses; ctx bounds one caller's wait.
+	for {
+		floor, fkv, err := g.readFloor(ctx)
+		if err != nil {
+			return err
+		}
+		if t.Fence < floor.Fence || (t.Fence == floor.Fence && t.Holder != floor.Holder) {
+			rej := leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence, FloorHolder: floor.Holder, FloorFence: floor.Fence}
+			if log {
+				return g.refuse(ctx, rej)
+			}
+			return refusal(rej)
+		}
+		cmp := clientv3.Compare(clientv3.CreateRevision(g.floorKey), "=", 0)
+		if fkv != nil {
+			cmp = clientv3.Compare(clientv3.ModRevision(g.floorKey), "=", fkv.ModRevision)
+		}
+		then := ops
+		if t.Fence > floor.Fence {
+			then = append([]clientv3.Op{clientv3.OpPut(g.floorKey, mustJSON(floorValue{Holder: t.Holder, Fence: uint64(t.Fence)}))}, ops...)
+		}
+		resp, err := g.cli.Txn(ctx).If(cmp).Then(then...).Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		// The floor moved between the read and the transaction: judge again.
+	}
+}
+
+func refusal(r leasefence.Rejection) error {
+	if r.Fence == r.FloorFence {
+		return &TokenConflictError{r}
+	}
+	return &leasefence.StaleFenceError{Rejection: r}
+}
+
+// refuse appends r to the log under the next sequence number and returns
+// the refusal. If the log cannot be written, the refusal (with Seq 0) is
+// returned wrapped with why.
+func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
+	// As in pass: a failed comparison means another refusal was logged.
+	for {
+		resp, err := g.cli.Get(ctx, g.seqKey)
+		if err != nil {
+			return fmt.Errorf("%w (not logged: %v)", refusal(r), err)
+		}
+		var seq uint64
+		cmp := clientv3.Compare(clientv3.CreateRevision(g.seqKey), "=", 0)
+		if len(resp.Kvs) > 0 {
+			kv := resp.Kvs[0]
+			if seq, err = strconv.ParseUint(string(kv.Value), 10, 64); err != nil {
+				return fmt.Errorf("%w (not logged: %w: %s)", refusal(r), ErrCorruptKey, kv.Key)
+			}
+			cmp = clientv3.Compare(clientv3.ModRevision(g.seqKey), "=", kv.ModRevision)
+		}
+		r.Seq = seq + 1
+		txn, err := g.cli.Txn(ctx).If(cmp).Then(
+			clientv3.OpPut(g.seqKey, strconv.FormatUint(r.Seq, 10)),
+			clientv3.OpPut(g.logKey(r.Seq), mustJSON(r)),
+		).Commit()
+		if err != nil {
+			r.Seq = 0
+			return fmt.Errorf("%w (not logged: %v)", refusal(r), err)
+		}
+		if txn.Succeeded {
+			return refusal(r)
+		}
+	}
+}
+
+// logKey orders the log by sequence number: zero-padded to the width of
+// the largest uint64.
+func (g *Gate) logKey(seq uint64) string { return fmt.Sprintf("%s%020d", g.logPrefix, seq) }
+
+func (g *Gate) readFloor(ctx context.Context) (leasefence.Token, *mvccpb.KeyValue, error) {
+	resp, err := g.cli.Get(ctx, g.floorKey)
+	if err != nil {
+		return leasefence.Token{}, nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return leasefence.Token{}, nil, nil
+	}
+	kv := resp.Kvs[0]
+	fv, err := decode[floorValue](kv)
+	if err != nil {
+		return leasefence.Token{}, nil, err
+	}
+	return leasefence.Token{Resource: g.resource, Holder: fv.Holder, Fence: leasefence.Fence(fv.Fence)}, kv, nil
+}
+
+// Floor returns the highest token admitted, or the zero Token if none.
+func (g *Gate) Floor(ctx context.Context) (leasefence.Token, error) {
+	if ctx == nil {
+		return leasefence.Token{}, fmt.Errorf("%w: Floor with a nil context", leasefence.ErrInvalidRequest)
+	}
+	t, _, err := g.readFloor(ctx)
+	return t, err
+}
+
+// Rejections returns the refusal log, oldest first.
+func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: Rejections with a nil context", leasefence.ErrInvalidRequest)
+	}
+	resp, err := g.cli.Get(ctx, g.logPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leasefence.Rejection, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		r, err := decode[leasefence.Rejection](kv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// checkOp refuses an operation that reads or writes any key under the
+// prefix, looking inside nested transactions.
+func (g *Gate) checkOp(op clientv3.Op) error {
+	if op.IsTxn() {
+		cmps, thenOps, elseOps := op.Txn()
+		for _, c := range cmps {
+			pc := c.GetCompare()
+			if g.touches(pc.GetKey(), pc.GetRangeEnd()) {
+				return fmt.Errorf("%w: a comparison on %q", ErrReservedKey, pc.GetKey())
+			}
+		}
+		for _, o := range append(thenOps, elseOps...) {
+			if err := g.checkOp(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if g.touches(op.KeyBytes(), op.RangeBytes()) {
+		return fmt.Errorf("%w: %q (range end %q) reaches under %q", ErrReservedKey, op.KeyBytes(), op.RangeBytes(), g.reserved)
+	}
+	return nil
+}
+
+// touches reports whether the key, or the range [key, end), meets the
+// reserved prefix. An end of "\x00" means every key from key on.
+func (g *Gate) touches(key, end []byte) bool {
+	prefix := []byte(g.reserved)
+	if len(end) == 0 {
+		return bytes.HasPrefix(key, prefix)
+	}
+	prefixEnd := []byte(clientv3.GetPrefixRangeEnd(g.reserved))
+	startsBeforePrefixEnds := len(prefixEnd) == 1 && prefixEnd[0] == 0 || bytes.Compare(key, prefixEnd) < 0
+	endsAfterPrefixStarts := len(end) == 1 && end[0] == 0 || bytes.Compare(end, prefix) > 0
+	return startsBeforePrefixEnds && endsAfterPrefixStarts
+}
+
+// fenceInt64 is the revision a fence stands for; fences beyond int64 were
+// never issued by etcd.
+func fenceInt64(f leasefence.Fence) (int64, bool) {
+	if f > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(f), true
+}

@@ -1,0 +1,84 @@
+// Package realtime runs a harness.Scenario in real time against real
+// systems, and judges it by the same checker as the simulator.
+//
+// Agents are goroutines on real clocks. Each calls a leasefence.Service (a
+// Backend: the in-memory coordinator behind leasefence.Local, or
+// etcdlease's Coordinator on an embedded or existing etcd) through a fault
+// layer, and writes to resources behind a real gate (a Store: in-memory
+// leasefence.FenceGate, sqlgate on a SQLite file, or etcdlease's Gate).
+// Everything they do, and everything the coordinator is seen to do, is an
+// event of one history (package history), which history's checker judges
+// from nothing else: the same events, the same file (lab run --events),
+// the same report as a simulated run.
+//
+// # Faults, mapped onto the real world
+//
+//   - A stall between the check and the write is a real sleep, in which
+//     the agent does nothing at all, renewals included.
+//   - Request and reply drops, delays and duplicates are the Faults layer
+//     around the Service calls. A dropped reply means the call happened and
+//     its answer was thrown away, so the retry of the same request tests the
+//     service's idempotency for real; a duplicate is delivered again after
+//     the original. Every fate is counted (FaultStats).
+//   - Clock drift and offset: each agent's leasefence.NewClock reads the
+//     monotonic clock since the run began, at the agent's rate, from its
+//     offset. On the in-memory backend the coordinator's drift is played
+//     too; etcd keeps its own time, so a coordinator drift is refused there.
+//   - A partition cuts one agent's calls (both ways) for a window.
+//   - A coordinator restart replaces the in-memory coordinators, resuming
+//     after the last fence (persist) or from zero; on an embedded etcd it
+//     stops every member and starts it again on its data directory
+//     (persist), or starts a fresh cluster on a new directory (a restore
+//     without --bump-revision: revisions, and so fences, start over).
+//
+// The choices (which call is dropped, how long a stall lasts, which
+// resource an agent picks) come from seeded generators drawn as the
+// simulator draws them, so a seed gives the same choices in both modes and
+// in every run; when things happen is real, and not deterministic.
+//
+// # Time scale
+//
+// Scale stretches every time of a scenario by one factor. etcd's lease
+// TTLs are whole seconds, and etcd raises a TTL below its minimum (1.5
+// election timeouts: under 1 s on the embedded cluster, 2 s with etcd's
+// default timing) to that minimum. So on etcd a scenario is stretched by
+// the smallest factor that makes its TTL a whole number of seconds of at
+// least the cluster's minimum (WholeSecondScale; the minimum is asked of
+// the cluster), and its stalls, delays and run length with it, so that the
+// scenario keeps its shape: a 1 s TTL runs as is, a 500 ms TTL at twice
+// its times, a 1.5 s TTL at 4/3. A factor above MaxTimeScale is refused
+// (ErrUnmappable), and so is a chosen factor that misses whole seconds.
+// The history is in wall-clock time, and its header carries the stretched
+// TTL and skew budget.
+//
+// # How the history is kept honest
+//
+// Events are stamped and added under one lock, so at_ns never decreases.
+// The coordinator's side is recorded as the calls pass it, before the fault
+// layer decides the reply's fate, and acquires pass one at a time so that
+// grants are recorded in the order their fences were minted. Writes to one
+// resource are made one at a time, each with its event, so that the
+// history lists them in the order the resource applied them: the gate
+// still decides each one in its own check-and-write. A store error on a
+// write (its fate unknown) is a library_error, which fails the run. An
+// expiry is recorded when the coordinator is seen to have let a lease go:
+// a renewal refused as expired, or the next grant on the resource.
+//
+// # The dashboard
+//
+// Live is a run as the dashboard (tui.Source) sees it: snapshots folded
+// from the run's own events (history.AgentTrack, history.Reader), pause
+// (agents start no new work), drop rate and coordinator restarts. Steps,
+// speed, stalling an agent from outside and the gate push are refused
+// (ErrRealTime): real time cannot be stepped, and a goroutine cannot be
+// paused from outside.
+//
+// # What it cannot fault
+//
+// The network between etcd members is not partitioned, and messages
+// between them are neither dropped nor delayed: the faults sit between the
+// agents and the coordinator. A leader can be stopped (Etcd.Cluster), and
+// restarts stop whole clusters. etcd's own lease timing (expiry checked by
+// the leader about every half second; every lease reset to its full TTL on
+// a leader change) is etcd's.
+package realtime

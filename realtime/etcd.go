@@ -1,0 +1,294 @@
+package realtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+)
+
+// EtcdOptions says which etcd a run uses.
+type EtcdOptions struct {
+	// Endpoints of an existing cluster. Empty: an embedded cluster of
+	// Members members on loopback, in a temporary directory.
+	Endpoints []string
+	// Members of the embedded cluster (default 1).
+	Members int
+	// Dir is where the embedded cluster's temporary directory is made
+	// ("" for the system's temporary directory).
+	Dir string
+}
+
+// Etcd is the backend of etcdlease coordinators on one etcd cluster: one
+// per mode, each under its own key prefix inside a prefix fresh to the
+// run. Restarts stop and restart the embedded members on their data
+// directories, or (without persist) move to a fresh cluster on a new
+// directory, as a restore that loses the store would: revisions, and so
+// fences, start over.
+type Etcd struct {
+	opts   EtcdOptions
+	prefix string // the run's own key prefix
+	dir    string // the embedded clusters' temporary directory, or ""
+
+	mu      sync.Mutex
+	cluster *etcdtest.Cluster
+	cli     atomic.Pointer[clientv3.Client]
+	coords  []*etcdCoord
+	minTTL  time.Duration
+	closed  bool
+	fresh   int // fresh clusters started by lost restarts
+}
+
+type etcdCoord struct {
+	prefix string
+	clock  leasefence.Clock
+	ttl    time.Duration
+	cur    atomic.Pointer[etcdlease.Coordinator]
+}
+
+// NewEtcd starts the embedded cluster, or connects to opts.Endpoints, and
+// learns the smallest lease TTL the cluster grants. Close stops and
+// removes everything it started, and every key the run wrote.
+func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
+	if opts.Members == 0 {
+		opts.Members = 1
+	}
+	if len(opts.Endpoints) > 0 && opts.Members != 1 {
+		return nil, errors.New("realtime: etcd: members are for the embedded cluster, not for given endpoints")
+	}
+	if opts.Members < 1 || opts.Members > MaxEtcdMembers {
+		return nil, fmt.Errorf("realtime: etcd: members must be in [1, %d], got %d", MaxEtcdMembers, opts.Members)
+	}
+	var id [6]byte
+	rand.Read(id[:])
+	e := &Etcd{opts: opts, prefix: fmt.Sprintf("/leasefence-lab/run-%s-%s/", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(id[:]))}
+	endpoints := opts.Endpoints
+	if len(endpoints) == 0 {
+		dir, err := os.MkdirTemp(opts.Dir, "leasefence-etcd-")
+		if err != nil {
+			return nil, fmt.Errorf("realtime: etcd: %w", err)
+		}
+		e.dir = dir
+		c, err := etcdtest.StartCluster(dir, opts.Members)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("realtime: etcd: %w", err)
+		}
+		e.cluster = c
+		endpoints = c.Endpoints()
+	}
+	cli, err := etcdtest.Client(endpoints...)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("realtime: etcd: %w", err)
+	}
+	e.cli.Store(cli)
+	if e.minTTL, err = e.probeMinTTL(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// probeMinTTL asks the cluster for a one-second lease: it grants its
+// minimum TTL if that is longer.
+func (e *Etcd) probeMinTTL(ctx context.Context) (time.Duration, error) {
+	cli := e.cli.Load()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	g, err := cli.Grant(pctx, 1)
+	if err != nil {
+		return 0, fmt.Errorf("realtime: etcd at %v: %w", cli.Endpoints(), err)
+	}
+	cli.Revoke(pctx, g.ID)
+	return time.Duration(g.TTL) * time.Second, nil
+}
+
+// Name implements Backend.
+func (*Etcd) Name() string { return "etcd" }
+
+// MinTTL is the smallest lease TTL the cluster grants.
+func (e *Etcd) MinTTL() time.Duration { return e.minTTL }
+
+// Embedded reports whether the cluster is the backend's own.
+func (e *Etcd) Embedded() bool { return len(e.opts.Endpoints) == 0 }
+
+// Cluster is the embedded cluster (nil for given endpoints): tests stop
+// its members.
+func (e *Etcd) Cluster() *etcdtest.Cluster {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cluster
+}
+
+// Dir is the embedded clusters' temporary directory ("" for given
+// endpoints).
+func (e *Etcd) Dir() string { return e.dir }
+
+// Prefix is the run's own key prefix: every key of the run is under it.
+func (e *Etcd) Prefix() string { return e.prefix }
+
+// Client is the client of the cluster in use.
+func (e *Etcd) Client() *clientv3.Client { return e.cli.Load() }
+
+func (e *Etcd) modePrefix(mode history.Mode) string {
+	return e.prefix + "leasefence/" + string(mode) + "/"
+}
+
+// Open implements Backend. ttl must be whole seconds of at least MinTTL.
+func (e *Etcd) Open(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+	if ttl < e.minTTL || ttl%time.Second != 0 {
+		return nil, fmt.Errorf("%w: ttl %v is not whole seconds of at least etcd's minimum %v", ErrUnmappable, ttl, e.minTTL)
+	}
+	ec := &etcdCoord{prefix: e.modePrefix(mode), clock: clock, ttl: ttl}
+	c, err := etcdlease.New(e.cli.Load(), etcdlease.Options{Prefix: ec.prefix, TTL: ttl, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	ec.cur.Store(c)
+	e.mu.Lock()
+	e.coords = append(e.coords, ec)
+	e.mu.Unlock()
+	return func() leasefence.Service { return ec.cur.Load() }, nil
+}
+
+// ErrCannotRestart is returned by Restart on a cluster the backend did not
+// start.
+var ErrCannotRestart = errors.New("realtime: etcd: only an embedded cluster can be restarted")
+
+// Restart implements Backend: every member stops, and starts again on its
+// data directory (persist), or a fresh cluster starts on a new directory.
+func (e *Etcd) Restart(ctx context.Context, persist bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cluster == nil || e.closed {
+		return ErrCannotRestart
+	}
+	e.cluster.Close()
+	if persist {
+		return e.cluster.Restart()
+	}
+	e.fresh++
+	c, err := etcdtest.StartCluster(filepath.Join(e.dir, fmt.Sprintf("fresh-%d", e.fresh)), e.opts.Members)
+	if err != nil {
+		return err
+	}
+	e.cluster = c
+	cli, err := etcdtest.Client(c.Endpoints()...)
+	if err != nil {
+		return err
+	}
+	old := e.cli.Swap(cli)
+	old.Close()
+	for _, ec := range e.coords {
+		co, err := etcdlease.New(cli, etcdlease.Options{Prefix: ec.prefix, TTL: ec.ttl, Clock: ec.clock})
+		if err != nil {
+			return err
+		}
+		ec.cur.Store(co)
+	}
+	return nil
+}
+
+// Close implements Backend: it deletes the run's keys from a given
+// cluster, closes the client, stops the embedded members and removes
+// their directory. It is safe to call more than once.
+func (e *Etcd) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	var errs []error
+	if cli := e.cli.Load(); cli != nil {
+		if !e.Embedded() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if _, err := cli.Delete(ctx, e.prefix, clientv3.WithPrefix()); err != nil {
+				errs = append(errs, fmt.Errorf("realtime: etcd: removing the run's keys under %s: %w", e.prefix, err))
+			}
+			cancel()
+		}
+		cli.Close()
+	}
+	if e.cluster != nil {
+		e.cluster.Close()
+	}
+	if e.dir != "" {
+		errs = append(errs, os.RemoveAll(e.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// EtcdStore keeps the resources in the backend's etcd: each behind an
+// etcdlease.Gate, its data one key (outside the gate's prefix) that each
+// write puts, in the gate's transaction (fenced) or on its own (naive).
+type EtcdStore struct{ E *Etcd }
+
+// Name implements Store.
+func (EtcdStore) Name() string { return "etcd" }
+
+// Resource implements Store.
+func (s EtcdStore) Resource(_ context.Context, mode history.Mode, name string) (Resource, error) {
+	return &etcdResource{e: s.E, mode: mode, name: name, data: s.E.prefix + "data/" + string(mode) + "/" + name}, nil
+}
+
+// Close implements Store; the backend owns the cluster.
+func (EtcdStore) Close() error { return nil }
+
+type etcdResource struct {
+	e          *Etcd
+	mode       history.Mode
+	name, data string
+}
+
+// gate is the resource's gate on the client in use.
+func (r *etcdResource) gate() (*etcdlease.Gate, error) {
+	return etcdlease.NewGate(r.e.cli.Load(), r.name, etcdlease.GateOptions{Prefix: r.e.modePrefix(r.mode)})
+}
+
+func (r *etcdResource) put(t leasefence.Token) clientv3.Op {
+	return clientv3.OpPut(r.data, fmt.Sprintf("%s@%d", t.Holder, t.Fence))
+}
+
+func (r *etcdResource) Commit(ctx context.Context, t leasefence.Token) error {
+	g, err := r.gate()
+	if err != nil {
+		return err
+	}
+	return g.Commit(ctx, t, r.put(t))
+}
+
+func (r *etcdResource) Write(ctx context.Context, t leasefence.Token) error {
+	_, err := r.e.cli.Load().Do(ctx, r.put(t))
+	return err
+}
+
+func (r *etcdResource) Admit(ctx context.Context, t leasefence.Token) error {
+	g, err := r.gate()
+	if err != nil {
+		return err
+	}
+	return g.Admit(ctx, t)
+}
+
+func (r *etcdResource) Floor(ctx context.Context) (leasefence.Token, error) {
+	g, err := r.gate()
+	if err != nil {
+		return leasefence.Token{}, err
+	}
+	return g.Floor(ctx)
+}

@@ -1,0 +1,589 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Options configures a Runner.
+type Options struct {
+	// Modes to run (default both). They run at the same time, side by
+	// side on the same fault choices, each on its own coordinator and
+	// resources.
+	Modes []history.Mode
+	// Backend gives the coordinators (default: a new Memory).
+	Backend Backend
+	// Store gives the resources (default: MemoryStore).
+	Store Store
+	// Subscribers receive every event, in history order, one at a time
+	// under the runner's history lock: they must be quick and must not
+	// call back into the runner.
+	Subscribers []harness.Subscriber
+	// CallTimeout bounds each call to the coordinator and each write; 0
+	// means the scenario's TTL (a reply later than a whole TTL is of no
+	// use to the holder anyway).
+	CallTimeout time.Duration
+}
+
+// Result is a real-time run's verdict: the checker's Result on the
+// history the run emitted, with what only a real run has.
+type Result struct {
+	*history.Result
+	// Backend and Store name where the leases and the writes lived.
+	Backend string `json:"backend"`
+	Store   string `json:"resource_store"`
+	// Wall is how long the run took on the wall clock.
+	Wall time.Duration `json:"wall_ns"`
+	// Faults is what the fault layer did, over every agent and mode.
+	Faults FaultStats `json:"faults"`
+}
+
+// Runner runs one scenario in real time: agents are goroutines on real
+// clocks, calling a Backend's coordinator through a fault layer and
+// writing to a Store's resources. Everything they do is an event of one
+// history, judged by history's checker, exactly as the simulator's is.
+type Runner struct {
+	sc      harness.Scenario
+	h       history.Header
+	backend Backend
+	store   Store
+	subs    []harness.Subscriber
+	timeout time.Duration
+	start   time.Time
+
+	mu       sync.Mutex // orders the history: every event is stamped and added under it
+	checkers map[history.Mode]*history.Checker
+	seq      map[history.Mode]uint64
+	stopped  bool
+	wall     time.Duration // the run's length, once stopped
+
+	pauseMu sync.Mutex
+	resume  chan struct{} // nil while running; closed on resume
+
+	worlds []*world
+	runCtx context.Context // the run's context while it runs, under mu
+	wg     sync.WaitGroup  // every goroutine of the run: agents, timed faults, pushes (started by agents)
+	// extra counts goroutines started from outside (a live restart). They
+	// are added under mu while not stopped, and waited for once stopped is
+	// set, so no Add can race the Wait.
+	extra sync.WaitGroup
+}
+
+// New prepares a real-time run of sc. It validates sc and opens nothing:
+// Run does.
+func New(sc harness.Scenario, opts Options) (*Runner, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	modes := opts.Modes
+	if len(modes) == 0 {
+		modes = harness.Modes
+	}
+	if len(sc.Interventions) > 0 {
+		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
+	}
+	r := &Runner{sc: sc, backend: opts.Backend, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
+		checkers: make(map[history.Mode]*history.Checker), seq: make(map[history.Mode]uint64)}
+	if r.backend == nil {
+		r.backend = NewMemory()
+	}
+	if r.store == nil {
+		r.store = MemoryStore{}
+	}
+	if r.timeout <= 0 {
+		r.timeout = sc.TTL
+	}
+	r.h = sc.Header(modes)
+	r.h.Backend = r.backend.Name()
+	for _, m := range r.h.Modes {
+		r.checkers[m] = history.NewChecker(&r.h, m)
+	}
+	return r, nil
+}
+
+// Header is the history header of the run.
+func (r *Runner) Header() history.Header { return r.h }
+
+// Run runs the scenario for its duration of wall time, or until ctx ends:
+// then every agent stops where it is, and Run returns what ran with
+// ctx.Err(). It does not close the backend or the store.
+func (r *Runner) Run(ctx context.Context) (*Result, error) {
+	if ctx == nil {
+		return nil, errors.New("realtime: Run with a nil context")
+	}
+	runCtx, cancel := context.WithTimeout(ctx, r.sc.Duration)
+	defer cancel()
+	r.mu.Lock()
+	if r.runCtx != nil {
+		r.mu.Unlock()
+		return nil, errors.New("realtime: a Runner runs once")
+	}
+	r.start = time.Now()
+	r.runCtx = runCtx
+	r.mu.Unlock()
+	wg := &r.wg
+	var openErr error
+	for _, m := range r.h.Modes {
+		w, err := r.open(runCtx, m)
+		if err != nil {
+			openErr = err
+			break
+		}
+		r.worlds = append(r.worlds, w)
+	}
+	if openErr == nil {
+		r.schedule(runCtx, wg)
+		for _, w := range r.worlds {
+			for _, a := range w.agents {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					a.run(runCtx)
+				}()
+			}
+		}
+	}
+	// Pushes are started by agents only, so the count is above zero
+	// whenever one is added.
+	wg.Wait()
+	r.mu.Lock()
+	r.stopped = true
+	r.wall = time.Since(r.start)
+	r.mu.Unlock()
+	r.extra.Wait()
+	res := r.result()
+	switch {
+	case openErr != nil:
+		return res, openErr
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// result is the checker's verdict on the history so far.
+func (r *Runner) result() *Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hr := history.NewResult(&r.h)
+	for _, m := range r.h.Modes {
+		hr.Add(r.checkers[m].Report())
+	}
+	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall}
+	for _, w := range r.worlds {
+		for _, a := range w.agents {
+			res.Faults = res.Faults.Add(a.net.Stats())
+		}
+	}
+	return res
+}
+
+// SetPaused pauses or resumes the run: while paused no agent starts new
+// work (an acquire, a write); what is in flight finishes, leases already
+// held keep being renewed, and the wall clock goes on.
+func (r *Runner) SetPaused(p bool) {
+	r.pauseMu.Lock()
+	defer r.pauseMu.Unlock()
+	switch {
+	case p && r.resume == nil:
+		r.resume = make(chan struct{})
+	case !p && r.resume != nil:
+		close(r.resume)
+		r.resume = nil
+	}
+}
+
+// Paused reports whether the run is paused.
+func (r *Runner) Paused() bool {
+	r.pauseMu.Lock()
+	defer r.pauseMu.Unlock()
+	return r.resume != nil
+}
+
+// waitUnpaused blocks while the run is paused.
+func (r *Runner) waitUnpaused(ctx context.Context) error {
+	r.pauseMu.Lock()
+	ch := r.resume
+	r.pauseMu.Unlock()
+	if ch == nil {
+		return ctx.Err()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Elapsed is true time since the run began: 0 before Run, and the run's
+// length once it ended.
+func (r *Runner) Elapsed() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.start.IsZero():
+		return 0
+	case r.stopped:
+		return r.wall
+	}
+	return time.Since(r.start)
+}
+
+// Done reports whether the run has ended.
+func (r *Runner) Done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
+// now is true time since the run began.
+func (r *Runner) now() time.Duration { return time.Since(r.start) }
+
+// emit stamps e with the mode, the instant and its sequence number, and
+// adds it to the history. Events emitted after the run stopped are
+// dropped: the history ends where the run did.
+func (r *Runner) emit(mode history.Mode, e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emitLocked(mode, e)
+}
+
+func (r *Runner) emitLocked(mode history.Mode, e history.Event) {
+	if r.stopped {
+		return
+	}
+	e.Mode, e.At = mode, r.now()
+	r.seq[mode]++
+	e.Seq = r.seq[mode]
+	r.checkers[mode].Add(&e)
+	for _, s := range r.subs {
+		s.Event(e)
+	}
+}
+
+// schedule starts the run's timed faults: partitions and coordinator
+// restarts.
+func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
+	at := func(d time.Duration, f func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sleep(ctx, d-r.now()) == nil {
+				f()
+			}
+		}()
+	}
+	for _, p := range r.sc.Partitions {
+		ai := agentIndex(r.h.Agents, p.Agent)
+		at(p.From, func() {
+			for _, w := range r.worlds {
+				w.agents[ai].partitions.Add(1)
+				r.emit(w.mode, history.Event{Kind: history.PartitionBegan, Agent: ai, Resource: -1, Other: -1})
+			}
+		})
+		at(p.To, func() {
+			for _, w := range r.worlds {
+				w.agents[ai].partitions.Add(-1)
+				r.emit(w.mode, history.Event{Kind: history.PartitionEnded, Agent: ai, Resource: -1, Other: -1})
+			}
+		})
+	}
+	for _, rs := range r.sc.Restarts {
+		at(rs.At, func() { r.restart(ctx, rs.Persist) })
+	}
+}
+
+// restart restarts the coordinators, and records it in every mode.
+func (r *Runner) restart(ctx context.Context, persist bool) {
+	if err := r.backend.Restart(ctx, persist); err != nil {
+		if ctx.Err() == nil {
+			for _, w := range r.worlds {
+				r.emit(w.mode, history.Event{Kind: history.LibraryError, Agent: -1, Resource: -1, Other: -1,
+					Detail: "coordinator restart: " + err.Error()})
+			}
+		}
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.worlds {
+		e := history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1,
+			Outcome: history.OutcomeCounterPersisted, Fence: w.maxFence}
+		if !persist {
+			// Fences start over, and every lease the old coordinator
+			// granted is forgotten: a new incarnation.
+			w.incarnation++
+			w.maxFence = 0
+			e.Fence, e.Outcome = 0, history.OutcomeCounterLost
+		}
+		e.Incarnation = w.incarnation
+		r.emitLocked(w.mode, e)
+	}
+}
+
+func agentIndex(names []string, name string) int {
+	for i, n := range names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// world is one mode's side of the run: its coordinator, its resources and
+// its agents, and what the history knows of each resource's lease
+// generations (guarded by the runner's mu).
+type world struct {
+	r     *Runner
+	mode  history.Mode
+	svc   func() leasefence.Service // the backend's coordinator now
+	side  *coordSide                // what the agents' fault layers call
+	clock *coordClock
+
+	resources []Resource
+	resMu     []sync.Mutex // one write at a time per resource, so the history lists writes in the order they landed
+	agents    []*agent
+
+	gens        []genState // per resource: the newest generation the history has seen
+	incarnation int32
+	maxFence    leasefence.Fence
+
+	pushMu  sync.Mutex
+	pushRNG *rand.Rand
+}
+
+// genState is the newest lease generation of a resource, as the history
+// knows it.
+type genState struct {
+	known       bool
+	ended       bool // released, or known expired
+	agent       int
+	fence       leasefence.Fence
+	incarnation int32
+	coordEnd    time.Duration
+}
+
+func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
+	sc := &r.sc
+	w := &world{r: r, mode: mode, clock: newCoordClock(r.start, sc.Clocks.CoordinatorDriftPPM),
+		pushRNG: rand.New(rand.NewPCG(sc.Seed^0xbb67ae8584caa73b, 1))}
+	svc, err := r.backend.Open(ctx, mode, w.clock.Clock, sc.TTL)
+	if err != nil {
+		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", r.backend.Name(), mode, err)
+	}
+	w.svc = svc
+	w.side = &coordSide{w: w}
+	w.resources = make([]Resource, sc.Resources)
+	w.resMu = make([]sync.Mutex, sc.Resources)
+	w.gens = make([]genState, sc.Resources)
+	for i, name := range r.h.Resources {
+		if w.resources[i], err = r.store.Resource(ctx, mode, name); err != nil {
+			return nil, fmt.Errorf("realtime: %s resource %s (%s): %w", r.store.Name(), name, mode, err)
+		}
+	}
+	scripted := make(map[string][]harness.Action)
+	for _, act := range sc.Script {
+		scripted[act.Agent] = append(scripted[act.Agent], act)
+	}
+	for i, name := range r.h.Agents {
+		a, err := newAgent(w, i, name, scripted[name])
+		if err != nil {
+			return nil, err
+		}
+		w.agents = append(w.agents, a)
+	}
+	return w, nil
+}
+
+// coordClock is the coordinator's clock: true time since the run began,
+// at its drift. It stamps the in-memory coordinator's grants; coordTrue
+// maps a stamp back to true time.
+type coordClock struct {
+	leasefence.Clock
+	rate float64
+}
+
+func newCoordClock(start time.Time, ppm float64) *coordClock {
+	c := &coordClock{rate: 1 + ppm/1e6}
+	c.Clock = leasefence.NewClock("coordinator", func() time.Duration {
+		return time.Duration(float64(time.Since(start)) * c.rate)
+	})
+	return c
+}
+
+// trueAt is the true instant at which the coordinator's clock reads i.
+func (c *coordClock) trueAt(i leasefence.Instant) time.Duration {
+	return time.Duration(math.Ceil(float64(i.Offset()) / c.rate))
+}
+
+// coordSide is the coordinator's side of the wire for one mode: every
+// call an agent's fault layer lets through reaches the backend's service
+// here, and what the coordinator did is recorded as it is done, whether or
+// not its reply then reaches the agent.
+//
+// Acquires pass one at a time, so that the history lists grants in the
+// order their fences were minted: two grants on different resources could
+// otherwise be recorded in the order their replies came back, and the
+// checker would rightly call the lower fence a reuse.
+type coordSide struct {
+	w    *world
+	mint sync.Mutex
+}
+
+func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	c.mint.Lock()
+	defer c.mint.Unlock()
+	out, err := c.w.svc().Acquire(ctx, req)
+	if err == nil && out.OK {
+		c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), agentIndex(c.w.r.h.Resources, req.Resource), out.Grant)
+	}
+	return out, err
+}
+
+func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := c.w.svc().Renew(ctx, req)
+	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
+	switch {
+	case err != nil || ri < 0:
+	case out.OK:
+		c.w.extended(ri, out.Grant)
+	case out.Reason == leasefence.ReasonExpired:
+		c.w.ended(ri, req.Token.Fence, history.Expired)
+	}
+	return out, err
+}
+
+func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	out, err := c.w.svc().Release(ctx, t)
+	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
+		c.w.ended(ri, t.Fence, history.Released)
+	}
+	return out, err
+}
+
+// granted records a grant: a new generation (and the end of the
+// resource's previous one, which a new grant proves), or nothing for an
+// answer replayed to a retried request.
+func (w *world) granted(agent, ri int, g leasefence.Grant) {
+	if agent < 0 || ri < 0 {
+		return
+	}
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
+		return // a replayed grant: minted once, already in the history
+	}
+	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
+		// The coordinator granted the resource again: the previous lease
+		// had expired there, unrenewed (a release would be known).
+		r.emitLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
+			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+	}
+	end := w.clock.trueAt(g.CoordinatorExpiresAt)
+	*cur = genState{known: true, agent: agent, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
+	w.maxFence = max(w.maxFence, g.Token.Fence)
+	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: agent, Resource: ri, Fence: g.Token.Fence,
+		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end})
+}
+
+// incarnationOf is the coordinator incarnation that granted fence f on
+// resource ri, as far as the history knows: the agent's generation.
+func (w *world) incarnationOf(ri int, f leasefence.Fence) int32 {
+	w.r.mu.Lock()
+	defer w.r.mu.Unlock()
+	if cur := &w.gens[ri]; cur.known && cur.fence == f {
+		return cur.incarnation
+	}
+	return w.incarnation
+}
+
+// extended records a renewal the coordinator granted.
+func (w *world) extended(ri int, g leasefence.Grant) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if !cur.known || cur.fence != g.Token.Fence || cur.incarnation != w.incarnation {
+		return
+	}
+	cur.coordEnd = w.clock.trueAt(g.CoordinatorExpiresAt)
+	r.emitLocked(w.mode, history.Event{Kind: history.Extended, Agent: cur.agent, Resource: ri, Fence: cur.fence,
+		Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+}
+
+// ended records that the coordinator let a generation go: released, or
+// (a renewal refused as expired) expired.
+func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != w.incarnation {
+		return
+	}
+	cur.ended = true
+	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
+	if kind == history.Expired {
+		e.Deadline = cur.coordEnd
+	}
+	r.emitLocked(w.mode, e)
+}
+
+// push is the coordinator pushing a new fence to the resource's gate
+// (Admit), after the scenario's push delay, unless the push is lost. It
+// runs beside the agents, until the run ends.
+func (w *world) push(ri int, t leasefence.Token) {
+	r, sc := w.r, &w.r.sc
+	w.pushMu.Lock()
+	d, lost := sc.Push.Delay.Sample(w.pushRNG), w.pushRNG.Float64() < sc.Push.Drop
+	w.pushMu.Unlock()
+	r.mu.Lock()
+	ctx := r.runCtx
+	if r.stopped || ctx == nil {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		if sleep(ctx, d) != nil {
+			return
+		}
+		e := history.Event{Kind: history.AdmitPushed, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence, Other: -1}
+		if lost {
+			e.Kind = history.PushDropped
+			r.emit(w.mode, e)
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+		w.resMu[ri].Lock()
+		defer w.resMu[ri].Unlock()
+		err := w.resources[ri].Admit(cctx, t)
+		if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
+			return // a push that did not arrive is a lost push
+		}
+		floor, ferr := w.resources[ri].Floor(cctx)
+		if ferr != nil {
+			return
+		}
+		e.Other, e.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence
+		if floor.Fence > t.Fence {
+			e.Outcome = history.OutcomeBelowFloor
+		}
+		r.emit(w.mode, e)
+	}()
+}

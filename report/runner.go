@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leasefence/lab/history"
+)
+
+// BackendSim is the simulator's backend name in a history header.
+const BackendSim = "sim"
+
+// Runner says which runner made the history a report is of: its Backend
+// (the history header's: sim, memory, etcd) and, for a real-time run that
+// just happened, what only that run knows of itself. A report of a history
+// file has Backend alone, and is otherwise the same report.
+type Runner struct {
+	Backend string `json:"backend"`
+	// Real is a real-time run's own figures; nil for the simulator and
+	// for a history file.
+	Real *RealFigures `json:"real,omitempty"`
+}
+
+// RealFigures are what a real-time run reports beyond the checker's
+// verdict: where it ran and how long it took on the wall clock.
+type RealFigures struct {
+	// Where names the backend and how it ran, e.g. "etcd (embedded, 1
+	// member, min ttl 1s)".
+	Where string `json:"where"`
+	// Resource is where the gates lived: memory, sqlite or etcd.
+	Resource  string  `json:"resource"`
+	WallMS    int64   `json:"wall_ms"`
+	TimeScale float64 `json:"time_scale"` // every time of the scenario was multiplied by it
+	// Faults counts what the fault layer between agents and coordinator
+	// did, over every agent and mode.
+	Faults FaultCounts `json:"faults"`
+}
+
+// FaultCounts are a fault layer's counts of calls.
+type FaultCounts struct {
+	Calls           int64 `json:"calls"`
+	RequestsDropped int64 `json:"requests_dropped"` // including those cut by a partition
+	Partitioned     int64 `json:"partitioned"`
+	Duplicated      int64 `json:"duplicated"`
+	RepliesDropped  int64 `json:"replies_dropped"`
+}
+
+func (r Runner) real() bool { return r.Backend != "" && r.Backend != BackendSim }
+
+// timeKind names the time a history is in: virtual for the simulator,
+// true (wall-clock) time for a real-time run.
+func (r Runner) timeKind() string {
+	if r.real() {
+		return "true"
+	}
+	return "virtual"
+}
+
+// write writes the report's backend lines; the simulator's report has
+// none.
+func (r Runner) write(w io.Writer) {
+	if !r.real() {
+		return
+	}
+	if r.Real == nil {
+		fmt.Fprintf(w, "backend %s: a real-time run; times are wall-clock time since it began\n", r.Backend)
+		return
+	}
+	x := r.Real
+	fmt.Fprintf(w, "backend %s · resource %s · %s of wall time at time scale %gx\n", x.Where, x.Resource,
+		history.FormatDuration(time.Duration(x.WallMS)*time.Millisecond), x.TimeScale)
+	fmt.Fprintf(w, "fault layer: %s, %s dropped (%d cut by a partition), %s dropped, %d duplicated\n",
+		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
+		x.Faults.Partitioned, history.Plural(x.Faults.RepliesDropped, "reply", "replies"), x.Faults.Duplicated)
+}

@@ -1,0 +1,63 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/report"
+)
+
+// The report says which runner made the history: nothing more for the
+// simulator, the backend for a history file of a real-time run, and the
+// run's own figures for the run that just happened.
+func TestRunnerLines(t *testing.T) {
+	h := history.Header{Format: history.FormatVersion, Scenario: "overlap", Modes: []history.Mode{history.Fenced},
+		TTL: 1e9, Agents: []string{"agent-1"}, Resources: []string{"res-1"}}
+	res := history.Check(h, nil)
+	real := &report.RealFigures{Where: "etcd (embedded, 1 member, min ttl 1s)", Resource: "etcd", WallMS: 15001, TimeScale: 1,
+		Faults: report.FaultCounts{Calls: 10, RequestsDropped: 2, Partitioned: 1, Duplicated: 3, RepliesDropped: 4}}
+	for _, tc := range []struct {
+		name      string
+		run       report.Runner
+		want, not []string
+	}{
+		{"sim", report.Runner{Backend: report.BackendSim}, []string{"of virtual time"}, []string{"backend", "wall", "seed fixes the choices"}},
+		{"file", report.Runner{Backend: "etcd"}, []string{"of true time", "backend etcd: a real-time run", "seed fixes the choices"}, []string{"fault layer"}},
+		{"run", report.Runner{Backend: "etcd", Real: real}, []string{
+			"backend etcd (embedded, 1 member, min ttl 1s) · resource etcd · 15.001s of wall time at time scale 1x\n",
+			"fault layer: 10 calls, 2 requests dropped (1 cut by a partition), 4 replies dropped, 3 duplicated\n",
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			report.Text(&b, &h, res, report.Stop{}, tc.run)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("no %q in\n%s", w, &b)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("%q in\n%s", n, &b)
+				}
+			}
+			b.Reset()
+			if err := report.JSON(&b, res, report.Stop{}, tc.run); err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Backend string              `json:"backend"`
+				Real    *report.RealFigures `json:"real"`
+			}
+			if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Backend != tc.run.Backend || (got.Real == nil) != (tc.run.Real == nil) || (got.Real != nil && *got.Real != *real) {
+				t.Errorf("JSON backend %q real %+v, want %q %+v", got.Backend, got.Real, tc.run.Backend, tc.run.Real)
+			}
+		})
+	}
+}

@@ -1,0 +1,40 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/leasefence/lab/harness"
+)
+
+// Source is a run the dashboard shows and steers: the simulator paced by
+// a *harness.Live, or a real-time run (realtime.Live). Its methods are
+// called from the dashboard's goroutines and must be safe for concurrent
+// use.
+type Source interface {
+	// Run runs until the run is done or ctx ends, pacing at tick where
+	// pacing applies.
+	Run(ctx context.Context, tick time.Duration) error
+	Scenario() harness.Scenario
+	Modes() []harness.Mode
+	// Now is the run's time: virtual for the simulator, true time since
+	// the start for a real-time run.
+	Now() time.Duration
+	Snapshot(m harness.Mode) (harness.Snapshot, bool)
+	Paused() bool
+	// SetPaused pauses or resumes the run. A real-time run cannot stop
+	// time: paused, its agents start no new work.
+	SetPaused(p bool)
+	Speed() float64
+	// SetSpeed sets the pace, or says why it cannot.
+	SetSpeed(x float64) error
+	// Step runs the next event and reports whether there was one it could
+	// run.
+	Step() bool
+	// Advance moves a paused run d ahead, where it can.
+	Advance(d time.Duration)
+	// Intervene applies a live intervention, or says why it cannot.
+	Intervene(iv harness.Intervention) error
+}
+
+var _ Source = (*harness.Live)(nil)
