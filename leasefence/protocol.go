@@ -50,7 +50,22 @@ type Grant struct {
 	CoordinatorExpiresAt Instant `json:"coordinatorExpiresAt"`
 }
 
-// Reason says why the coordinator refused a request.
+// Reason says why the coordinator refused a request. It is one of:
+//
+//   - ReasonHeld ("held"): another holder's lease is live.
+//   - ReasonAlreadyHeld ("already-held"): the requester already holds a
+//     live lease on the resource.
+//   - ReasonExpired ("expired"): the lease expired; it is never
+//     resurrected.
+//   - ReasonSuperseded ("superseded"): a higher fence has been issued for
+//     the resource.
+//   - ReasonReleased ("released"): the lease was released.
+//   - ReasonUnknown ("unknown"): the token was never issued for this
+//     resource.
+//   - ReasonStaleRequest ("stale-request"): a retried acquire whose grant
+//     is no longer the live lease.
+//   - ReasonRequestConflict ("request-conflict"): a request id already
+//     used by another holder or for another resource.
 type Reason string
 
 // The reasons a request is refused.
