@@ -219,15 +219,48 @@ func textOf(n *html.Node) string {
 	return b.String()
 }
 
-// headlessBrowser is the path of a Chromium, or the test is skipped.
-func headlessBrowser(t *testing.T) string {
+// browserPage is the page of the default scenario in a headless Chromium
+// 1400x900 (the test is skipped without one): open loads it, with query
+// added to its URL and the browser's own flags, and returns its stdout.
+type browserPage struct {
+	t                      *testing.T
+	browser, dir, pagePath string
+	page                   []byte
+}
+
+func newBrowserPage(t *testing.T) *browserPage {
+	bp := &browserPage{t: t, dir: t.TempDir()}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			bp.browser = p
+			break
 		}
 	}
-	t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run this test")
-	return ""
+	if bp.browser == "" {
+		t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run this test")
+	}
+	bp.page, _ = renderPage(t, harness.DefaultScenario, nil)
+	bp.pagePath = filepath.Join(bp.dir, "report.html")
+	if err := os.WriteFile(bp.pagePath, bp.page, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return bp
+}
+
+const browserWindow = 1400
+
+func (bp *browserPage) open(query string, flags ...string) []byte {
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+		"--user-data-dir=" + filepath.Join(bp.dir, "profile"), fmt.Sprintf("--window-size=%d,900", browserWindow)}, flags...)
+	cmd := exec.CommandContext(bp.t.Context(), bp.browser, append(args, "file://"+bp.pagePath+query)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		bp.t.Fatalf("%s: %v\n%s", bp.browser, err, stderr.String())
+	}
+	return out
 }
 
 // TestHTMLFitsAndZooms loads the page of a 60s run in a real headless
@@ -236,28 +269,14 @@ func headlessBrowser(t *testing.T) string {
 // minTickGap apart; ?zoom=4 draws it four times as wide, with finer labels,
 // still minTickGap apart.
 func TestHTMLFitsAndZooms(t *testing.T) {
-	browser := headlessBrowser(t)
-	b, _ := renderPage(t, harness.DefaultScenario, nil)
-	dir := t.TempDir()
-	pagePath := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(pagePath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const window = 1400
+	bp := newBrowserPage(t)
+	const window = browserWindow
 	type view struct {
 		width int
 		ticks []float64 // x of the labels shown
 	}
 	load := func(query string) view {
-		cmd := exec.CommandContext(t.Context(), browser, "--headless", "--no-sandbox", "--disable-gpu",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-			"--user-data-dir="+filepath.Join(dir, "profile"), fmt.Sprintf("--window-size=%d,900", window), "--dump-dom",
-			"file://"+pagePath+query)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: %v", browser, err)
-		}
-		p := parsePage(t, out)
+		p := parsePage(t, bp.open(query, "--dump-dom"))
 		svg := p.byID["timeline-fenced"]
 		if svg == nil {
 			t.Fatal("no fenced timeline")
@@ -301,21 +320,9 @@ func TestHTMLFitsAndZooms(t *testing.T) {
 // is not one blank colour. With -update it keeps the screenshot as
 // testdata/report.png, the picture in the README.
 func TestHTMLInBrowser(t *testing.T) {
-	browser := headlessBrowser(t)
-	b, _ := renderPage(t, harness.DefaultScenario, nil)
-	dir := t.TempDir()
-	pagePath := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(pagePath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(dir, "report.png")
-	cmd := exec.CommandContext(t.Context(), browser, "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+shot, "--window-size=1400,900",
-		"file://"+pagePath)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", browser, err, out)
-	}
+	bp := newBrowserPage(t)
+	shot := filepath.Join(bp.dir, "report.png")
+	bp.open("", "--screenshot="+shot)
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +331,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the screenshot is not a PNG: %v", err)
 	}
-	if got := img.Bounds().Size(); got != (image.Point{1400, 900}) {
+	if got := img.Bounds().Size(); got != (image.Point{browserWindow, 900}) {
 		t.Errorf("screenshot is %v, want 1400x900", got)
 	}
 	colours := make(map[[3]uint32]int)
@@ -343,7 +350,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		if err := os.WriteFile("testdata/report.png", data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(screenshotStamp, []byte(pageDigest(b)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(screenshotStamp, []byte(pageDigest(bp.page)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
