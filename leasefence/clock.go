@@ -198,6 +198,9 @@ type ManualClock struct {
 	mu   sync.Mutex
 	now  time.Duration
 	step time.Duration
+	// spent is set by the read after which a step would have carried now
+	// past the largest Duration: the clock then has no reading left.
+	spent bool
 }
 
 // ManualOption configures a ManualClock.
@@ -229,25 +232,39 @@ func NewManualClock(domain Domain, opts ...ManualOption) *ManualClock {
 // Domain returns the clock's domain.
 func (c *ManualClock) Domain() Domain { return c.domain }
 
-// Now returns the current reading, then moves the clock by its step. It never
-// fails.
+// Now returns the current reading, then moves the clock by its step. It
+// fails only once a step would carry the clock past the largest Duration
+// (some 292 years from 0): rather than wrap round to a reading earlier than
+// the last, every later read is then a *ClockError.
 func (c *ManualClock) Now() (Instant, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.spent {
+		return Instant{}, &ClockError{Domain: c.domain, Previous: c.now, Reading: c.now + c.step}
+	}
 	t := c.now
-	c.now += c.step
+	if next := t + c.step; next >= t {
+		c.now = next
+	} else {
+		c.spent = true
+	}
 	return Instant{domain: c.domain, offset: t}, nil
 }
 
 // Advance moves the clock forward by d. A negative d panics: a manual clock
-// that went backwards would test a clock this library refuses to build.
+// that went backwards would test a clock this library refuses to build. So
+// does a d that would carry the clock past the largest Duration, which
+// would wrap it round to a reading in the past.
 func (c *ManualClock) Advance(d time.Duration) {
 	if d < 0 {
 		panic(fmt.Sprintf("leasefence: ManualClock.Advance(%v): clocks do not go backwards", d))
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now+d < c.now || c.spent && d > 0 {
+		panic(fmt.Sprintf("leasefence: ManualClock.Advance(%v) from %v: past the largest Duration", d, c.now))
+	}
 	c.now += d
-	c.mu.Unlock()
 }
 
 func mustDomain(d Domain) {

@@ -3,6 +3,7 @@ package leasefence_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -422,6 +423,50 @@ func TestManualClockPanics(t *testing.T) {
 	})
 	t.Run("negative step", func(t *testing.T) {
 		wantPanic(t, func() { leasefence.NewManualClock("m", leasefence.WithStepPerRead(-time.Millisecond)) })
+	})
+}
+
+// A manual clock at the end of its range never wraps round to a reading
+// in the past: a coordinator on it would find an expired lease live again.
+func TestManualClockNeverWraps(t *testing.T) {
+	t.Run("Advance", func(t *testing.T) {
+		c := leasefence.NewManualClock("m", leasefence.WithStart(math.MaxInt64-time.Second))
+		wantPanic(t, func() { c.Advance(2 * time.Second) })
+		if got, err := c.Now(); err != nil || got != leasefence.At("m", math.MaxInt64-time.Second) {
+			t.Errorf("after the refused Advance, Now() = %v, %v; want the clock where it was", got, err)
+		}
+		c.Advance(time.Second) // up to the last reading there is
+	})
+	t.Run("step per read", func(t *testing.T) {
+		c := leasefence.NewManualClock("m", leasefence.WithStart(math.MaxInt64-time.Second), leasefence.WithStepPerRead(time.Second))
+		for _, want := range []time.Duration{math.MaxInt64 - time.Second, math.MaxInt64} {
+			if got, err := c.Now(); err != nil || got != leasefence.At("m", want) {
+				t.Fatalf("Now() = %v, %v; want m+%v", got, err, want)
+			}
+		}
+		for range 2 {
+			got, err := c.Now()
+			var ce *leasefence.ClockError
+			if !errors.Is(err, leasefence.ErrClockBackwards) || !errors.As(err, &ce) || !got.IsZero() {
+				t.Fatalf("Now() past the end = %v, %v; want a *ClockError", got, err)
+			}
+		}
+		wantPanic(t, func() { c.Advance(time.Nanosecond) })
+	})
+	t.Run("coordinator", func(t *testing.T) {
+		clock := leasefence.NewManualClock("m", leasefence.WithStart(math.MaxInt64/2))
+		coord := newCoordinator(t, clock, time.Second)
+		client := newClient(t, clock, "a", 0)
+		lease, _ := acquireLease(t, client, coord, "r")
+		clock.Advance(math.MaxInt64 / 2)
+		wantPanic(t, func() { clock.Advance(math.MaxInt64 / 2) })
+		req, err := client.BeginRenewal(lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := coord.Renew(req); err != nil || out.OK || out.Reason != leasefence.ReasonExpired {
+			t.Errorf("Renew of a lease long expired = %+v, %v; want expired", out, err)
+		}
 	})
 }
 

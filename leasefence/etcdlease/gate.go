@@ -231,12 +231,19 @@ func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: Rejections with a nil context", leasefence.ErrInvalidRequest)
 	}
-	resp, err := g.cli.Get(ctx, g.logPrefix, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	// Only the keys logKey makes: a resource name may contain "/", so the
+	// keys of the gate of "r/log" (and of "r/log/<digits>") lie under this
+	// gate's log prefix too, and must not be read as its refusals.
+	first, last := g.logKey(1), g.logKey(math.MaxUint64)
+	resp, err := g.cli.Get(ctx, first, clientv3.WithRange(last+"\x00"), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]leasefence.Rejection, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
+		if !isLogKey(kv.Key, len(g.logPrefix)) {
+			continue
+		}
 		r, err := decode[leasefence.Rejection](kv)
 		if err != nil {
 			return nil, err
@@ -244,6 +251,21 @@ func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// isLogKey reports whether key, whose first n bytes are a log prefix, is a
+// log key: the prefix and then exactly the 20 digits logKey writes.
+func isLogKey(key []byte, n int) bool {
+	digits := key[n:]
+	if len(digits) != 20 {
+		return false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkOp refuses an operation that reads or writes any key under the

@@ -372,3 +372,41 @@ func TestGateWithCoordinator(t *testing.T) {
 	}
 	mustWritten(t, g, "b")
 }
+
+// A gate's log is read by key prefix, and a resource name may contain "/":
+// the gate of "x/log" keeps its floor, sequence and log under the log prefix
+// of the gate of "x". The gate of "x" must read only its own refusals.
+func TestGateLogIgnoresAnotherResourcesKeys(t *testing.T) {
+	ctx := t.Context()
+	prefix := newPrefix()
+	x, err := etcdlease.NewGate(cli, "x", etcdlease.GateOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, resource := range []string{"x/log", "x/log/00000000000000000001", "x/log/0", "x/log/00000000000001"} {
+		y, err := etcdlease.NewGate(cli, resource, etcdlease.GateOptions{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := y.Commit(ctx, leasefence.Token{Resource: resource, Holder: "b", Fence: 9}); err != nil {
+			t.Fatalf("%s: Commit: %v", resource, err)
+		}
+		if err := y.Commit(ctx, leasefence.Token{Resource: resource, Holder: "a", Fence: 3}); !errors.Is(err, leasefence.ErrStaleFence) {
+			t.Fatalf("%s: stale Commit = %v", resource, err)
+		}
+	}
+	if err := x.Commit(ctx, leasefence.Token{Resource: "x", Holder: "b", Fence: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Commit(ctx, leasefence.Token{Resource: "x", Holder: "a", Fence: 4}); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Fatalf("stale Commit = %v", err)
+	}
+	rs, err := x.Rejections(ctx)
+	if err != nil {
+		t.Fatalf("Rejections: %v", err)
+	}
+	want := []leasefence.Rejection{{Seq: 1, Resource: "x", Holder: "a", Fence: 4, FloorHolder: "b", FloorFence: 5}}
+	if !slices.Equal(rs, want) {
+		t.Errorf("Rejections = %+v, want %+v", rs, want)
+	}
+}

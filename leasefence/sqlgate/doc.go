@@ -101,9 +101,9 @@
 //   - A COMMIT whose answer is lost (the connection dies after sending it) is
 //     reported as an error although the transaction may have committed, as
 //     for any database transaction.
-//   - A Commit of the same gate from inside write, with write's context,
-//     would wait on the floor row its own transaction holds: it is refused
-//     with ErrNestedCommit. Commits to other resources of the same SQLite
+//   - A Commit or Admit of the same gate from inside write, with write's
+//     context, would wait on the floor row its own transaction holds: it is
+//     refused with ErrNestedCommit. Commits to other resources of the same SQLite
 //     database from inside write wait on the write lock the same way and end
 //     in ErrBusy; on PostgreSQL they work.
 //   - The gate trusts its tables: a floor lowered by hand is obeyed.

@@ -37,9 +37,10 @@ var (
 	// ErrUnknownDialect: the driver's dialect could not be inferred; name it
 	// with WithDialect.
 	ErrUnknownDialect = errors.New("sqlgate: unknown SQL dialect")
-	// ErrNestedCommit: a Commit of a gate, made from inside one of its own
-	// writes, which would wait forever on the floor row its caller holds.
-	ErrNestedCommit = errors.New("sqlgate: Commit from inside a write of the same gate")
+	// ErrNestedCommit: a Commit or Admit of a gate, made from inside one of
+	// its own writes, which would wait forever on the floor row its caller
+	// holds.
+	ErrNestedCommit = errors.New("sqlgate: Commit or Admit from inside a write of the same gate")
 )
 
 // Gate is a fence gate whose floor and refusal log live in a SQL database.
@@ -230,8 +231,8 @@ func (g *Gate) Commit(ctx context.Context, t leasefence.Token, write func(ctx co
 	if write == nil {
 		return fmt.Errorf("%w: sqlgate.Commit with a nil write", leasefence.ErrInvalidRequest)
 	}
-	if m, ok := ctx.Value(g.key()).(*writeMark); ok && m.running.Load() {
-		return fmt.Errorf("%w: %v inside a write at %q", ErrNestedCommit, t, g.resource)
+	if err := g.checkNested(ctx, "Commit", t); err != nil {
+		return err
 	}
 	return g.retry(ctx, "commit", func() error { return g.commitOnce(ctx, t, write) })
 }
@@ -392,13 +393,27 @@ type writeMark struct{ running atomic.Bool }
 
 func (g *Gate) key() writeKey { return writeKey{g.db, g.floorTab, g.resource} }
 
+// checkNested refuses a Commit or Admit made with the context of a running
+// write of this gate: it would wait on the floor row that write's
+// transaction holds, and the write waits for it.
+func (g *Gate) checkNested(ctx context.Context, op string, t leasefence.Token) error {
+	if m, ok := ctx.Value(g.key()).(*writeMark); ok && m.running.Load() {
+		return fmt.Errorf("%w: %s %v inside a write at %q", ErrNestedCommit, op, t, g.resource)
+	}
+	return nil
+}
+
 // Admit raises the floor to t without writing: a coordinator's push at
 // reassignment. A token below the floor changes nothing, is not logged, and
 // returns a *leasefence.StaleFenceError whose Seq is 0; the floor's fence
 // under another holder returns an error matching leasefence.ErrTokenConflict,
-// also unlogged.
+// also unlogged. An Admit made with the context of a running write of this
+// gate is ErrNestedCommit, as a Commit would be.
 func (g *Gate) Admit(ctx context.Context, t leasefence.Token) error {
 	if err := g.checkToken(ctx, "Admit", t); err != nil {
+		return err
+	}
+	if err := g.checkNested(ctx, "Admit", t); err != nil {
 		return err
 	}
 	return g.retry(ctx, "admit", func() error { return g.admitOnce(ctx, t) })

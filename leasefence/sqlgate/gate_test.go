@@ -271,6 +271,33 @@ func TestNestedCommit(t *testing.T) {
 	})
 }
 
+// An Admit of the same gate from inside its write would wait on the floor
+// row the write's transaction holds, as a nested Commit would: it is refused
+// at once with the same error, and the outer write goes on.
+func TestNestedAdmit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, d database) {
+		const r = "orders"
+		db, g := ordersGate(t, d, r)
+		twin := newGate(t, db, r)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		var nested []error
+		err := g.Commit(ctx, tok(r, "a", 1), func(ctx context.Context, tx *sql.Tx) error {
+			nested = append(nested, g.Admit(ctx, tok(r, "b", 2)), twin.Admit(ctx, tok(r, "b", 3)))
+			return insertOrder(tok(r, "a", 1), "outer")(ctx, tx)
+		})
+		if err != nil {
+			t.Fatalf("outer Commit = %v", err)
+		}
+		for i, err := range nested {
+			if !errors.Is(err, sqlgate.ErrNestedCommit) {
+				t.Errorf("nested Admit %d = %v, want ErrNestedCommit", i, err)
+			}
+		}
+		checkFloor(t, g, tok(r, "a", 1))
+	})
+}
+
 // Admit raises the floor with no write, and a later Commit below it is
 // refused and logged against the admitted holder.
 func TestInitialFloor(t *testing.T) {
