@@ -85,8 +85,11 @@ type GateTrace struct {
 	// the write returned, or panicked) or refused. A Commit that returned
 	// ctx.Err() before deciding, or ErrWrongResource, is not reported. It
 	// runs after the Commit has given the gate up, so it may commit to the
-	// gate itself and holds up no other writer; for a nested Commit the
-	// enclosing write is still running, and so still holds the gate.
+	// gate itself and holds up no other writer. For a nested Commit it runs
+	// after the Commit has let its enclosing write know it is done: the
+	// enclosing write may still be running (and holding the gate), or, for
+	// a Commit from a goroutine the write did not wait for, may already
+	// have returned.
 	Commit func(CommitInfo)
 	// Admit reports every Admit that was not ErrWrongResource.
 	Admit func(AdmitInfo)
