@@ -71,18 +71,33 @@ func (e *StaleFenceError) Error() string {
 // Is reports whether target is ErrStaleFence.
 func (e *StaleFenceError) Is(target error) bool { return target == ErrStaleFence }
 
-// tokenConflictError is the refusal of a token that repeats the floor's fence
-// under another holder. It is logged like a stale fence.
-type tokenConflictError struct {
+// TokenConflictError is the refusal of a token that repeats the floor's
+// fence under another holder: fences are unique per acquisition, so the token
+// is forged, corrupted, or minted again by a coordinator restarted without
+// its counter. It is logged like a stale fence.
+type TokenConflictError struct {
 	Rejection
 }
 
-func (e *tokenConflictError) Error() string {
+func (e *TokenConflictError) Error() string {
 	return fmt.Sprintf("leasefence: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
 		e.Resource, e.Holder, e.Fence, e.FloorHolder)
 }
 
-func (e *tokenConflictError) Is(target error) bool { return target == ErrTokenConflict }
+// Is reports whether target is ErrTokenConflict.
+func (e *TokenConflictError) Is(target error) bool { return target == ErrTokenConflict }
+
+// RejectionError is the error a gate returns for its logged refusal r: a
+// *StaleFenceError for a fence below the floor, a *TokenConflictError for
+// the floor's own fence under another holder. Every gate (in memory, in a
+// database, in etcd) answers a refusal with it, so callers tell refusals
+// apart the same way whatever the gate.
+func RejectionError(r Rejection) error {
+	if r.Fence < r.FloorFence {
+		return &StaleFenceError{r}
+	}
+	return &TokenConflictError{r}
+}
 
 // ClockDomainError reports an operation across two clock domains. An empty
 // domain stands for the zero Instant, which belongs to no clock.

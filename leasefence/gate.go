@@ -283,19 +283,11 @@ func (g *FenceGate) logLocked(t, floor Token) Rejection {
 // refused reports the logged refusal r of t by floor, once nothing is held
 // for it, and returns its error.
 func (g *FenceGate) refused(t, floor Token, r Rejection, nested bool, start Instant) error {
-	err := refusal(r)
+	err := RejectionError(r)
 	if g.trace != nil && g.trace.Commit != nil {
 		g.reportCommit(CommitInfo{Token: t, Nested: nested, Floor: floor, Rejection: r, Err: err, Start: start})
 	}
 	return err
-}
-
-// refusal is the error for r: stale below the floor, a conflict at it.
-func refusal(r Rejection) error {
-	if r.Fence < r.FloorFence {
-		return &StaleFenceError{r}
-	}
-	return &tokenConflictError{r}
 }
 
 // Admit raises the floor to t without writing: a coordinator's push at
@@ -317,7 +309,7 @@ func (g *FenceGate) Admit(t Token) error {
 	g.mu.Unlock()
 	var err error
 	if !ok {
-		err = refusal(Rejection{
+		err = RejectionError(Rejection{
 			Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
 			FloorHolder: floor.Holder, FloorFence: floor.Fence,
 		})

@@ -56,27 +56,11 @@ type floorValue struct {
 	Fence  uint64 `json:"fence"`
 }
 
-// TokenConflictError is the refusal of a token that presents the floor's
-// fence under another holder: fences are unique per acquisition, so it is
-// forged or corrupted. It answers errors.Is for leasefence.ErrTokenConflict.
-// A Commit refused so is logged like a stale fence.
-type TokenConflictError struct {
-	leasefence.Rejection
-}
-
-func (e *TokenConflictError) Error() string {
-	return fmt.Sprintf("etcdlease: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
-		e.Resource, e.Holder, e.Fence, e.FloorHolder)
-}
-
-// Is reports whether target is leasefence.ErrTokenConflict.
-func (e *TokenConflictError) Is(target error) bool { return target == leasefence.ErrTokenConflict }
-
 // Commit applies ops in one etcd transaction with the check of t against the
 // floor and, when t's fence is higher, the raise of the floor: the
 // operations land if and only if t is admitted. A refused token (fence below
 // the floor) is a *leasefence.StaleFenceError, appended to the durable log;
-// the floor's fence under another holder is a *TokenConflictError, logged
+// the floor's fence under another holder is a *leasefence.TokenConflictError, logged
 // too. A token for another resource is leasefence.ErrWrongResource and not
 // logged. An operation touching a key under the prefix is ErrReservedKey,
 // refused before anything is sent. An operation etcd rejects fails the
@@ -135,7 +119,7 @@ func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, 
 			if log {
 				return g.refuse(ctx, rej)
 			}
-			return refusal(rej)
+			return leasefence.RejectionError(rej)
 		}
 		cmp := clientv3.Compare(clientv3.CreateRevision(g.floorKey), "=", 0)
 		if fkv != nil {
@@ -156,13 +140,6 @@ func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, 
 	}
 }
 
-func refusal(r leasefence.Rejection) error {
-	if r.Fence == r.FloorFence {
-		return &TokenConflictError{r}
-	}
-	return &leasefence.StaleFenceError{Rejection: r}
-}
-
 // refuse appends r to the log under the next sequence number and returns
 // the refusal. If the log cannot be written, the refusal (with Seq 0) is
 // returned wrapped with why.
@@ -171,14 +148,14 @@ func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
 	for {
 		resp, err := g.cli.Get(ctx, g.seqKey)
 		if err != nil {
-			return fmt.Errorf("%w (not logged: %v)", refusal(r), err)
+			return fmt.Errorf("%w (not logged: %v)", leasefence.RejectionError(r), err)
 		}
 		var seq uint64
 		cmp := clientv3.Compare(clientv3.CreateRevision(g.seqKey), "=", 0)
 		if len(resp.Kvs) > 0 {
 			kv := resp.Kvs[0]
 			if seq, err = strconv.ParseUint(string(kv.Value), 10, 64); err != nil {
-				return fmt.Errorf("%w (not logged: %w: %s)", refusal(r), ErrCorruptKey, kv.Key)
+				return fmt.Errorf("%w (not logged: %w: %s)", leasefence.RejectionError(r), ErrCorruptKey, kv.Key)
 			}
 			cmp = clientv3.Compare(clientv3.ModRevision(g.seqKey), "=", kv.ModRevision)
 		}
@@ -189,10 +166,10 @@ func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
 		).Commit()
 		if err != nil {
 			r.Seq = 0
-			return fmt.Errorf("%w (not logged: %v)", refusal(r), err)
+			return fmt.Errorf("%w (not logged: %v)", leasefence.RejectionError(r), err)
 		}
 		if txn.Succeeded {
-			return refusal(r)
+			return leasefence.RejectionError(r)
 		}
 	}
 }

@@ -136,7 +136,7 @@ func TestGateAdmitsRaisesAndRefuses(t *testing.T) {
 	}
 
 	err = g.Commit(ctx, tok("r", "forger", 7), "forged")
-	var conflict *etcdlease.TokenConflictError
+	var conflict *leasefence.TokenConflictError
 	if !errors.As(err, &conflict) || !errors.Is(err, leasefence.ErrTokenConflict) {
 		t.Fatalf("Commit with the floor's fence under another holder = %v, want ErrTokenConflict", err)
 	}

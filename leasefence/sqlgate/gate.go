@@ -262,7 +262,7 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 		if err := tx.Commit(); err != nil {
 			return err // not logged, so not refused
 		}
-		return refusal(r)
+		return leasefence.RejectionError(r)
 	}
 	mark := &writeMark{}
 	mark.running.Store(true)
@@ -360,27 +360,6 @@ func admits(r leasefence.Rejection) bool {
 	return r.Fence > r.FloorFence || r.Fence == r.FloorFence && (r.FloorHolder == "" || r.FloorHolder == r.Holder)
 }
 
-// refusal is the error for a refusal: stale below the floor, a conflict at it.
-func refusal(r leasefence.Rejection) error {
-	if r.Fence < r.FloorFence {
-		return &leasefence.StaleFenceError{Rejection: r}
-	}
-	return &tokenConflictError{r}
-}
-
-// tokenConflictError is the refusal of a token that repeats the floor's
-// fence under another holder, worded as the in-memory gate words it.
-type tokenConflictError struct {
-	leasefence.Rejection
-}
-
-func (e *tokenConflictError) Error() string {
-	return fmt.Sprintf("leasefence: token conflict at %q: %s@%d presents the floor's fence, which belongs to %s",
-		e.Resource, e.Holder, e.Fence, e.FloorHolder)
-}
-
-func (e *tokenConflictError) Is(target error) bool { return target == leasefence.ErrTokenConflict }
-
 // writeKey marks, in a write's context, the resource and tables whose floor
 // row the write's transaction holds; writeMark says whether it still does.
 type writeKey struct {
@@ -443,7 +422,7 @@ func (g *Gate) admitOnce(ctx context.Context, t leasefence.Token) error {
 	if admits(r) {
 		return errRejudge
 	}
-	return refusal(r)
+	return leasefence.RejectionError(r)
 }
 
 // Floor returns the highest token admitted: the zero Token if none, or
