@@ -68,7 +68,7 @@ func (r Runner) write(w io.Writer) {
 		return
 	}
 	x := r.Real
-	fmt.Fprintf(w, "backend %s · resource %s · %s of wall time at time scale %gx\n", x.Where, x.Resource,
+	fmt.Fprintf(w, "backend %s · resource %s · %s of wall time at time scale %.4gx\n", x.Where, x.Resource,
 		history.FormatDuration(time.Duration(x.WallMS)*time.Millisecond), x.TimeScale)
 	fmt.Fprintf(w, "fault layer: %s, %s dropped (%d cut by a partition), %s dropped, %d duplicated\n",
 		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
