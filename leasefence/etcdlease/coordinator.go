@@ -26,6 +26,9 @@ const DefaultReplayWindow = 10 * time.Minute
 // the one it granted (or the replay lease) is gone before its transaction.
 const acquireAttempts = 8
 
+// refillTimeout bounds the background grant of a spare lease.
+const refillTimeout = 10 * time.Second
+
 // Options configures a Coordinator.
 type Options struct {
 	// Prefix is prepended to every key the coordinator writes; default
@@ -60,6 +63,11 @@ type Coordinator struct {
 	mu       sync.Mutex
 	replay   clientv3.LeaseID // the lease request records are attached to
 	replayAt time.Time        // when it was granted
+	// spare is an etcd lease granted ahead for the next acquire, with
+	// nothing attached (0: none); refilling is true while a grant for it
+	// is under way. See acquireLease for why using it is safe.
+	spare     clientv3.LeaseID
+	refilling bool
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)
@@ -155,16 +163,19 @@ func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 	return kvs[0]
 }
 
-// Acquire grants a lease on a free resource: one etcd lease granted, then
-// one transaction that creates the holder key only if the resource is free
-// and the request id unused, and otherwise reads, in the same revision, what
-// the answer depends on. The fence is that transaction's revision. Anything
-// but a fresh grant answers as leasefence.Coordinator does, and revokes the
-// etcd lease granted for nothing.
+// Acquire grants a lease on a free resource: one etcd lease readied (see
+// acquireLease), then one transaction that creates the holder key only if
+// the resource is free and the request id unused, and otherwise reads, in
+// the same revision, what the answer depends on. The fence is that
+// transaction's revision. Anything but a fresh grant answers as
+// leasefence.Coordinator does, and keeps the etcd lease readied for nothing
+// as the next acquire's spare.
 //
-// The grant comes first, optimistically, so that a free resource costs two
-// round trips (both Raft writes), not three; a refusal costs the grant and
-// its revocation.
+// The lease comes first, optimistically, so that a free resource costs one
+// keep-alive (no Raft write) and one transaction (one Raft write) when the
+// coordinator has a spare lease, and a grant and the transaction (two Raft
+// writes) when it has none; the spare is then granted again in the
+// background.
 //
 // The error is non-nil when no answer was had (etcd unreachable, ctx done)
 // or the request is malformed (leasefence.ErrInvalidRequest). After an
@@ -179,21 +190,22 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
 	for range acquireAttempts {
-		granted, err := c.cli.Grant(ctx, c.ttl)
+		lease, grantedTTL, err := c.acquireLease(ctx)
 		if err != nil {
 			return leasefence.AcquireOutcome{}, err
 		}
+		c.refillSpare(ctx)
 		replay, err := c.replayLease(ctx)
 		if err != nil {
-			c.revokeUnused(ctx, granted)
+			c.keepSpare(ctx, lease)
 			return leasefence.AcquireOutcome{}, err
 		}
 		resp, err := c.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
 		).Then(
-			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(granted.ID)),
-			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: granted.TTL}), clientv3.WithLease(replay)),
+			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(lease)),
+			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: grantedTTL}), clientv3.WithLease(replay)),
 			clientv3.OpPut(c.keys.last(req.Resource), mustJSON(lastValue{Holder: req.Holder})),
 		).Else(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
 		switch {
@@ -204,14 +216,15 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			continue
 		case err != nil:
 			// No answer: the transaction may have committed, so the lease
-			// is not ours to revoke. A retry of the request finds out.
+			// is not ours to reuse or revoke. A retry of the request finds
+			// out.
 			return leasefence.AcquireOutcome{}, err
 		case resp.Succeeded:
 			now, err := c.clock.Now()
 			if err != nil {
 				return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 			}
-			ttl := time.Duration(granted.TTL) * time.Second
+			ttl := time.Duration(grantedTTL) * time.Second
 			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 				RequestID:            req.RequestID,
 				Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)},
@@ -219,12 +232,119 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				CoordinatorExpiresAt: now.Add(ttl),
 			}}, nil
 		}
-		c.revokeUnused(ctx, granted)
+		// The comparison failed, so the transaction wrote nothing: the
+		// lease has nothing attached and can serve the next acquire.
+		c.keepSpare(ctx, lease)
 		// A failed comparison means the holder key or the request record
 		// exists, and the Else branch read both in that revision.
 		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
 	}
 	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
+}
+
+// acquireLease returns an etcd lease, with nothing attached, for the
+// acquire's transaction, and the TTL etcd granted it: the spare, restarted
+// by a keep-alive, or else a lease granted now.
+//
+// Why the spare is as safe as a lease granted now. The holder dates its
+// lease from the instant it sent the request: its deadline is sentAt + TTL
+// (less its skew budget), and the coordinator's expiry must never come
+// before it. A keep-alive restarts the lease at its full granted TTL when
+// the leader's lessor handles it (lessor.Renew refreshes the expiry to
+// now + TTL in memory, with no Raft entry unless lease checkpointing has
+// recorded a remaining TTL for it), and that happens after this
+// call began, so after the request was sent: the expiry is at or after
+// sentAt + TTL, exactly as for a grant made now. The TTL is the lease's
+// granted TTL (the keep-alive reports it), which is what a grant would
+// report. The rest is as for a fresh grant:
+//   - A spare that expired or was revoked cannot be kept alive (etcd
+//     answers LeaseNotFound, after waiting out a pending revocation, and
+//     never resurrects it): a fresh lease is granted instead. If it expires
+//     between the keep-alive and the transaction (a full TTL later), the
+//     transaction fails with LeaseNotFound and Acquire starts again.
+//   - A spare belongs to one acquire: it is taken out of the coordinator
+//     under its mutex before use, and only a transaction that wrote nothing
+//     gives it back, so one etcd lease never carries two grants (which
+//     would let one holder's renewal extend the other's).
+//   - An unused spare carries no key: when it expires, nothing is freed.
+//   - A leader change restarts every lease at its full TTL: a spare, or a
+//     lease in use, only gets longer.
+func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, error) {
+	if spare := c.takeSpare(); spare != 0 {
+		ka, err := c.cli.KeepAliveOnce(ctx, spare)
+		switch {
+		case err == nil:
+			return spare, ka.TTL, nil
+		case !errors.Is(err, rpctypes.ErrLeaseNotFound):
+			// Whether the keep-alive arrived is unknown; the spare carries
+			// nothing, so it is dropped and left to expire.
+			return 0, 0, err
+		}
+	}
+	g, err := c.cli.Grant(ctx, c.ttl)
+	if err != nil {
+		return 0, 0, err
+	}
+	return g.ID, g.TTL, nil
+}
+
+// takeSpare removes the spare lease from the coordinator and returns it, or
+// 0 when there is none.
+func (c *Coordinator) takeSpare() clientv3.LeaseID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.spare
+	c.spare = 0
+	return id
+}
+
+// keepSpare makes lease, which has nothing attached, the spare, or revokes
+// it (best effort: left alone it would expire by itself) when there is one
+// already.
+func (c *Coordinator) keepSpare(ctx context.Context, lease clientv3.LeaseID) {
+	c.mu.Lock()
+	kept := c.spare == 0
+	if kept {
+		c.spare = lease
+	}
+	c.mu.Unlock()
+	if !kept {
+		_, _ = c.cli.Revoke(ctx, lease)
+	}
+}
+
+// refillSpare grants the next spare lease in the background, unless there
+// is one or a grant for it is under way. The grant outlives ctx's
+// cancellation (it is the coordinator's, not the caller's) but not
+// refillTimeout; an error only means the next acquire grants its own.
+func (c *Coordinator) refillSpare(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.spare != 0 || c.refilling {
+		return
+	}
+	c.refilling = true
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refillTimeout)
+		defer cancel()
+		g, err := c.cli.Grant(ctx, c.ttl)
+		if err != nil {
+			c.mu.Lock()
+			c.refilling = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		c.refilling = false
+		kept := c.spare == 0
+		if kept {
+			c.spare = g.ID
+		}
+		c.mu.Unlock()
+		if !kept { // a refused acquire gave its lease back meanwhile
+			_, _ = c.cli.Revoke(ctx, g.ID)
+		}
+	}()
 }
 
 // answer decides an acquire the transaction refused, from the holder key and
@@ -292,14 +412,6 @@ func (c *Coordinator) remaining(ctx context.Context, id clientv3.LeaseID) (left,
 		return 0, 0, err
 	}
 	return time.Duration(ttl.TTL) * time.Second, time.Duration(ttl.GrantedTTL) * time.Second, nil
-}
-
-// revokeUnused revokes a lease granted for an acquire that did not use it,
-// best effort: left alone it would expire by itself.
-func (c *Coordinator) revokeUnused(ctx context.Context, g *clientv3.LeaseGrantResponse) {
-	if g != nil {
-		_, _ = c.cli.Revoke(ctx, g.ID)
-	}
 }
 
 // replayLease returns the lease request records are attached to, granting a
