@@ -26,7 +26,14 @@ const DefaultReplayWindow = 10 * time.Minute
 // the one it granted (or the replay lease) is gone before its transaction.
 const acquireAttempts = 8
 
-// refillTimeout bounds the background grant of a spare lease.
+// spareLeases is the most leases a coordinator grants ahead, together, when
+// it has none left: their grants share the member's write batches, so
+// back-to-back acquires pay about one Raft round for several leases. A
+// coordinator whose spares age unused grants one at a time, so sparse
+// acquires waste at most one lease each (it expires with nothing attached).
+const spareLeases = 4
+
+// refillTimeout bounds the background grants of spare leases.
 const refillTimeout = 10 * time.Second
 
 // Options configures a Coordinator.
@@ -63,11 +70,19 @@ type Coordinator struct {
 	mu       sync.Mutex
 	replay   clientv3.LeaseID // the lease request records are attached to
 	replayAt time.Time        // when it was granted
-	// spare is an etcd lease granted ahead for the next acquire, with
-	// nothing attached (0: none); refilling is true while a grant for it
-	// is under way. See acquireLease for why using it is safe.
-	spare     clientv3.LeaseID
+	// spares are etcd leases granted ahead for the next acquires, with
+	// nothing attached, in the order they were kept; refilling is true while grants for
+	// them are under way. See acquireLease for why using one is safe.
+	spares    []spareLease
 	refilling bool
+	burst     int // leases the next refill grants: 1 to spareLeases
+}
+
+// spareLease is a lease granted ahead, and when the request that last
+// started its TTL (its grant or a keep-alive) was sent.
+type spareLease struct {
+	id   clientv3.LeaseID
+	sent time.Time
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)
@@ -169,13 +184,13 @@ func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 // the same revision, what the answer depends on. The fence is that
 // transaction's revision. Anything but a fresh grant answers as
 // leasefence.Coordinator does, and keeps the etcd lease readied for nothing
-// as the next acquire's spare.
+// as a spare for a later acquire.
 //
 // The lease comes first, optimistically, so that a free resource costs one
 // keep-alive (no Raft write) and one transaction (one Raft write) when the
 // coordinator has a spare lease, and a grant and the transaction (two Raft
-// writes) when it has none; the spare is then granted again in the
-// background.
+// writes) when it has none. Spares are granted again in the background
+// (refillSpares) once they run out.
 //
 // The error is non-nil when no answer was had (etcd unreachable, ctx done)
 // or the request is malformed (leasefence.ErrInvalidRequest). After an
@@ -190,14 +205,15 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
 	for range acquireAttempts {
-		lease, grantedTTL, err := c.acquireLease(ctx)
+		lease, grantedTTL, sent, err := c.acquireLease(ctx)
 		if err != nil {
 			return leasefence.AcquireOutcome{}, err
 		}
-		c.refillSpare(ctx)
+		// Sent beside the transaction, the grants share its write batch.
+		c.refillSpares()
 		replay, err := c.replayLease(ctx)
 		if err != nil {
-			c.keepSpare(ctx, lease)
+			c.keepSpare(ctx, lease, sent)
 			return leasefence.AcquireOutcome{}, err
 		}
 		resp, err := c.cli.Txn(ctx).If(
@@ -233,8 +249,8 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			}}, nil
 		}
 		// The comparison failed, so the transaction wrote nothing: the
-		// lease has nothing attached and can serve the next acquire.
-		c.keepSpare(ctx, lease)
+		// lease has nothing attached and can serve a later acquire.
+		c.keepSpare(ctx, lease, sent)
 		// A failed comparison means the holder key or the request record
 		// exists, and the Else branch read both in that revision.
 		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
@@ -243,10 +259,11 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 }
 
 // acquireLease returns an etcd lease, with nothing attached, for the
-// acquire's transaction, and the TTL etcd granted it: the spare, restarted
-// by a keep-alive, or else a lease granted now.
+// acquire's transaction, the TTL etcd granted it, and when the request that
+// started that TTL was sent: a spare, restarted by a keep-alive, or else a
+// lease granted now.
 //
-// Why the spare is as safe as a lease granted now. The holder dates its
+// Why a spare is as safe as a lease granted now. The holder dates its
 // lease from the instant it sent the request: its deadline is sentAt + TTL
 // (less its skew budget), and the coordinator's expiry must never come
 // before it. A keep-alive restarts the lease at its full granted TTL when
@@ -269,43 +286,67 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 //   - An unused spare carries no key: when it expires, nothing is freed.
 //   - A leader change restarts every lease at its full TTL: a spare, or a
 //     lease in use, only gets longer.
-func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, error) {
-	if spare := c.takeSpare(); spare != 0 {
+func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, time.Time, error) {
+	if spare, ok := c.takeSpare(); ok {
+		sent := time.Now()
 		ka, err := c.cli.KeepAliveOnce(ctx, spare)
 		switch {
 		case err == nil:
-			return spare, ka.TTL, nil
+			return spare, ka.TTL, sent, nil
 		case !errors.Is(err, rpctypes.ErrLeaseNotFound):
 			// Whether the keep-alive arrived is unknown; the spare carries
 			// nothing, so it is dropped and left to expire.
-			return 0, 0, err
+			return 0, 0, time.Time{}, err
 		}
+		// The others are no younger: drop them too.
+		c.dropSpares()
 	}
+	sent := time.Now()
 	g, err := c.cli.Grant(ctx, c.ttl)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
-	return g.ID, g.TTL, nil
+	return g.ID, g.TTL, sent, nil
 }
 
-// takeSpare removes the spare lease from the coordinator and returns it, or
-// 0 when there is none.
-func (c *Coordinator) takeSpare() clientv3.LeaseID {
+// takeSpare removes the youngest spare lease from the coordinator and
+// returns it, unless it has none that was started less than half a TTL ago
+// (older ones are dropped: a keep-alive of one that expired waits for its
+// revocation, so trying it would only slow the acquire down). Which spare
+// is tried is a matter of speed only; the keep-alive decides whether it is
+// usable.
+func (c *Coordinator) takeSpare() (clientv3.LeaseID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := c.spare
-	c.spare = 0
-	return id
+	n := len(c.spares)
+	if n == 0 {
+		return 0, false
+	}
+	s := c.spares[n-1]
+	if time.Since(s.sent) >= time.Duration(c.ttl)*time.Second/2 {
+		c.spares = c.spares[:0]
+		c.burst = 1
+		return 0, false
+	}
+	c.spares = c.spares[:n-1]
+	c.burst = min(2*max(c.burst, 1), spareLeases)
+	return s.id, true
 }
 
-// keepSpare makes lease, which has nothing attached, the spare, or revokes
-// it (best effort: left alone it would expire by itself) when there is one
-// already.
-func (c *Coordinator) keepSpare(ctx context.Context, lease clientv3.LeaseID) {
+func (c *Coordinator) dropSpares() {
 	c.mu.Lock()
-	kept := c.spare == 0
+	defer c.mu.Unlock()
+	c.spares = c.spares[:0]
+}
+
+// keepSpare makes lease, which has nothing attached and whose TTL was last
+// started by a request sent at sent, a spare, or revokes it (best effort:
+// left alone it would expire by itself) when the coordinator has enough.
+func (c *Coordinator) keepSpare(ctx context.Context, lease clientv3.LeaseID, sent time.Time) {
+	c.mu.Lock()
+	kept := len(c.spares) < spareLeases
 	if kept {
-		c.spare = lease
+		c.spares = append(c.spares, spareLease{id: lease, sent: sent})
 	}
 	c.mu.Unlock()
 	if !kept {
@@ -313,36 +354,50 @@ func (c *Coordinator) keepSpare(ctx context.Context, lease clientv3.LeaseID) {
 	}
 }
 
-// refillSpare grants the next spare lease in the background, unless there
-// is one or a grant for it is under way. The grant outlives ctx's
-// cancellation (it is the coordinator's, not the caller's) but not
-// refillTimeout; an error only means the next acquire grants its own.
-func (c *Coordinator) refillSpare(ctx context.Context) {
+// refillSpares grants c.burst leases in the background, together, when
+// the coordinator has no spare left and no grant for one is under way. The
+// grants are the coordinator's, not the caller's: they carry none of its
+// context and are bounded by refillTimeout; an error only means a later
+// acquire grants its own lease.
+func (c *Coordinator) refillSpares() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.spare != 0 || c.refilling {
+	if len(c.spares) != 0 || c.refilling {
 		return
 	}
 	c.refilling = true
+	burst := max(c.burst, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refillTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), refillTimeout)
 		defer cancel()
-		g, err := c.cli.Grant(ctx, c.ttl)
-		if err != nil {
-			c.mu.Lock()
-			c.refilling = false
-			c.mu.Unlock()
-			return
+		granted := make([]spareLease, burst)
+		var wg sync.WaitGroup
+		for i := range granted {
+			wg.Go(func() {
+				sent := time.Now()
+				if g, err := c.cli.Grant(ctx, c.ttl); err == nil {
+					granted[i] = spareLease{id: g.ID, sent: sent}
+				}
+			})
 		}
+		wg.Wait()
+		// The leases and the end of the refill become visible together,
+		// so an acquire that empties the pool always starts the next one.
+		var excess []clientv3.LeaseID
 		c.mu.Lock()
 		c.refilling = false
-		kept := c.spare == 0
-		if kept {
-			c.spare = g.ID
+		for _, g := range granted {
+			switch {
+			case g.id == 0:
+			case len(c.spares) < spareLeases:
+				c.spares = append(c.spares, g)
+			default: // refused acquires gave theirs back meanwhile
+				excess = append(excess, g.id)
+			}
 		}
 		c.mu.Unlock()
-		if !kept { // a refused acquire gave its lease back meanwhile
-			_, _ = c.cli.Revoke(ctx, g.ID)
+		for _, id := range excess {
+			_, _ = c.cli.Revoke(ctx, id)
 		}
 	}()
 }

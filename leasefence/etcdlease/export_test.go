@@ -2,9 +2,13 @@ package etcdlease
 
 import clientv3 "go.etcd.io/etcd/client/v3"
 
-// SpareLease is the coordinator's spare lease, 0 when it has none.
-func (c *Coordinator) SpareLease() clientv3.LeaseID {
+// SpareLeases are the coordinator's spare leases, oldest first.
+func (c *Coordinator) SpareLeases() []clientv3.LeaseID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.spare
+	ids := make([]clientv3.LeaseID, len(c.spares))
+	for i, s := range c.spares {
+		ids[i] = s.id
+	}
+	return ids
 }

@@ -16,8 +16,8 @@ import (
 func waitSpare(t *testing.T, c *etcdlease.Coordinator) clientv3.LeaseID {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if id := c.SpareLease(); id != 0 {
-			return id
+		if ids := c.SpareLeases(); len(ids) != 0 {
+			return ids[len(ids)-1]
 		}
 	}
 	t.Fatal("no spare lease was granted after an acquire")
@@ -48,34 +48,34 @@ func holderLease(t *testing.T, prefix, resource string) clientv3.LeaseID {
 // coordinator's expiry.
 func TestSpareLeaseRestartsAtAcquire(t *testing.T) {
 	prefix := newPrefix()
-	c := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 2 * time.Second})
+	c := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 4 * time.Second})
 	acquireOK(t, c, "first", "a")
 	spare := waitSpare(t, c)
-	time.Sleep(1500 * time.Millisecond) // the spare has under a second left
+	time.Sleep(1900 * time.Millisecond) // the spare has about two seconds left
 	g := acquireOK(t, c, "second", "b")
 	if got := holderLease(t, prefix, "second"); got != spare {
 		t.Fatalf("the grant used lease %x, not the spare %x", got, spare)
 	}
-	if g.TTL != 2*time.Second {
-		t.Errorf("Grant.TTL = %v, want the granted 2s", g.TTL)
+	if g.TTL != 4*time.Second {
+		t.Errorf("Grant.TTL = %v, want the granted 4s", g.TTL)
 	}
 	ttl, err := cli.TimeToLive(t.Context(), spare)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl.TTL < 1 || ttl.GrantedTTL != 2 {
+	if ttl.TTL < 3 || ttl.GrantedTTL != 4 {
 		t.Errorf("the spare's remaining TTL after the acquire = %ds of %ds: not restarted", ttl.TTL, ttl.GrantedTTL)
 	}
 	// Past the spare's original expiry, the resource is still held.
-	time.Sleep(time.Second)
+	time.Sleep(2300 * time.Millisecond)
 	out, err := c.Acquire(t.Context(), leasefence.AcquireRequest{RequestID: "late", Holder: "c", Resource: "second"})
-	if err != nil || out.Reason != leasefence.ReasonHeld || out.HeldBy != "b" || out.RetryAfter <= 0 || out.RetryAfter > 2*time.Second {
+	if err != nil || out.Reason != leasefence.ReasonHeld || out.HeldBy != "b" || out.RetryAfter <= 0 || out.RetryAfter > 4*time.Second {
 		t.Errorf("Acquire of the resource after the spare's first expiry = %+v, %v; want held by b", out, err)
 	}
 }
 
-// A spare that expired or was revoked is never resurrected: the acquire
-// grants a fresh lease.
+// A spare that expired (or is too old to try) or was revoked is never
+// resurrected: the acquire grants a fresh lease.
 func TestSpareLeaseGoneFallsBackToGrant(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -126,7 +126,8 @@ func TestSpareLeaseOneGrantEach(t *testing.T) {
 	}
 	// The refused acquire's lease (the spare it took) carries nothing, and
 	// whichever lease is the spare now carries nothing either.
-	for _, id := range []clientv3.LeaseID{spare, waitSpare(t, c)} {
+	waitSpare(t, c)
+	for _, id := range append(c.SpareLeases(), spare) {
 		ttl, err := cli.TimeToLive(t.Context(), id, clientv3.WithAttachedKeys())
 		if err != nil {
 			t.Fatal(err)
@@ -157,4 +158,28 @@ func TestSpareLeaseOneGrantEach(t *testing.T) {
 			seen[id] = r
 		}
 	}
+}
+
+// waitSpares waits until c holds n spare leases.
+func waitSpares(t *testing.T, c *etcdlease.Coordinator, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if len(c.SpareLeases()) == n {
+			return
+		}
+	}
+	t.Fatalf("spare leases = %d, want %d", len(c.SpareLeases()), n)
+}
+
+// Spares used while young are granted in growing bursts (1, 2, 4); a spare
+// that aged unused brings the burst back to one.
+func TestSpareLeasesBurst(t *testing.T) {
+	c := newCoordinator(t, etcdlease.Options{TTL: 2 * time.Second})
+	for i, want := range []int{1, 2, 1, 4} {
+		acquireOK(t, c, fmt.Sprint("r", i), "a")
+		waitSpares(t, c, want)
+	}
+	time.Sleep(1100 * time.Millisecond) // past half the TTL: too old to try
+	acquireOK(t, c, "late", "a")
+	waitSpares(t, c, 1)
 }
