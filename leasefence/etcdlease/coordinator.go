@@ -26,6 +26,16 @@ const DefaultReplayWindow = 10 * time.Minute
 // the one it granted (or the replay lease) is gone before its transaction.
 const acquireAttempts = 8
 
+// spareLeases is the most leases a coordinator grants ahead, together, when
+// it has none left: their grants share the member's write batches, so
+// back-to-back acquires pay about one Raft round for several leases. A
+// coordinator whose spares age unused grants one at a time, so sparse
+// acquires waste at most one lease each (it expires with nothing attached).
+const spareLeases = 4
+
+// refillTimeout bounds the background grants of spare leases.
+const refillTimeout = 10 * time.Second
+
 // Options configures a Coordinator.
 type Options struct {
 	// Prefix is prepended to every key the coordinator writes; default
@@ -60,6 +70,19 @@ type Coordinator struct {
 	mu       sync.Mutex
 	replay   clientv3.LeaseID // the lease request records are attached to
 	replayAt time.Time        // when it was granted
+	// spares are etcd leases granted ahead for the next acquires, with
+	// nothing attached, in the order they were kept; refilling is true while grants for
+	// them are under way. See acquireLease for why using one is safe.
+	spares    []spareLease
+	refilling bool
+	burst     int // leases the next refill grants: 1 to spareLeases
+}
+
+// spareLease is a lease granted ahead, and when the request that last
+// started its TTL (its grant or a keep-alive) was sent.
+type spareLease struct {
+	id   clientv3.LeaseID
+	sent time.Time
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)
@@ -155,16 +178,19 @@ func firstKV(r *clientv3.TxnResponse, i int) *mvccpb.KeyValue {
 	return kvs[0]
 }
 
-// Acquire grants a lease on a free resource: one etcd lease granted, then
-// one transaction that creates the holder key only if the resource is free
-// and the request id unused, and otherwise reads, in the same revision, what
-// the answer depends on. The fence is that transaction's revision. Anything
-// but a fresh grant answers as leasefence.Coordinator does, and revokes the
-// etcd lease granted for nothing.
+// Acquire grants a lease on a free resource: one etcd lease readied (see
+// acquireLease), then one transaction that creates the holder key only if
+// the resource is free and the request id unused, and otherwise reads, in
+// the same revision, what the answer depends on. The fence is that
+// transaction's revision. Anything but a fresh grant answers as
+// leasefence.Coordinator does, and keeps the etcd lease readied for nothing
+// as a spare for a later acquire.
 //
-// The grant comes first, optimistically, so that a free resource costs two
-// round trips (both Raft writes), not three; a refusal costs the grant and
-// its revocation.
+// The lease comes first, optimistically, so that a free resource costs one
+// keep-alive (no Raft write) and one transaction (one Raft write) when the
+// coordinator has a spare lease, and a grant and the transaction (two Raft
+// writes) when it has none. Spares are granted again in the background
+// (refillSpares) once they run out.
 //
 // The error is non-nil when no answer was had (etcd unreachable, ctx done)
 // or the request is malformed (leasefence.ErrInvalidRequest). After an
@@ -179,21 +205,23 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
 	for range acquireAttempts {
-		granted, err := c.cli.Grant(ctx, c.ttl)
+		lease, grantedTTL, sent, err := c.acquireLease(ctx)
 		if err != nil {
 			return leasefence.AcquireOutcome{}, err
 		}
+		// Sent beside the transaction, the grants share its write batch.
+		c.refillSpares()
 		replay, err := c.replayLease(ctx)
 		if err != nil {
-			c.revokeUnused(ctx, granted)
+			c.keepSpare(ctx, lease, sent)
 			return leasefence.AcquireOutcome{}, err
 		}
 		resp, err := c.cli.Txn(ctx).If(
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
 		).Then(
-			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(granted.ID)),
-			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: granted.TTL}), clientv3.WithLease(replay)),
+			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(lease)),
+			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: grantedTTL}), clientv3.WithLease(replay)),
 			clientv3.OpPut(c.keys.last(req.Resource), mustJSON(lastValue{Holder: req.Holder})),
 		).Else(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
 		switch {
@@ -204,14 +232,15 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			continue
 		case err != nil:
 			// No answer: the transaction may have committed, so the lease
-			// is not ours to revoke. A retry of the request finds out.
+			// is not ours to reuse or revoke. A retry of the request finds
+			// out.
 			return leasefence.AcquireOutcome{}, err
 		case resp.Succeeded:
 			now, err := c.clock.Now()
 			if err != nil {
 				return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 			}
-			ttl := time.Duration(granted.TTL) * time.Second
+			ttl := time.Duration(grantedTTL) * time.Second
 			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 				RequestID:            req.RequestID,
 				Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)},
@@ -219,12 +248,158 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				CoordinatorExpiresAt: now.Add(ttl),
 			}}, nil
 		}
-		c.revokeUnused(ctx, granted)
+		// The comparison failed, so the transaction wrote nothing: the
+		// lease has nothing attached and can serve a later acquire.
+		c.keepSpare(ctx, lease, sent)
 		// A failed comparison means the holder key or the request record
 		// exists, and the Else branch read both in that revision.
 		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
 	}
 	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
+}
+
+// acquireLease returns an etcd lease, with nothing attached, for the
+// acquire's transaction, the TTL etcd granted it, and when the request that
+// started that TTL was sent: a spare, restarted by a keep-alive, or else a
+// lease granted now.
+//
+// Why a spare is as safe as a lease granted now. The holder dates its
+// lease from the instant it sent the request: its deadline is sentAt + TTL
+// (less its skew budget), and the coordinator's expiry must never come
+// before it. A keep-alive restarts the lease at its full granted TTL when
+// the leader's lessor handles it (lessor.Renew refreshes the expiry to
+// now + TTL in memory, with no Raft entry unless lease checkpointing has
+// recorded a remaining TTL for it), and that happens after this
+// call began, so after the request was sent: the expiry is at or after
+// sentAt + TTL, exactly as for a grant made now. The TTL is the lease's
+// granted TTL (the keep-alive reports it), which is what a grant would
+// report. The rest is as for a fresh grant:
+//   - A spare that expired or was revoked cannot be kept alive (etcd
+//     answers LeaseNotFound, after waiting out a pending revocation, and
+//     never resurrects it): a fresh lease is granted instead. If it expires
+//     between the keep-alive and the transaction (a full TTL later), the
+//     transaction fails with LeaseNotFound and Acquire starts again.
+//   - A spare belongs to one acquire: it is taken out of the coordinator
+//     under its mutex before use, and only a transaction that wrote nothing
+//     gives it back, so one etcd lease never carries two grants (which
+//     would let one holder's renewal extend the other's).
+//   - An unused spare carries no key: when it expires, nothing is freed.
+//   - A leader change restarts every lease at its full TTL: a spare, or a
+//     lease in use, only gets longer.
+func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, time.Time, error) {
+	if spare, ok := c.takeSpare(); ok {
+		sent := time.Now()
+		ka, err := c.cli.KeepAliveOnce(ctx, spare)
+		switch {
+		case err == nil:
+			return spare, ka.TTL, sent, nil
+		case !errors.Is(err, rpctypes.ErrLeaseNotFound):
+			// Whether the keep-alive arrived is unknown; the spare carries
+			// nothing, so it is dropped and left to expire.
+			return 0, 0, time.Time{}, err
+		}
+		// The others are no younger: drop them too.
+		c.dropSpares()
+	}
+	sent := time.Now()
+	g, err := c.cli.Grant(ctx, c.ttl)
+	if err != nil {
+		return 0, 0, time.Time{}, err
+	}
+	return g.ID, g.TTL, sent, nil
+}
+
+// takeSpare removes the youngest spare lease from the coordinator and
+// returns it, unless it has none that was started less than half a TTL ago
+// (older ones are dropped: a keep-alive of one that expired waits for its
+// revocation, so trying it would only slow the acquire down). Which spare
+// is tried is a matter of speed only; the keep-alive decides whether it is
+// usable.
+func (c *Coordinator) takeSpare() (clientv3.LeaseID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.spares)
+	if n == 0 {
+		return 0, false
+	}
+	s := c.spares[n-1]
+	if time.Since(s.sent) >= time.Duration(c.ttl)*time.Second/2 {
+		c.spares = c.spares[:0]
+		c.burst = 1
+		return 0, false
+	}
+	c.spares = c.spares[:n-1]
+	c.burst = min(2*max(c.burst, 1), spareLeases)
+	return s.id, true
+}
+
+func (c *Coordinator) dropSpares() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spares = c.spares[:0]
+}
+
+// keepSpare makes lease, which has nothing attached and whose TTL was last
+// started by a request sent at sent, a spare, or revokes it (best effort:
+// left alone it would expire by itself) when the coordinator has enough.
+func (c *Coordinator) keepSpare(ctx context.Context, lease clientv3.LeaseID, sent time.Time) {
+	c.mu.Lock()
+	kept := len(c.spares) < spareLeases
+	if kept {
+		c.spares = append(c.spares, spareLease{id: lease, sent: sent})
+	}
+	c.mu.Unlock()
+	if !kept {
+		_, _ = c.cli.Revoke(ctx, lease)
+	}
+}
+
+// refillSpares grants c.burst leases in the background, together, when
+// the coordinator has no spare left and no grant for one is under way. The
+// grants are the coordinator's, not the caller's: they carry none of its
+// context and are bounded by refillTimeout; an error only means a later
+// acquire grants its own lease.
+func (c *Coordinator) refillSpares() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.spares) != 0 || c.refilling {
+		return
+	}
+	c.refilling = true
+	burst := max(c.burst, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), refillTimeout)
+		defer cancel()
+		granted := make([]spareLease, burst)
+		var wg sync.WaitGroup
+		for i := range granted {
+			wg.Go(func() {
+				sent := time.Now()
+				if g, err := c.cli.Grant(ctx, c.ttl); err == nil {
+					granted[i] = spareLease{id: g.ID, sent: sent}
+				}
+			})
+		}
+		wg.Wait()
+		// The leases and the end of the refill become visible together,
+		// so an acquire that empties the pool always starts the next one.
+		var excess []clientv3.LeaseID
+		c.mu.Lock()
+		c.refilling = false
+		for _, g := range granted {
+			switch {
+			case g.id == 0:
+			case len(c.spares) < spareLeases:
+				c.spares = append(c.spares, g)
+			default: // refused acquires gave theirs back meanwhile
+				excess = append(excess, g.id)
+			}
+		}
+		c.mu.Unlock()
+		for _, id := range excess {
+			_, _ = c.cli.Revoke(ctx, id)
+		}
+	}()
 }
 
 // answer decides an acquire the transaction refused, from the holder key and
@@ -292,14 +467,6 @@ func (c *Coordinator) remaining(ctx context.Context, id clientv3.LeaseID) (left,
 		return 0, 0, err
 	}
 	return time.Duration(ttl.TTL) * time.Second, time.Duration(ttl.GrantedTTL) * time.Second, nil
-}
-
-// revokeUnused revokes a lease granted for an acquire that did not use it,
-// best effort: left alone it would expire by itself.
-func (c *Coordinator) revokeUnused(ctx context.Context, g *clientv3.LeaseGrantResponse) {
-	if g != nil {
-		_, _ = c.cli.Revoke(ctx, g.ID)
-	}
 }
 
 // replayLease returns the lease request records are attached to, granting a

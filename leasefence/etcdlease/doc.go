@@ -23,10 +23,15 @@
 //     are not consecutive: every write to the cluster takes a revision.
 //   - Each grant is one etcd lease, and the holder key is attached to it:
 //     when the lease expires, etcd deletes the key, and the resource is
-//     free. An acquire is a lease grant and one transaction that creates
-//     the key only if the resource is free and the request id unused, or
-//     else reads why not in the same revision: two Raft writes for a grant;
-//     a refusal adds the revocation of the lease it did not use.
+//     free. An acquire readies a lease and runs one transaction that
+//     creates the key only if the resource is free and the request id
+//     unused, or else reads why not in the same revision. The lease is one
+//     of the coordinator's spares, granted ahead in the background and
+//     restarted at its full TTL by a keep-alive (no Raft write) when the
+//     acquire arrives, or else a lease granted then: one Raft write on a
+//     grant's path with a spare, two without. A lease a refusal did not use
+//     has nothing attached and becomes a spare (or is revoked); a spare
+//     never used expires with nothing attached.
 //   - Renew is one keep-alive of that grant's etcd lease, after checking
 //     that the holder key's create revision is the token's fence. One etcd
 //     lease belongs to one grant, so a stale token can never extend a newer
