@@ -17,7 +17,8 @@ if ! [[ $version =~ ^v0\.[0-9]+\.[0-9]+$ ]]; then
 fi
 cd "$(dirname "$0")/.."
 prefix=github.com/leasefence/lab
-libs="leasefence leasefence/etcdlease leasefence/etcdlease/etcdtest leasefence/sqlgate"
+# The library's modules: every one under leasefence/ but its test module.
+libs=$(git ls-files -- 'leasefence/go.mod' 'leasefence/*/go.mod' | xargs -n1 dirname | grep -vx leasefence/tests | sort)
 for m in $(git ls-files -- go.mod '*/go.mod' | xargs -n1 dirname); do
 	required=$(cd "$m" && GOWORK=off go mod edit -json | sed -n 's/.*"Path": "\(github\.com\/leasefence\/lab\/[^"]*\)".*/\1/p' | sort -u)
 	for lib in $libs; do
