@@ -93,7 +93,8 @@ type requestRecord struct {
 	id       string // the request's id; "" for a slot not yet used
 	kind     RequestKind
 	resource string
-	fence    Fence // renewals: the fence the grant must keep
+	fence    Fence  // renewals: the fence the grant must keep
+	proof    string // renewals: the lease's proof, kept
 	sentAt   Instant
 	used     bool
 }
@@ -172,7 +173,7 @@ func (c *Client) BeginRenewal(l *Lease) (RenewRequest, error) {
 	if l.Token.Holder != c.holder {
 		return RenewRequest{}, fmt.Errorf("%w: lease %v belongs to another holder than %q", ErrInvalidRequest, l.Token, c.holder)
 	}
-	id, sentAt, err := c.begin(requestRecord{kind: KindRenew, resource: l.Token.Resource, fence: l.Token.Fence})
+	id, sentAt, err := c.begin(requestRecord{kind: KindRenew, resource: l.Token.Resource, fence: l.Token.Fence, proof: l.Proof})
 	if err != nil {
 		return RenewRequest{}, err
 	}
@@ -301,6 +302,7 @@ func (c *Client) completeRecord(kind RequestKind, id string, g Grant) (*Lease, e
 		Token:    g.Token,
 		Deadline: deadline,
 		TTL:      g.TTL,
+		Proof:    keptProof(kind, rec, g),
 		clock:    c.clock,
 	}
 	return l, nil
@@ -319,6 +321,9 @@ type Lease struct {
 	Token    Token
 	Deadline Instant // in the client's domain
 	TTL      time.Duration
+	// Proof is the grant's credential for Token (Grant.Proof): present it
+	// to a resource across a trust boundary. A renewal keeps it.
+	Proof string `json:"proof,omitempty"`
 
 	clock Clock
 }

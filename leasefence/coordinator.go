@@ -44,6 +44,9 @@ type CoordinatorOptions struct {
 	ReplayCache int
 	// Trace, if non-nil, observes every answered request.
 	Trace *CoordinatorTrace
+	// Prover, if non-nil, proves every fresh grant (Grant.Proof); nil: no
+	// proofs. See Prover for when it is called.
+	Prover Prover
 }
 
 // Coordinator grants leases and mints fences. It is safe for concurrent use.
@@ -54,9 +57,10 @@ type CoordinatorOptions struct {
 // from that one reading: the coordinator's reading when it processes a
 // request is the only moment it can vouch for.
 type Coordinator struct {
-	clock Clock
-	ttl   time.Duration
-	trace *CoordinatorTrace
+	clock  Clock
+	ttl    time.Duration
+	trace  *CoordinatorTrace
+	prover Prover
 
 	mu     sync.Mutex
 	fence  Fence                  // highest fence issued, over all resources
@@ -71,6 +75,7 @@ type leaseState struct {
 	token    Token
 	expiry   Instant
 	released bool
+	proof    string
 }
 
 type replayEntry struct {
@@ -96,6 +101,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		clock:  opts.Clock,
 		ttl:    opts.TTL,
 		trace:  opts.Trace,
+		prover: opts.Prover,
 		fence:  opts.StartFence,
 		leases: make(map[string]leaseState),
 		replay: make(map[string]replayEntry),
@@ -175,13 +181,16 @@ func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out Acquir
 	if c.fence == math.MaxUint64 {
 		return AcquireOutcome{}, false, fmt.Errorf("%w: fence %d has been issued", ErrFencesExhausted, c.fence)
 	}
-	c.fence++
 	st := leaseState{
-		token:  Token{Resource: req.Resource, Holder: req.Holder, Fence: c.fence},
+		token:  Token{Resource: req.Resource, Holder: req.Holder, Fence: c.fence + 1},
 		expiry: expiry,
 	}
+	if st.proof, err = prove(c.prover, st.token); err != nil {
+		return AcquireOutcome{}, false, err
+	}
+	c.fence++
 	c.leases[req.Resource] = st
-	g := Grant{RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry}
+	g := Grant{RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry, Proof: st.proof}
 	c.remember(g)
 	return AcquireOutcome{OK: true, Grant: g}, false, nil
 }
@@ -262,7 +271,7 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 		st.expiry = expiry
 		c.leases[req.Token.Resource] = st
 		out = RenewOutcome{OK: true, Grant: Grant{
-			RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry,
+			RequestID: req.RequestID, Token: st.token, TTL: c.ttl, CoordinatorExpiresAt: st.expiry, Proof: st.proof,
 		}}
 		return nil
 	})

@@ -48,6 +48,9 @@ type Grant struct {
 	// is for logs only: relating it to a holder's instant is a
 	// *ClockDomainError.
 	CoordinatorExpiresAt Instant `json:"coordinatorExpiresAt"`
+	// Proof is the coordinator's Prover's credential for Token ("" without
+	// a Prover). A renewal keeps the fence, so it keeps the proof.
+	Proof string `json:"proof,omitempty"`
 }
 
 // Reason says why the coordinator refused a request. It is one of:
