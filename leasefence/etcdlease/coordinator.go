@@ -55,6 +55,11 @@ type Options struct {
 	// window is a fresh acquisition, like a retry evicted from the in-memory
 	// coordinator's replay cache.
 	ReplayWindow time.Duration
+	// Prover, if non-nil, proves every fresh grant (Grant.Proof), as
+	// leasefence.CoordinatorOptions.Prover does. Every coordinator sharing
+	// a prefix needs one that the same resources accept (the same signing
+	// key): a retry may be answered by any of them. See grantProof.
+	Prover leasefence.Prover
 }
 
 // Coordinator is a leasefence.Service on etcd. It is safe for concurrent
@@ -66,6 +71,7 @@ type Coordinator struct {
 	ttl    int64 // seconds
 	clock  leasefence.Clock
 	window time.Duration
+	prover leasefence.Prover
 
 	mu       sync.Mutex
 	replay   clientv3.LeaseID // the lease request records are attached to
@@ -112,6 +118,7 @@ func New(cli *clientv3.Client, opts Options) (*Coordinator, error) {
 		ttl:    int64(opts.TTL / time.Second),
 		clock:  clock,
 		window: window,
+		prover: opts.Prover,
 	}, nil
 }
 
@@ -150,7 +157,8 @@ type lastValue struct {
 type requestValue struct {
 	Holder   string `json:"holder"`
 	Resource string `json:"resource"`
-	TTL      int64  `json:"ttlSeconds"` // as granted by etcd
+	TTL      int64  `json:"ttlSeconds"`      // as granted by etcd
+	Proof    string `json:"proof,omitempty"` // recorded after the grant: see grantProof
 }
 
 func mustJSON(v any) string {
@@ -241,11 +249,17 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 			}
 			ttl := time.Duration(grantedTTL) * time.Second
+			token := leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)}
+			proof, err := c.grantProof(ctx, token, req.RequestID, requestValue{Holder: req.Holder, Resource: req.Resource, TTL: grantedTTL}, resp.Header.Revision, replay)
+			if err != nil {
+				return leasefence.AcquireOutcome{}, err
+			}
 			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 				RequestID:            req.RequestID,
-				Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)},
+				Token:                token,
 				TTL:                  ttl,
 				CoordinatorExpiresAt: now.Add(ttl),
+				Proof:                proof,
 			}}, nil
 		}
 		// The comparison failed, so the transaction wrote nothing: the
@@ -427,11 +441,17 @@ func (c *Coordinator) answer(ctx context.Context, req leasefence.AcquireRequest,
 		if err != nil {
 			return out, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 		}
+		token := leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(hkv.CreateRevision)}
+		proof, err := c.grantProof(ctx, token, req.RequestID, rv, rkv.ModRevision, clientv3.LeaseID(rkv.Lease))
+		if err != nil {
+			return out, err
+		}
 		return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 			RequestID:            req.RequestID,
-			Token:                leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(hkv.CreateRevision)},
+			Token:                token,
 			TTL:                  time.Duration(rv.TTL) * time.Second,
 			CoordinatorExpiresAt: now.Add(max(left, 0)),
+			Proof:                proof,
 		}}, nil
 	}
 	if hkv == nil {
