@@ -1,0 +1,38 @@
+// Package fencetoken signs the tokens a coordinator grants and verifies them
+// at the resource, so that a resource across a trust boundary can tell a
+// fence the coordinator minted from one a caller made up.
+//
+// A proof is a compact JWS, a JWT signed with Ed25519 (header alg "EdDSA"
+// and kid, the signing key's id) whose claims are:
+//
+//	iss       the issuer: the name of the deployment's coordinators
+//	sub       the holder
+//	lf_res    the resource
+//	lf_fence  the fence, as a decimal string ("42"): a uint64 does not
+//	          survive a JSON number in most languages
+//	iat       when it was signed, in Unix seconds: informational only
+//
+// There is no expiry claim: whether a lease is still live is the fence's
+// question, answered by the gate, never a clock comparison across domains.
+// A proof says whom the coordinator granted which fence, nothing more.
+//
+// A Signer is a leasefence.Prover: give it to the coordinator
+// (CoordinatorOptions.Prover, etcdlease.Options.Prover) and every grant
+// carries its proof (Grant.Proof, Lease.Proof). A Verifier holds the public
+// keys by key id, several at once while a key is rotated, and refuses with
+// an error wrapping ErrInvalid anything the coordinator did not sign: a
+// malformed proof, alg "none", an HMAC signed with the public key as its
+// secret, an unknown or missing kid, a wrong issuer, a bad signature, or
+// claims that do not name a holder, a resource and a decimal fence.
+//
+// The encoding is github.com/golang-jwt/jwt/v5, not hand-rolled: it is the
+// most widely used JWT library for Go, kept by a team that answers security
+// reports, it verifies EdDSA with the standard library's crypto/ed25519,
+// and it takes an explicit list of allowed algorithms and a key function
+// that sees the header, which is where this package refuses every
+// algorithm but EdDSA before any key is chosen (the classic confusion of
+// an RSA or Ed25519 public key used as an HMAC secret cannot arise). It
+// brings no other module. Any JOSE library in any language verifies the
+// same proofs given the public key (the tests check one with
+// github.com/go-jose/go-jose/v4).
+package fencetoken

@@ -1,0 +1,63 @@
+package fencetoken_test
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/fencetoken"
+)
+
+// fuzzKey is fixed so that the corpus's genuine proofs stay genuine.
+var fuzzKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+
+// FuzzVerify: whatever the input, Verify either refuses it with ErrInvalid,
+// counted, or returns a token a coordinator could have issued; and asked
+// again it answers the same (the cache changes nothing). Only the signer's
+// own proofs are accepted: a mutation of one is refused unless it is the
+// same proof.
+func FuzzVerify(f *testing.F) {
+	s, err := fencetoken.NewSigner(fuzzKey, "k1", issuer)
+	if err != nil {
+		f.Fatal(err)
+	}
+	genuine := map[string]leasefence.Token{}
+	for _, tok := range []leasefence.Token{testToken, {Resource: "r", Holder: "h", Fence: ^leasefence.Fence(0)}} {
+		p, err := s.Prove(tok)
+		if err != nil {
+			f.Fatal(err)
+		}
+		genuine[p] = tok
+		f.Add(p)
+		f.Add(strings.ToUpper(p))
+		f.Add(p[:len(p)/2])
+	}
+	f.Add("")
+	f.Add("..")
+	f.Add("eyJhbGciOiJub25lIn0.e30.")
+	f.Fuzz(func(t *testing.T, proof string) {
+		v, err := fencetoken.NewVerifier(issuer, map[string]ed25519.PublicKey{"k1": fuzzKey.Public().(ed25519.PublicKey)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err1 := v.Verify(proof)
+		second, err2 := v.Verify(proof)
+		if first != second || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("asked twice: %v, %v then %v, %v", first, err1, second, err2)
+		}
+		if err1 != nil {
+			if !errors.Is(err1, fencetoken.ErrInvalid) || v.Refused() != 2 || first != (leasefence.Token{}) {
+				t.Fatalf("refusal %v (token %v) does not wrap ErrInvalid or went uncounted (%d)", err1, first, v.Refused())
+			}
+			return
+		}
+		if first.Resource == "" || first.Holder == "" || first.Fence == 0 {
+			t.Fatalf("accepted a token no coordinator issues: %v", first)
+		}
+		if want, ok := genuine[proof]; ok && want != first {
+			t.Fatalf("a genuine proof verified as %v, want %v", first, want)
+		}
+	})
+}
