@@ -78,6 +78,10 @@ func (s *Signer) Prove(t leasefence.Token) (string, error) {
 	return tok.SignedString(s.key)
 }
 
+// MaxProofLength bounds the proofs Verify parses: a Signer's are some
+// hundreds of bytes, and a longer one is refused before any decoding.
+const MaxProofLength = 4096
+
 // DefaultCacheSize is how many verified proofs a Verifier remembers unless
 // WithCacheSize says otherwise.
 const DefaultCacheSize = 1024
@@ -165,6 +169,9 @@ func (v *Verifier) Verify(proof string) (leasefence.Token, error) {
 func (v *Verifier) Refused() uint64 { return v.refused.Load() }
 
 func (v *Verifier) verify(proof string) (leasefence.Token, error) {
+	if len(proof) > MaxProofLength {
+		return leasefence.Token{}, fmt.Errorf("%w: %d bytes, more than MaxProofLength (%d)", ErrInvalid, len(proof), MaxProofLength)
+	}
 	var c receivedClaims
 	if _, err := v.parser.ParseWithClaims(proof, &c, v.key); err != nil {
 		return leasefence.Token{}, fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -179,6 +179,7 @@ func TestVerifyRefuses(t *testing.T) {
 		{"tampered claims", parts[0] + "." + otherPayload + "." + parts[2]},
 		{"signature removed", parts[0] + "." + parts[1] + "."},
 		{"padded base64", genuine + "=="},
+		{"too long", genuine + strings.Repeat("A", fencetoken.MaxProofLength)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newVerifier(t, map[string]ed25519.PublicKey{"k1": k.pub})
