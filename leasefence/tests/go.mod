@@ -4,10 +4,12 @@ go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/leasefence/lab/leasefence v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/client/v3 v3.7.3
 	modernc.org/sqlite v1.62.0
@@ -87,5 +89,6 @@ replace (
 	github.com/leasefence/lab/leasefence => ../
 	github.com/leasefence/lab/leasefence/etcdlease => ../etcdlease
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest => ../etcdlease/etcdtest
+	github.com/leasefence/lab/leasefence/fencetoken => ../fencetoken
 	github.com/leasefence/lab/leasefence/sqlgate => ../sqlgate
 )
