@@ -416,3 +416,18 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Fatalf("genuine proofs refused: %d", w.verifier.Refused())
 	}
 }
+
+// The wire format of a refusal, byte for byte: what a client in any
+// language parses (the README shows this body).
+func TestProblemBody(t *testing.T) {
+	rec := httptest.NewRecorder()
+	fencehttp.WriteError(rec, leasefence.RejectionError(leasefence.Rejection{
+		Seq: 1, Resource: "deploy/prod", Holder: "agent-a", Fence: 1, FloorHolder: "agent-b", FloorFence: 2,
+	}))
+	want := `{"type":"urn:leasefence:stale-fence","title":"Stale fence","status":409,` +
+		`"detail":"leasefence: stale fence at \"deploy/prod\": agent-a@1 refused, floor is agent-b@2",` +
+		`"resource":"deploy/prod","holder":"agent-a","fence":"1","floor_holder":"agent-b","floor_fence":"2","seq":"1"}`
+	if rec.Code != http.StatusConflict || rec.Header().Get("Content-Type") != "application/problem+json" || rec.Body.String() != want {
+		t.Fatalf("%d %q\n%s\nwant\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body, want)
+	}
+}
