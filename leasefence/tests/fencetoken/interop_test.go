@@ -43,7 +43,7 @@ func TestGoJoseVerifiesAProof(t *testing.T) {
 	}
 
 	// As a JWS: header and payload.
-	jws, err := jose.ParseSigned(proof, []jose.SignatureAlgorithm{jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
 		t.Fatal(err)
 	}
