@@ -208,46 +208,48 @@ func (g *Gate) checkCmd(c redis.Cmder) error {
 // cmds) or refuses it. done is false when the floor moved before EXEC, so
 // nothing was applied and Commit must judge again.
 func (g *Gate) attempt(ctx context.Context, t leasefence.Token, cmds []redis.Cmder) (done bool, err error) {
-	err = g.watch(ctx, func(tx *redis.Tx) (err error) {
+	err = g.watch(ctx, func(tx *redis.Tx) (bool, error) {
 		floor, present, err := g.watchFloor(ctx, tx)
 		if err != nil {
-			return err
+			return false, err
 		}
-		switch v := judge(floor, present, t); v {
+		var execErr error
+		switch judge(floor, present, t) {
 		case verdictStale, verdictConflict:
-			done, err = g.refuse(ctx, tx, t, floor)
-			return err
+			done, execErr, err = g.refuse(ctx, tx, t, floor)
+		case verdictRaise:
+			done, execErr, err = g.admit(ctx, tx, t, true, cmds)
 		default:
-			done, err = g.admit(ctx, tx, t, v == verdictRaise, cmds)
-			return err
+			done, execErr, err = g.admit(ctx, tx, t, false, cmds)
 		}
+		return watchCleared(execErr), err
 	})
 	return done, err
 }
 
 // watch runs fn on a connection of its own, where the floor is (or, on a
-// single-node client, will be) WATCHed. fn must end with EXEC, which clears
-// the WATCH; when it cannot, watch sends UNWATCH, so that no WATCH stays on
-// a connection the pool hands to someone else.
-func (g *Gate) watch(ctx context.Context, fn func(tx *redis.Tx) error) error {
+// single-node client, will be) WATCHed. fn reports whether an EXEC cleared
+// the WATCH; when none did, watch sends UNWATCH, so that no WATCH stays on a
+// connection the pool hands to someone else.
+func (g *Gate) watch(ctx context.Context, fn func(tx *redis.Tx) (cleared bool, err error)) error {
 	var keys []string
 	if !g.pipelinedWatch {
 		keys = []string{g.floorKey}
 	}
 	return g.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		err := fn(tx)
-		if err != nil && !execRan(err) {
+		cleared, err := fn(tx)
+		if !cleared {
 			_ = tx.Unwatch(context.WithoutCancel(ctx)).Err()
 		}
 		return err
 	}, keys...)
 }
 
-// execRan reports whether err comes from an EXEC that Redis ran or refused
-// (either clears the WATCH), rather than from before it.
-func execRan(err error) bool {
-	var rerr redis.Error
-	return errors.Is(err, redis.TxFailedErr) || redis.IsExecAbortError(err) || errors.As(err, &rerr) && !errors.Is(err, redis.Nil)
+// watchCleared reports whether a transaction that ended with err certainly
+// reached an EXEC that Redis ran or refused, either of which clears the
+// WATCH. Any other error may have come before EXEC (on MULTI, say).
+func watchCleared(err error) bool {
+	return err == nil || errors.Is(err, redis.TxFailedErr) || redis.IsExecAbortError(err)
 }
 
 // watchFloor WATCHes the floor (unless Watch already did) and reads it.
@@ -307,9 +309,11 @@ func judge(floor leasefence.Token, present bool, t leasefence.Token) verdict {
 	return verdictConflict
 }
 
-// admit sends MULTI, the raise of the floor (if raise), cmds and EXEC.
-func (g *Gate) admit(ctx context.Context, tx *redis.Tx, t leasefence.Token, raise bool, cmds []redis.Cmder) (bool, error) {
-	_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+// admit sends MULTI, the raise of the floor (if raise), cmds and EXEC. It
+// returns whether it is done, the transaction's own error, and the error
+// for Commit.
+func (g *Gate) admit(ctx context.Context, tx *redis.Tx, t leasefence.Token, raise bool, cmds []redis.Cmder) (bool, error, error) {
+	_, execErr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if raise {
 			p.HSet(ctx, g.floorKey, "f", fenceArg(t.Fence), "h", t.Holder)
 		}
@@ -319,22 +323,20 @@ func (g *Gate) admit(ctx context.Context, tx *redis.Tx, t leasefence.Token, rais
 		}
 		return nil
 	})
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.TxFailedErr):
-		return false, nil // the floor moved: nothing was applied
-	case redis.IsExecAbortError(err):
-		return true, fmt.Errorf("redislease: Redis refused the transaction, nothing was applied: %w%s", err, firstFailed(cmds, "the first refused"))
-	}
 	var rerr redis.Error
-	if !errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
-		if failed := firstFailed(cmds, ""); failed == "" {
-			return true, nil // only redis.Nil replies (a GET of a missing key)
-		}
-		return true, err // no answer: the outcome is unknown
+	switch {
+	case execErr == nil:
+		return true, nil, nil
+	case errors.Is(execErr, redis.TxFailedErr):
+		return false, execErr, nil // the floor moved: nothing was applied
+	case redis.IsExecAbortError(execErr):
+		return true, execErr, fmt.Errorf("redislease: Redis refused the transaction, nothing was applied: %w%s", execErr, firstFailed(cmds, "the first refused"))
+	case errors.Is(execErr, redis.Nil) && firstFailed(cmds, "") == "":
+		return true, nil, nil // only redis.Nil replies (a GET of a missing key)
+	case !errors.As(execErr, &rerr):
+		return true, execErr, execErr // no answer: the outcome is unknown
 	}
-	return true, fmt.Errorf("%w%s: %w", ErrCommandFailed, firstFailed(cmds, ""), err)
+	return true, execErr, fmt.Errorf("%w%s: %w", ErrCommandFailed, firstFailed(cmds, ""), execErr)
 }
 
 // firstFailed names the first of cmds that failed (redis.Nil is no failure),
@@ -352,36 +354,37 @@ func firstFailed(cmds []redis.Cmder, label string) string {
 }
 
 // refuse appends the refusal of t to the log, in a MULTI/EXEC under the
-// WATCH that judged it, by a script that judges again.
-func (g *Gate) refuse(ctx context.Context, tx *redis.Tx, t, floor leasefence.Token) (bool, error) {
+// WATCH that judged it, by a script that judges again. It returns whether
+// it is done, the transaction's own error, and the error for Commit.
+func (g *Gate) refuse(ctx context.Context, tx *redis.Tx, t, floor leasefence.Token) (bool, error, error) {
 	var cmd *redis.Cmd
-	_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, execErr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		// EVAL, not EVALSHA: inside MULTI a missing script would fail at EXEC.
 		cmd = refuseScript.Eval(ctx, p, []string{g.floorKey, g.logKey}, fenceArg(t.Fence), t.Holder, g.retain)
 		return nil
 	})
-	if errors.Is(err, redis.TxFailedErr) {
-		return false, nil
+	if errors.Is(execErr, redis.TxFailedErr) {
+		return false, execErr, nil
 	}
-	if err != nil {
-		return true, g.notLogged(t, floor, err)
+	if execErr != nil {
+		return true, execErr, g.notLogged(t, floor, execErr)
 	}
 	res, err := cmd.Slice()
 	if err != nil {
-		return true, g.notLogged(t, floor, err)
+		return true, nil, g.notLogged(t, floor, err)
 	}
 	r := reply(res)
 	if r.str(0) == "admitted" && r.err == nil {
-		return false, nil // the floor changed under the WATCH after all: judge again
+		return false, nil, nil // the floor changed under the WATCH after all: judge again
 	}
 	rej := leasefence.Rejection{
 		Seq: uint64(r.int(1)), Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
 		FloorFence: r.fence(2), FloorHolder: r.str(3),
 	}
 	if r.err != nil {
-		return true, g.notLogged(t, floor, r.err)
+		return true, nil, g.notLogged(t, floor, r.err)
 	}
-	return true, leasefence.RejectionError(rej)
+	return true, nil, leasefence.RejectionError(rej)
 }
 
 // notLogged is the refusal of t, judged against floor, whose logging

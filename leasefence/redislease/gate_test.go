@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -284,5 +285,45 @@ func TestGateAcrossProcesses(t *testing.T) {
 	}
 	if n, err := gates[1].RejectionCount(t.Context()); err != nil || int(n) != refused {
 		t.Fatalf("RejectionCount = %d, %v; want %d", n, err, refused)
+	}
+}
+
+// A floor key that is not a gate's floor fails Commit with an error, and
+// the WATCH Commit left on its connection is released: a change to the key
+// afterwards does not mark the connection, which the pool hands on, as one
+// whose next EXEC must fail (CLIENT LIST flag "d").
+func TestGateCorruptFloorLeavesNoWatch(t *testing.T) {
+	c := needRedis(t)
+	opts := *c.Options()
+	opts.PoolSize = 1 // every call reuses the one connection
+	one := redis.NewClient(&opts)
+	defer one.Close()
+	id, err := one.ClientID(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := newPrefix(t)
+	g := openGate(t, one, prefix, "r", redislease.GateOptions{})
+	floorKey := "{" + prefix + "}gate:r:floor"
+	if err := c.Set(t.Context(), floorKey, "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Commit(t.Context(), tok("r", "a", 1), "v"); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+		t.Fatalf("Commit over a corrupt floor = %v, want the WRONGTYPE error", err)
+	}
+	if err := c.Set(t.Context(), floorKey, "changed", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := one.ClientID(t.Context()).Result(); again != id {
+		t.Fatalf("the pool of one connection dialled another (%d, then %d)", id, again)
+	}
+	list, err := c.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(list) {
+		if strings.HasPrefix(line, "id="+strconv.FormatInt(id, 10)+" ") && strings.Contains(line, " flags=d ") {
+			t.Fatalf("the connection still WATCHes the floor after the failed Commit: %s", line)
+		}
 	}
 }

@@ -87,3 +87,5 @@ func deleteKeys(c *redis.Client, pattern string) {
 		c.Del(ctx, iter.Val())
 	}
 }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
