@@ -211,3 +211,39 @@ func hashTag(key string) string {
 	}
 	return tag
 }
+
+// A retry after the replay window is a fresh acquisition: the holder, who
+// still holds the lease, is told it already does.
+func TestReplayWindow(t *testing.T) {
+	c := needRedis(t)
+	coord := newCoordinator(t, c, redislease.Options{TTL: 5 * time.Second, ReplayWindow: 50 * time.Millisecond})
+	req := leasefence.AcquireRequest{RequestID: "id", Holder: "a", Resource: "r"}
+	if out, err := coord.Acquire(t.Context(), req); err != nil || !out.OK {
+		t.Fatalf("Acquire = %+v, %v", out, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if out, err := coord.Acquire(t.Context(), req); err != nil || out.Reason != leasefence.ReasonAlreadyHeld {
+		t.Fatalf("retry after the window = %+v, %v; want already-held", out, err)
+	}
+}
+
+// The counter never issues a fence beyond MaxFence, and a token above it
+// was never issued.
+func TestFencesExhausted(t *testing.T) {
+	c := needRedis(t)
+	prefix := newPrefix(t)
+	coord := newCoordinator(t, c, redislease.Options{Prefix: prefix})
+	if err := c.Set(t.Context(), "{"+prefix+"}fence", uint64(redislease.MaxFence), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := coord.Acquire(t.Context(), leasefence.AcquireRequest{RequestID: "id", Holder: "a", Resource: "r"}); !errors.Is(err, leasefence.ErrFencesExhausted) || out.OK {
+		t.Fatalf("Acquire past MaxFence = %+v, %v; want ErrFencesExhausted", out, err)
+	}
+	beyond := leasefence.Token{Resource: "r", Holder: "a", Fence: redislease.MaxFence + 1}
+	if out, err := coord.Release(t.Context(), beyond); err != nil || out.Reason != leasefence.ReasonUnknown {
+		t.Fatalf("Release above MaxFence = %+v, %v; want unknown", out, err)
+	}
+	if out, err := coord.Acquire(t.Context(), leasefence.AcquireRequest{RequestID: "id2", Holder: "a", Resource: "r"}); out.OK || err == nil {
+		t.Fatalf("a second Acquire past MaxFence = %+v, %v", out, err)
+	}
+}

@@ -327,3 +327,15 @@ func TestGateCorruptFloorLeavesNoWatch(t *testing.T) {
 		}
 	}
 }
+
+// The same suite through a client that must WATCH before it reads the floor
+// (a ring here, of one shard, as a cluster client does): the path that costs
+// a third round trip.
+func TestGateConformanceWatchFirst(t *testing.T) {
+	c := needRedis(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": c.Options().Addr}, DB: c.Options().DB})
+	defer ring.Close()
+	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate {
+		return openGate(t, ring, newPrefix(t), resource, redislease.GateOptions{})
+	})
+}
