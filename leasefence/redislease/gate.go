@@ -245,6 +245,9 @@ func (g *Gate) watch(ctx context.Context, fn func(tx *redis.Tx) (cleared bool, e
 	}, keys...)
 }
 
+// errNoExec stands for the EXEC a Commit with nothing to apply never sends.
+var errNoExec = errors.New("redislease: no EXEC was sent")
+
 // watchCleared reports whether a transaction that ended with err certainly
 // reached an EXEC that Redis ran or refused, either of which clears the
 // WATCH. Any other error may have come before EXEC (on MULTI, say).
@@ -313,6 +316,11 @@ func judge(floor leasefence.Token, present bool, t leasefence.Token) verdict {
 // returns whether it is done, the transaction's own error, and the error
 // for Commit.
 func (g *Gate) admit(ctx context.Context, tx *redis.Tx, t leasefence.Token, raise bool, cmds []redis.Cmder) (bool, error, error) {
+	if !raise && len(cmds) == 0 {
+		// Admitted, with nothing to apply: go-redis sends no empty
+		// MULTI/EXEC, so no EXEC clears the WATCH either.
+		return true, errNoExec, nil
+	}
 	_, execErr := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if raise {
 			p.HSet(ctx, g.floorKey, "f", fenceArg(t.Fence), "h", t.Holder)

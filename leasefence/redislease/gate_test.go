@@ -317,15 +317,48 @@ func TestGateCorruptFloorLeavesNoWatch(t *testing.T) {
 	if again, _ := one.ClientID(t.Context()).Result(); again != id {
 		t.Fatalf("the pool of one connection dialled another (%d, then %d)", id, again)
 	}
+	wantNoWatch(t, c, id)
+}
+
+// wantNoWatch fails t if the connection id WATCHes a key that has changed
+// since (CLIENT LIST flag "d": its next EXEC would fail).
+func wantNoWatch(t *testing.T, c *redis.Client, id int64) {
+	t.Helper()
 	list, err := c.ClientList(t.Context()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.Lines(list) {
 		if strings.HasPrefix(line, "id="+strconv.FormatInt(id, 10)+" ") && strings.Contains(line, " flags=d ") {
-			t.Fatalf("the connection still WATCHes the floor after the failed Commit: %s", line)
+			t.Fatalf("the connection still WATCHes the floor after the Commit: %s", line)
 		}
 	}
+}
+
+// A Commit of the floor's own token with nothing to write sends no EXEC, and
+// still leaves no WATCH behind.
+func TestGateEmptyCommitLeavesNoWatch(t *testing.T) {
+	c := needRedis(t)
+	opts := *c.Options()
+	opts.PoolSize = 1
+	one := redis.NewClient(&opts)
+	defer one.Close()
+	id, err := one.ClientID(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := newPrefix(t)
+	g := openGate(t, one, prefix, "r", redislease.GateOptions{})
+	nothing := func(context.Context, redis.Pipeliner) error { return nil }
+	for range 2 { // the second is the floor's own token: nothing to raise
+		if err := g.Gate.Commit(t.Context(), tok("r", "a", 1), nothing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Admit(t.Context(), tok("r", "b", 2)); err != nil {
+		t.Fatal(err)
+	}
+	wantNoWatch(t, c, id)
 }
 
 // The same suite through a client that must WATCH before it reads the floor
