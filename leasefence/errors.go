@@ -34,8 +34,9 @@ var (
 	// holder. Fences are unique per acquisition, so this is a forged or
 	// corrupted token.
 	ErrTokenConflict = errors.New("leasefence: same fence, different holder")
-	// ErrInvalidRequest: a malformed call: an empty holder, resource or
-	// request id, a nil lease, a token with fence 0 or no holder.
+	// ErrInvalidRequest: a malformed call: a holder, resource or request id
+	// that is empty, longer than MaxIDLen or not UTF-8 (an *IDError), a nil
+	// lease, a token with fence 0.
 	ErrInvalidRequest = errors.New("leasefence: invalid request")
 	// ErrNoClock: HasExpired on a Lease that was not built by Complete*, so it
 	// has no clock to read.
