@@ -15,8 +15,8 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// DefaultPrefix is the key prefix when Options.Prefix or GateOptions.Prefix
-// is empty.
+// DefaultPrefix is the key prefix when Options.Prefix is empty and for a
+// Gate without WithPrefix.
 const DefaultPrefix = "/leasefence/"
 
 // DefaultReplayWindow is Options.ReplayWindow when 0.

@@ -112,4 +112,7 @@ var (
 	ErrReservedKey = errors.New("etcdlease: operation touches a leasefence key")
 	// ErrCorruptKey: a leasefence key whose value cannot be read.
 	ErrCorruptKey = errors.New("etcdlease: unreadable leasefence key")
+	// ErrTooManyOps: a Commit with more than MaxCommitOps operations,
+	// refused before anything is sent.
+	ErrTooManyOps = errors.New("etcdlease: too many operations for one Commit")
 )

@@ -36,7 +36,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gate, err := etcdlease.NewGate(cli, "deploy-slot", etcdlease.GateOptions{})
+	gate, err := etcdlease.NewGate(cli, "deploy-slot")
 	if err != nil {
 		log.Fatal(err)
 	}
