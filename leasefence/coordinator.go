@@ -128,7 +128,7 @@ func (c *Coordinator) Acquire(req AcquireRequest) (AcquireOutcome, error) {
 	if err := c.check(); err != nil {
 		return AcquireOutcome{}, err
 	}
-	if err := validateAcquire(req); err != nil {
+	if err := ValidateAcquire(req); err != nil {
 		return AcquireOutcome{}, err
 	}
 	var out AcquireOutcome
@@ -241,10 +241,7 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 	if err := c.check(); err != nil {
 		return RenewOutcome{}, err
 	}
-	if err := ValidateID(IDRequestID, req.RequestID); err != nil {
-		return RenewOutcome{}, err
-	}
-	if err := validateToken(req.Token); err != nil {
+	if err := ValidateRenew(req); err != nil {
 		return RenewOutcome{}, err
 	}
 	var out RenewOutcome

@@ -145,9 +145,11 @@ func invalidToken(t Token) error {
 	return nil
 }
 
-// validateAcquire refuses an acquire request with an id that breaks the
-// rule of MaxIDLen.
-func validateAcquire(req AcquireRequest) error {
+// ValidateAcquire returns nil for an acquire request whose request id,
+// holder and resource are valid ids (ValidateID), and the *IDError of the
+// first that is not otherwise. Every coordinator applies it before it
+// sends or changes anything.
+func ValidateAcquire(req AcquireRequest) error {
 	if idOK(req.RequestID) && idOK(req.Holder) && idOK(req.Resource) {
 		return nil
 	}
@@ -160,4 +162,13 @@ func validateAcquire(req AcquireRequest) error {
 		}
 	}
 	return nil
+}
+
+// ValidateRenew returns nil for a renew request with a valid request id and
+// token (ValidateID, ValidateToken), and why not otherwise.
+func ValidateRenew(req RenewRequest) error {
+	if err := ValidateID(IDRequestID, req.RequestID); err != nil {
+		return err
+	}
+	return validateToken(req.Token)
 }

@@ -169,3 +169,67 @@ func TestGateOpLimit(t *testing.T) {
 	}
 	mustFloor(t, g, tok("r", "b", 9))
 }
+
+// TestCoordinatorRefusesBadIDsUpFront: the coordinator applies the core's
+// id rule to holder, resource and request id before anything is sent: a 1.6
+// MB holder was etcd's "request is too large", a non-UTF-8 one was granted.
+func TestCoordinatorRefusesBadIDsUpFront(t *testing.T) {
+	c := newCoordinator(t, etcdlease.Options{})
+	ctx := t.Context()
+	for name, id := range badIDs {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: id, Resource: "r"})
+			wantIDError(t, "Acquire(holder)", err, leasefence.IDHolder)
+			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: id})
+			wantIDError(t, "Acquire(resource)", err, leasefence.IDResource)
+			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: id, Holder: "a", Resource: "r"})
+			wantIDError(t, "Acquire(request id)", err, leasefence.IDRequestID)
+			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: "2", Token: tok("r", id, 1)})
+			wantIDError(t, "Renew(holder)", err, leasefence.IDHolder)
+			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: id, Token: tok("r", "a", 1)})
+			wantIDError(t, "Renew(request id)", err, leasefence.IDRequestID)
+			_, err = c.Release(ctx, tok(id, "a", 1))
+			wantIDError(t, "Release(resource)", err, leasefence.IDResource)
+		})
+	}
+	// Nothing was granted: the resource is free for a good request.
+	if out, err := c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "3", Holder: "a", Resource: "r"}); err != nil || !out.OK {
+		t.Fatalf("Acquire after the refused ones = %+v, %v", out, err)
+	}
+}
+
+// TestGateInterface: the methods every gate shares read the same log as
+// Rejections, through leasefence.Gate.
+func TestGateInterface(t *testing.T) {
+	a := openGate(t, "r")
+	var g leasefence.Gate = a.gate
+	ctx := t.Context()
+	if n, err := g.RejectionCount(ctx); n != 0 || err != nil || g.Resource() != "r" {
+		t.Errorf("before any refusal: RejectionCount = %d, %v; Resource %q", n, err, g.Resource())
+	}
+	if err := g.Admit(ctx, tok("r", "b", 7)); err != nil {
+		t.Fatal(err)
+	}
+	for _, late := range []leasefence.Token{tok("r", "a", 5), tok("r", "c", 6)} {
+		if err := a.Commit(ctx, late, "late"); !errors.Is(err, leasefence.ErrStaleFence) {
+			t.Fatalf("Commit(%v) = %v", late, err)
+		}
+	}
+	if n, err := g.RejectionCount(ctx); n != 2 || err != nil {
+		t.Errorf("RejectionCount = %d, %v; want 2", n, err)
+	}
+	second := leasefence.Rejection{Seq: 2, Resource: "r", Holder: "c", Fence: 6, FloorHolder: "b", FloorFence: 7}
+	for since, want := range map[uint64]int{0: 2, 1: 1, 2: 0, ^uint64(0): 0} {
+		rs, missed, err := g.RejectionsSince(ctx, since)
+		if err != nil || missed != 0 || len(rs) != want || want > 0 && rs[len(rs)-1] != second {
+			t.Errorf("RejectionsSince(%d) = %+v, %d, %v; want %d ending in %+v", since, rs, missed, err, want, second)
+		}
+	}
+	var nilCtx context.Context
+	if _, _, err := g.RejectionsSince(nilCtx, 0); !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("RejectionsSince(nil ctx) = %v", err)
+	}
+	if _, err := g.RejectionCount(nilCtx); !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("RejectionCount(nil ctx) = %v", err)
+	}
+}
