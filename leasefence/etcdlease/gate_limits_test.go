@@ -232,4 +232,12 @@ func TestGateInterface(t *testing.T) {
 	if _, err := g.RejectionCount(nilCtx); !errors.Is(err, leasefence.ErrInvalidRequest) {
 		t.Errorf("RejectionCount(nil ctx) = %v", err)
 	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.RejectionCount(done); !errors.Is(err, context.Canceled) {
+		t.Errorf("RejectionCount(done ctx) = %v", err)
+	}
+	if _, _, err := g.RejectionsSince(done, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("RejectionsSince(done ctx) = %v", err)
+	}
 }
