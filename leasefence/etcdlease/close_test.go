@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/leasefence/lab/leasefence"
@@ -30,22 +29,7 @@ func stallingBackgroundClient(t *testing.T) *clientv3.Client {
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{member.Endpoint()},
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(stall)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	// Connected, so that the goroutines of the connection (and of the
-	// embedded member's side of it) are running before a test counts.
-	if _, err := c.Get(t.Context(), "warm-up"); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return interceptedClient(t, stall)
 }
 
 // waitGoroutines polls until no more than base goroutines run, and fails t

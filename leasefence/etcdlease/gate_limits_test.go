@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,49 +14,33 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/leasetest"
 )
-
-// badIDs are holder and resource ids every gate refuses before sending
-// anything: over leasefence.MaxIDLen (1.6 MB is over etcd's request limit
-// too), or not UTF-8.
-var badIDs = map[string]string{
-	"1.6 MB":    strings.Repeat("h", 1600*1000),
-	"1 KiB + 1": strings.Repeat("h", leasefence.MaxIDLen+1),
-	"not UTF-8": "worker-\xff",
-}
-
-func wantIDError(t *testing.T, what string, err error, kind leasefence.IDKind) {
-	t.Helper()
-	var ide *leasefence.IDError
-	if !errors.As(err, &ide) || ide.Kind != kind || !errors.Is(err, leasefence.ErrInvalidRequest) {
-		t.Errorf("%s = %v, want an *IDError for the %s", what, err, kind)
-	}
-}
 
 // TestGateRefusesBadIDsUpFront: a stale writer with a 1.6 MB holder id was
 // judged, its log write exceeded etcd's request limit, and Commit answered a
 // *StaleFenceError with Seq 0 that the log never held. The id rule refuses it
 // before anything is sent, at Commit, Admit and NewGate alike.
 func TestGateRefusesBadIDsUpFront(t *testing.T) {
-	for name, id := range badIDs {
-		t.Run(name, func(t *testing.T) {
+	for _, bad := range leasetest.BadIDs() {
+		t.Run(bad.Name, func(t *testing.T) {
 			g := openGate(t, "r")
 			ctx := t.Context()
 			if err := g.Commit(ctx, tok("r", "b", 7), "b1"); err != nil {
 				t.Fatal(err)
 			}
-			wantIDError(t, "stale Commit", g.Commit(ctx, tok("r", id, 5), "late"), leasefence.IDHolder)
-			wantIDError(t, "fresh Commit", g.Commit(ctx, tok("r", id, 9), "new"), leasefence.IDHolder)
-			wantIDError(t, "Admit", g.Admit(ctx, tok("r", id, 9)), leasefence.IDHolder)
-			_, err := etcdlease.NewGate(cli, id, etcdlease.WithPrefix(newPrefix()))
-			wantIDError(t, "NewGate", err, leasefence.IDResource)
+			leasetest.CheckIDError(t, "stale Commit", g.Commit(ctx, tok("r", bad.ID, 5), "late"), leasefence.IDHolder, bad.Why)
+			leasetest.CheckIDError(t, "fresh Commit", g.Commit(ctx, tok("r", bad.ID, 9), "new"), leasefence.IDHolder, bad.Why)
+			leasetest.CheckIDError(t, "Admit", g.Admit(ctx, tok("r", bad.ID, 9)), leasefence.IDHolder, bad.Why)
+			_, err := etcdlease.NewGate(cli, bad.ID, etcdlease.WithPrefix(newPrefix()))
+			leasetest.CheckIDError(t, "NewGate", err, leasefence.IDResource, bad.Why)
 			mustRejections(t, g)
 			mustFloor(t, g, tok("r", "b", 7))
 			mustWritten(t, g, "b1")
 		})
 	}
 	// The longest id there is still works end to end.
-	long := strings.Repeat("é", leasefence.MaxIDLen/2)
+	long := leasetest.LongestID()
 	g := openGate(t, long)
 	if err := g.Commit(t.Context(), tok(long, long, 9), "v"); err != nil {
 		t.Fatalf("Commit with MaxIDLen ids: %v", err)
@@ -82,6 +65,15 @@ func cancellingClient(t *testing.T) (c *clientv3.Client, arm func(cancel context
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+	return interceptedClient(t, intercept), func(cancel context.CancelFunc) { armed.Store(&cancel) }
+}
+
+// interceptedClient is a client of the test member whose every unary call
+// goes through intercept, connected before it is returned (so that the
+// goroutines of the connection run before a test counts goroutines), and
+// closed when t ends.
+func interceptedClient(t *testing.T, intercept grpc.UnaryClientInterceptor) *clientv3.Client {
+	t.Helper()
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{member.Endpoint()},
 		DialTimeout: 5 * time.Second,
@@ -92,7 +84,10 @@ func cancellingClient(t *testing.T) (c *clientv3.Client, arm func(cancel context
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c, func(cancel context.CancelFunc) { armed.Store(&cancel) }
+	if _, err := c.Get(t.Context(), "warm-up"); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestGateRefusalNotLogged: when the refusal cannot be logged, Commit says
@@ -176,20 +171,20 @@ func TestGateOpLimit(t *testing.T) {
 func TestCoordinatorRefusesBadIDsUpFront(t *testing.T) {
 	c := newCoordinator(t, etcdlease.Options{})
 	ctx := t.Context()
-	for name, id := range badIDs {
-		t.Run(name, func(t *testing.T) {
-			_, err := c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: id, Resource: "r"})
-			wantIDError(t, "Acquire(holder)", err, leasefence.IDHolder)
-			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: id})
-			wantIDError(t, "Acquire(resource)", err, leasefence.IDResource)
-			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: id, Holder: "a", Resource: "r"})
-			wantIDError(t, "Acquire(request id)", err, leasefence.IDRequestID)
-			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: "2", Token: tok("r", id, 1)})
-			wantIDError(t, "Renew(holder)", err, leasefence.IDHolder)
-			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: id, Token: tok("r", "a", 1)})
-			wantIDError(t, "Renew(request id)", err, leasefence.IDRequestID)
-			_, err = c.Release(ctx, tok(id, "a", 1))
-			wantIDError(t, "Release(resource)", err, leasefence.IDResource)
+	for _, bad := range leasetest.BadIDs() {
+		t.Run(bad.Name, func(t *testing.T) {
+			_, err := c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: bad.ID, Resource: "r"})
+			leasetest.CheckIDError(t, "Acquire(holder)", err, leasefence.IDHolder, bad.Why)
+			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: "1", Holder: "a", Resource: bad.ID})
+			leasetest.CheckIDError(t, "Acquire(resource)", err, leasefence.IDResource, bad.Why)
+			_, err = c.Acquire(ctx, leasefence.AcquireRequest{RequestID: bad.ID, Holder: "a", Resource: "r"})
+			leasetest.CheckIDError(t, "Acquire(request id)", err, leasefence.IDRequestID, bad.Why)
+			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: "2", Token: tok("r", bad.ID, 1)})
+			leasetest.CheckIDError(t, "Renew(holder)", err, leasefence.IDHolder, bad.Why)
+			_, err = c.Renew(ctx, leasefence.RenewRequest{RequestID: bad.ID, Token: tok("r", "a", 1)})
+			leasetest.CheckIDError(t, "Renew(request id)", err, leasefence.IDRequestID, bad.Why)
+			_, err = c.Release(ctx, tok(bad.ID, "a", 1))
+			leasetest.CheckIDError(t, "Release(resource)", err, leasefence.IDResource, bad.Why)
 		})
 	}
 	// Nothing was granted: the resource is free for a good request.

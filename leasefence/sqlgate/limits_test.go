@@ -4,30 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leasetest"
 	"github.com/leasefence/lab/leasefence/sqlgate"
 )
-
-// badIDs are holder and resource ids every gate refuses before sending
-// anything: over leasefence.MaxIDLen, or not UTF-8 (which PostgreSQL's TEXT
-// refuses with SQLSTATE 22021 while SQLite stores it).
-var badIDs = map[string]string{
-	"1.6 MB":    strings.Repeat("h", 1600*1000),
-	"1 KiB + 1": strings.Repeat("h", leasefence.MaxIDLen+1),
-	"not UTF-8": "worker-\xff",
-}
-
-func wantIDError(t *testing.T, what string, err error, kind leasefence.IDKind) {
-	t.Helper()
-	var ide *leasefence.IDError
-	if !errors.As(err, &ide) || ide.Kind != kind || !errors.Is(err, leasefence.ErrInvalidRequest) {
-		t.Errorf("%s = %.300v, want an *IDError for the %s", what, err, kind)
-	}
-}
 
 // TestBadIDsRefusedUpFront: a stale writer whose holder id is not UTF-8
 // got a raw driver error from PostgreSQL and nothing logged, where SQLite
@@ -40,13 +23,13 @@ func TestBadIDsRefusedUpFront(t *testing.T) {
 		if err := g.Commit(ctx, tok("r", "b", 7), insertOrder(tok("r", "b", 7), "b1")); err != nil {
 			t.Fatal(err)
 		}
-		for name, id := range badIDs {
-			t.Run(name, func(t *testing.T) {
-				wantIDError(t, "stale Commit", g.Commit(ctx, tok("r", id, 5), insertOrder(tok("r", id, 5), "late")), leasefence.IDHolder)
-				wantIDError(t, "fresh Commit", g.Commit(ctx, tok("r", id, 9), insertOrder(tok("r", id, 9), "new")), leasefence.IDHolder)
-				wantIDError(t, "Admit", g.Admit(ctx, tok("r", id, 9)), leasefence.IDHolder)
-				_, err := sqlgate.New(ctx, db, id)
-				wantIDError(t, "New", err, leasefence.IDResource)
+		for _, bad := range leasetest.BadIDs() {
+			t.Run(bad.Name, func(t *testing.T) {
+				leasetest.CheckIDError(t, "stale Commit", g.Commit(ctx, tok("r", bad.ID, 5), insertOrder(tok("r", bad.ID, 5), "late")), leasefence.IDHolder, bad.Why)
+				leasetest.CheckIDError(t, "fresh Commit", g.Commit(ctx, tok("r", bad.ID, 9), insertOrder(tok("r", bad.ID, 9), "new")), leasefence.IDHolder, bad.Why)
+				leasetest.CheckIDError(t, "Admit", g.Admit(ctx, tok("r", bad.ID, 9)), leasefence.IDHolder, bad.Why)
+				_, err := sqlgate.New(ctx, db, bad.ID)
+				leasetest.CheckIDError(t, "New", err, leasefence.IDResource, bad.Why)
 			})
 		}
 		checkLog(t, g, nil)
@@ -55,7 +38,7 @@ func TestBadIDsRefusedUpFront(t *testing.T) {
 			t.Errorf("orders %+v, want b1 alone", got)
 		}
 		// The longest id there is still works end to end, on both.
-		long := strings.Repeat("é", leasefence.MaxIDLen/2)
+		long := leasetest.LongestID()
 		lg := newGate(t, db, long)
 		if err := lg.Commit(ctx, tok(long, long, 9), insertOrder(tok(long, long, 9), "v")); err != nil {
 			t.Fatalf("Commit with MaxIDLen ids: %v", err)
