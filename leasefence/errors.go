@@ -106,13 +106,14 @@ func RejectionError(r Rejection) error {
 	return &TokenConflictError{r}
 }
 
-// RefusalNotLoggedError is a refusal a gate could not log: the write did not
-// land, as for any refusal, but the gate's log does not hold it, so a
-// caller must not look for it there. Rejection is the refusal as judged,
-// with Seq 0; Err is why it was not logged (matching ctx.Err() when ctx
-// ended). It matches ErrRefusalNotLogged, and Err through Unwrap; it
-// deliberately does not match ErrStaleFence, which promises a logged
-// refusal.
+// RefusalNotLoggedError is a refusal a gate could not log: the write did
+// not land, as for any refusal, but the gate's log does not hold it (or,
+// when the store's answer to the log write was lost, is not known to hold
+// it), so a caller must not count on finding it there. Rejection is the
+// refusal as judged, with Seq 0; Err is why it was not logged (matching
+// ctx.Err() when ctx ended). It matches ErrRefusalNotLogged, and Err
+// through Unwrap; it deliberately does not match ErrStaleFence, which
+// promises a logged refusal.
 type RefusalNotLoggedError struct {
 	Rejection
 	Err error
