@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/leasetest"
@@ -81,4 +82,18 @@ func BenchmarkValidateToken(b *testing.B) {
 			b.Fatal("refused")
 		}
 	}
+}
+
+// FuzzValidateID: the rule's fast path (eight bytes at a time, then the
+// full decoder) answers as the plain statement of the rule does.
+func FuzzValidateID(f *testing.F) {
+	for _, s := range []string{"", "a", "worker-a", "orders-12345678", "héllo", "caf\xc3", "\xff", "abcdefg\x80", "abcdefgh\xe2\x82", "日本語のホルダー"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		want := len(id) > 0 && len(id) <= leasefence.MaxIDLen && utf8.ValidString(id)
+		if got := leasefence.ValidateID(leasefence.IDHolder, id) == nil; got != want {
+			t.Fatalf("ValidateID(%q) accepts: %v, want %v", id, got, want)
+		}
+	})
 }
