@@ -36,7 +36,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	gate, err := etcdlease.NewGate(cli, "deploy-slot", etcdlease.GateOptions{})
+	defer coord.Close() // ends what it runs in the background
+	gate, err := etcdlease.NewGate(cli, "deploy-slot")
 	if err != nil {
 		log.Fatal(err)
 	}
