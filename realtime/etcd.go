@@ -257,7 +257,7 @@ type etcdResource struct {
 
 // gate is the resource's gate on the client in use.
 func (r *etcdResource) gate() (*etcdlease.Gate, error) {
-	return etcdlease.NewGate(r.e.cli.Load(), r.name, etcdlease.WithPrefix(r.e.modePrefix(r.mode)))
+	return etcdlease.NewGate(r.e.cli.Load(), r.name, etcdlease.GateOptions{Prefix: r.e.modePrefix(r.mode)})
 }
 
 func (r *etcdResource) put(t leasefence.Token) clientv3.Op {

@@ -90,10 +90,10 @@
 // every gate answers an id alike, and a bounded id keeps the log's
 // transaction far below etcd's request limit).
 //
-// NewGate(cli, resource, ...GateOption) has the shape of sqlgate.New(ctx,
-// db, resource, ...Option): the store's handle, the resource, functional
-// options, and an error. It takes no ctx because it sends nothing;
-// sqlgate.New creates its tables, so it does.
+// NewGate(cli, resource, GateOptions) has the shape of the Redis gate's
+// constructor: the store's handle, the resource, the options, and an
+// error. It takes no ctx because it sends nothing; sqlgate.New creates its
+// tables, so it takes one.
 //
 // The coordinator applies the same id rule to holders, resources and
 // request ids. What it runs in the background (grants of spare leases)

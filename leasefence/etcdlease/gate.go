@@ -23,16 +23,12 @@ import (
 // with a lower --max-txn-ops refuses more, with etcd's own error.
 const MaxCommitOps = 127
 
-// GateOption configures a Gate.
-type GateOption func(*gateConfig)
-
-type gateConfig struct{ prefix string }
-
-// WithPrefix puts the gate's keys under prefix instead of DefaultPrefix.
-// Gates and coordinators may share a prefix; Commit refuses operations on
-// any key under it.
-func WithPrefix(prefix string) GateOption {
-	return func(c *gateConfig) { c.prefix = prefix }
+// GateOptions configures a Gate.
+type GateOptions struct {
+	// Prefix puts the gate's keys under it; default DefaultPrefix. Gates and
+	// coordinators may share a prefix; Commit refuses operations on any key
+	// under it.
+	Prefix string
 }
 
 // Gate is a fence gate whose floor and refusal log are etcd keys, for a
@@ -56,20 +52,14 @@ var _ leasefence.Gate = (*Gate)(nil)
 // the id rule (a *leasefence.IDError: see leasefence.MaxIDLen). It sends
 // nothing: the gate's keys are written at the first Commit, Admit or
 // refusal.
-func NewGate(cli *clientv3.Client, resource string, opts ...GateOption) (*Gate, error) {
+func NewGate(cli *clientv3.Client, resource string, opts GateOptions) (*Gate, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("%w: etcdlease.NewGate with a nil client", leasefence.ErrInvalidRequest)
 	}
 	if err := leasefence.ValidateID(leasefence.IDResource, resource); err != nil {
 		return nil, err
 	}
-	var c gateConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	prefix := prefixOr(c.prefix)
+	prefix := prefixOr(opts.Prefix)
 	base := prefix + "gates/" + resource + "/"
 	return &Gate{
 		cli:       cli,

@@ -11,10 +11,10 @@
 // and refusal logs treats it like any other gate. Commit is not part of that
 // interface: it keeps the write shape natural to a database, a func that
 // runs statements on the *sql.Tx that judged the token.
-// New(ctx, db, resource, ...Option) has the shape of etcdlease.NewGate(cli,
-// resource, ...GateOption): the store's handle, the resource, functional
-// options, and an error; it takes a ctx because it reads, and may create,
-// its tables.
+// New(ctx, db, resource, ...Option) takes, like every durable gate's
+// constructor, the store's handle, the resource and options, and returns an
+// error; unlike those of etcdlease and redislease, which send nothing, it
+// takes a ctx, because it reads, and may create, its tables.
 //
 //	gate, err := sqlgate.New(ctx, db, "orders")
 //	err = gate.Commit(ctx, lease.Token, func(ctx context.Context, tx *sql.Tx) error {

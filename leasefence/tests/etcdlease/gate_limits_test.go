@@ -32,7 +32,7 @@ func TestGateRefusesBadIDsUpFront(t *testing.T) {
 			leasetest.CheckIDError(t, "stale Commit", g.Commit(ctx, tok("r", bad.ID, 5), "late"), leasefence.IDHolder, bad.Why)
 			leasetest.CheckIDError(t, "fresh Commit", g.Commit(ctx, tok("r", bad.ID, 9), "new"), leasefence.IDHolder, bad.Why)
 			leasetest.CheckIDError(t, "Admit", g.Admit(ctx, tok("r", bad.ID, 9)), leasefence.IDHolder, bad.Why)
-			_, err := etcdlease.NewGate(cli, bad.ID, etcdlease.WithPrefix(newPrefix()))
+			_, err := etcdlease.NewGate(cli, bad.ID, etcdlease.GateOptions{Prefix: newPrefix()})
 			leasetest.CheckIDError(t, "NewGate", err, leasefence.IDResource, bad.Why)
 			mustRejections(t, g)
 			mustFloor(t, g, tok("r", "b", 7))

@@ -62,7 +62,7 @@ func openGate(t *testing.T, resource string) *gateAdapter {
 
 func openGateAt(t *testing.T, c *clientv3.Client, prefix, resource string, n *atomic.Int64) *gateAdapter {
 	t.Helper()
-	g, err := etcdlease.NewGate(c, resource, etcdlease.WithPrefix(prefix))
+	g, err := etcdlease.NewGate(c, resource, etcdlease.GateOptions{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +188,8 @@ func TestGateBadCalls(t *testing.T) {
 		"fence 0":         g.Commit(t.Context(), tok("r", "a", 0), "v"),
 		"nil ctx floor":   func() error { _, err := g.Floor(nilCtx); return err }(),
 		"nil ctx log":     func() error { _, err := g.Rejections(nilCtx); return err }(),
-		"nil client gate": func() error { _, err := etcdlease.NewGate(nil, "r"); return err }(),
-		"empty resource":  func() error { _, err := etcdlease.NewGate(cli, ""); return err }(),
+		"nil client gate": func() error { _, err := etcdlease.NewGate(nil, "r", etcdlease.GateOptions{}); return err }(),
+		"empty resource":  func() error { _, err := etcdlease.NewGate(cli, "", etcdlease.GateOptions{}); return err }(),
 	} {
 		if !errors.Is(err, leasefence.ErrInvalidRequest) {
 			t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
@@ -206,7 +206,7 @@ func TestGateBadCalls(t *testing.T) {
 
 func TestGateRefusesOpsOnItsOwnKeys(t *testing.T) {
 	prefix := newPrefix()
-	g, err := etcdlease.NewGate(cli, "r", etcdlease.WithPrefix(prefix))
+	g, err := etcdlease.NewGate(cli, "r", etcdlease.GateOptions{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,12 +379,12 @@ func TestGateWithCoordinator(t *testing.T) {
 func TestGateLogIgnoresAnotherResourcesKeys(t *testing.T) {
 	ctx := t.Context()
 	prefix := newPrefix()
-	x, err := etcdlease.NewGate(cli, "x", etcdlease.WithPrefix(prefix))
+	x, err := etcdlease.NewGate(cli, "x", etcdlease.GateOptions{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, resource := range []string{"x/log", "x/log/00000000000000000001", "x/log/0", "x/log/00000000000001"} {
-		y, err := etcdlease.NewGate(cli, resource, etcdlease.WithPrefix(prefix))
+		y, err := etcdlease.NewGate(cli, resource, etcdlease.GateOptions{Prefix: prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
