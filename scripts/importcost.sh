@@ -9,7 +9,8 @@
 #                         grpc stays at v1.70.0 and the graph gains only
 #                         leasefence, the imported module, the modules it
 #                         builds on (fencetoken) and one JWT library.
-#   etcdlease, sqlgate:   the graph gains no charm module, no etcd server
+#   etcdlease, sqlgate,
+#   redislease:           the graph gains no charm module, no etcd server
 #                         (nor bbolt, raft), no OpenTelemetry SDK, no SQL
 #                         driver, no porcupine.
 #
@@ -43,6 +44,7 @@ replace (
 	$lib/fencetoken => $root/leasefence/fencetoken
 	$lib/fencehttp => $root/leasefence/fencehttp
 	$lib/fencegrpc => $root/leasefence/fencegrpc
+	$lib/redislease => $root/leasefence/redislease
 )
 MOD
 	{
@@ -84,7 +86,7 @@ allowed() {
 	esac | sort
 }
 
-for pkg in "$lib" "$lib/fencetoken" "$lib/fencehttp" "$lib/fencegrpc" "$lib/etcdlease" "$lib/sqlgate"; do
+for pkg in "$lib" "$lib/fencetoken" "$lib/fencehttp" "$lib/fencegrpc" "$lib/etcdlease" "$lib/sqlgate" "$lib/redislease"; do
 	name=${pkg##*/}
 	service "$scratch/$name" "$pkg" >"$scratch/$name.txt"
 	gained=$(comm -13 "$scratch/base.txt" "$scratch/$name.txt")
