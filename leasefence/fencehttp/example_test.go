@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
@@ -126,4 +127,41 @@ func Example() {
 	// agent-b: <nil>
 	// agent-a refused: fence 1, floor agent-b@2 (refusal 1)
 	// without a proof: 428 Precondition Required
+}
+
+// RequireWith's Refused hook sees every request Require answers itself: the
+// place for a metric or a span event (with the request's context), since a
+// rising count means someone presents proofs the coordinator never minted.
+func ExampleRequireWith() {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	verifier, err := fencetoken.NewVerifier("coordinators.example", map[string]ed25519.PublicKey{"2026-12": pub})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var missing, forged atomic.Int64 // the hook runs on the server's goroutines
+	require := fencehttp.RequireWith(verifier, fencehttp.Options{Refused: func(i fencehttp.RefusedInfo) {
+		if errors.Is(i.Err, fencetoken.ErrInvalid) {
+			forged.Add(1) // e.g. trace.SpanFromContext(i.Request.Context()).AddEvent("forged fence proof")
+		} else {
+			missing.Add(1)
+		}
+	}})
+	srv := httptest.NewServer(require(http.NotFoundHandler()))
+	defer srv.Close()
+
+	for _, proof := range []string{"", "made.up.proof"} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+		req.Header.Set(fencehttp.Header, proof)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.Status)
+	}
+	fmt.Println("missing:", missing.Load(), "forged:", forged.Load(), "refused by the verifier:", verifier.Refused())
+	// Output:
+	// 428 Precondition Required
+	// 401 Unauthorized
+	// missing: 1 forged: 1 refused by the verifier: 1
 }
