@@ -55,3 +55,16 @@ func (t Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.Header.Set(Header, lease.Proof)
 	return base.RoundTrip(out)
 }
+
+// CloseIdleConnections closes the idle connections of Base, when it keeps
+// any, so that http.Client.CloseIdleConnections reaches them through the
+// Transport.
+func (t Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -369,6 +369,22 @@ func TestTransport(t *testing.T) {
 	}
 }
 
+// http.Client.CloseIdleConnections reaches the base transport.
+func TestTransportClosesIdleConnections(t *testing.T) {
+	base := &closeCounter{}
+	(&http.Client{Transport: fencehttp.Transport{Base: base}}).CloseIdleConnections()
+	if base.closed != 1 {
+		t.Fatalf("base closed %d times", base.closed)
+	}
+}
+
+type closeCounter struct {
+	http.RoundTripper
+	closed int
+}
+
+func (c *closeCounter) CloseIdleConnections() { c.closed++ }
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
