@@ -10,39 +10,30 @@ import (
 	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
-// memoryGate adapts the in-memory FenceGate to the conformance suite: its
+// memoryGate is the in-memory FenceGate under the conformance suite: its
 // write appends to a slice that only the gate's writes touch.
-type memoryGate struct {
-	gate    *leasefence.FenceGate
-	mu      sync.Mutex // for Written, read from outside the gate
-	written []string
-}
-
-func (m *memoryGate) Commit(ctx context.Context, t leasefence.Token, value string) error {
-	return m.gate.Commit(ctx, t, func(context.Context) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.written = append(m.written, value)
-		return nil
-	})
-}
-
-func (m *memoryGate) Admit(_ context.Context, t leasefence.Token) error { return m.gate.Admit(t) }
-
-func (m *memoryGate) Floor(context.Context) (leasefence.Token, error) { return m.gate.Floor(), nil }
-
-func (m *memoryGate) Rejections(context.Context) ([]leasefence.Rejection, error) {
-	return m.gate.Rejections(), nil
-}
-
-func (m *memoryGate) Written(context.Context) ([]string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.written), nil
+func memoryGate(resource string) leasetest.GateHarness {
+	g := leasefence.NewFenceGate(resource)
+	var mu sync.Mutex // for Written, read from outside the gate
+	var written []string
+	return leasetest.GateHarness{
+		Gate: leasefence.AsGate(g),
+		Commit: func(ctx context.Context, t leasefence.Token, value string) error {
+			return g.Commit(ctx, t, func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				written = append(written, value)
+				return nil
+			})
+		},
+		Written: func(context.Context) ([]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(written), nil
+		},
+	}
 }
 
 func TestFenceGateConformance(t *testing.T) {
-	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate {
-		return &memoryGate{gate: leasefence.NewFenceGate(resource)}
-	})
+	leasetest.TestGate(t, func(_ testing.TB, resource string) leasetest.GateHarness { return memoryGate(resource) })
 }
