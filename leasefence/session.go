@@ -319,7 +319,7 @@ func (s *Session) run() {
 				renewDue = s.timer(jitter(backoff, limit))
 				continue
 			case !r.out.OK:
-				s.lose(s.ended(fmt.Sprintf("lost: the coordinator refused its renewal (%s)", r.out.Reason), nil))
+				s.lose(s.ended(fmt.Sprintf("lost: its renewal was refused: %s", r.out.Reason), nil))
 				return
 			}
 			backoff = 0
