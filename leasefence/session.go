@@ -332,8 +332,6 @@ func (s *Session) run() {
 				return
 			}
 			lease = *renewed
-			// A renewal answered after its own deadline arms a timer that
-			// has already fired: the deadline case then reports the loss.
 			if deadline, renewDue, ok = s.arm(lease); !ok {
 				return
 			}
@@ -365,6 +363,12 @@ func (s *Session) arm(l Lease) (deadline, renewDue <-chan time.Time, ok bool) {
 	left, err := l.remaining()
 	if err != nil {
 		s.lose(s.ended("lost: the client's clock failed", err))
+		return nil, nil, false
+	}
+	if left <= 0 {
+		// A renewal answered after the deadline it earned: lost, and no
+		// renewal is sent for it.
+		s.settle()
 		return nil, nil, false
 	}
 	// The send instant: Deadline = sentAt + TTL - skew, so the renewal is

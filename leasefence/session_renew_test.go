@@ -125,3 +125,40 @@ func TestHoldNeverReturnsADeadSession(t *testing.T) {
 			s.Token().Fence, f.svc.acquires.Load(), f.svc.releases.Load())
 	}
 }
+
+// slowRenewals answers each renewal only once release is closed.
+type slowRenewals struct {
+	leasefence.Service
+	sent    chan struct{}
+	release chan struct{}
+}
+
+func (s slowRenewals) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	s.sent <- struct{}{}
+	<-s.release
+	return s.Service.Renew(ctx, req)
+}
+
+// A renewal answered after the deadline it earned ends the session, and no
+// renewal is sent for that dead lease.
+func TestSessionRenewalAnsweredPastItsDeadline(t *testing.T) {
+	f := newSessionFixture(t)
+	svc := slowRenewals{Service: f.svc, sent: make(chan struct{}, 4), release: make(chan struct{})}
+	s, err := leasefence.Hold(t.Context(), svc, f.client, "r", leasefence.HoldOptions{After: f.time.After})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = s.Release(context.Background()) })
+	f.time.waitArmed(t, 2)
+	f.time.Advance(time.Second) // the renewal is sent at 1 s: it earns a deadline at 4 s
+	<-svc.sent
+	f.time.client.Advance(3 * time.Second) // answered at 4 s on the holder's clock
+	close(svc.release)
+	time.Sleep(50 * time.Millisecond) // room for a second renewal to be sent
+	if n := f.svc.renews.Load(); n != 1 {
+		t.Fatalf("%d renewals, want the late one only", n)
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "not renewed within its 3s deadline") {
+		t.Fatalf("Err = %v", err)
+	}
+}
