@@ -39,6 +39,35 @@ type GateHarness struct {
 	Written func(ctx context.Context) ([]string, error)
 }
 
+// FenceGateHarness is the in-memory gate g under TestGate: its writes
+// append to a list that only g's writes touch.
+func FenceGateHarness(g *leasefence.FenceGate) GateHarness {
+	return listHarness(leasefence.AsGate(g), g.Commit)
+}
+
+// listHarness is gate under the suite, for a gate whose Commit takes a
+// write function: commit appends the value to a list kept in memory.
+func listHarness(gate leasefence.Gate, commit func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error) GateHarness {
+	var mu sync.Mutex // for Written, read from outside the gate
+	var written []string
+	return GateHarness{
+		Gate: gate,
+		Commit: func(ctx context.Context, t leasefence.Token, value string) error {
+			return commit(ctx, t, func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				written = append(written, value)
+				return nil
+			})
+		},
+		Written: func(context.Context) ([]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(written), nil
+		},
+	}
+}
+
 // TestGate checks that a gate keeps the admission rule of the in-memory
 // leasefence.FenceGate: a fence below the floor is refused and logged, the
 // floor's own fence from another holder is a logged conflict, the floor is

@@ -52,7 +52,7 @@ func TestSuitesKillTheMutants(t *testing.T) {
 		suite func(t tb)
 	}{
 		{"Local", serviceSuite(func(svc leasefence.Service, _ func(time.Duration)) leasefence.Service { return svc })},
-		{"FenceGate", gateSuite(func(g *leasefence.FenceGate) GateHarness { return fenceGateHarness(g, g.Commit) })},
+		{"FenceGate", gateSuite(FenceGateHarness)},
 	} {
 		t.Run("control "+c.name, func(t *testing.T) {
 			r := newRecorder(t, "suite")
@@ -87,27 +87,10 @@ func gateSuite(mutate func(g *leasefence.FenceGate) GateHarness) func(t tb) {
 	}
 }
 
-// fenceGateHarness is g with the suite's list as its resource, written
-// through commit (g.Commit, or a mutant's).
+// fenceGateHarness is g under the suite, written through commit (a
+// mutant's Commit).
 func fenceGateHarness(g *leasefence.FenceGate, commit func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error) GateHarness {
-	var mu sync.Mutex
-	var written []string
-	return GateHarness{
-		Gate: leasefence.AsGate(g),
-		Commit: func(ctx context.Context, t leasefence.Token, value string) error {
-			return commit(ctx, t, func(context.Context) error {
-				mu.Lock()
-				defer mu.Unlock()
-				written = append(written, value)
-				return nil
-			})
-		},
-		Written: func(context.Context) ([]string, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.Clone(written), nil
-		},
-	}
+	return listHarness(leasefence.AsGate(g), commit)
 }
 
 // nameKeyedRelease releases the holder's newest lease on the resource,
