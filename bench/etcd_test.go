@@ -12,6 +12,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // etcdTTL is long enough that no lease of a run expires during it: what is
@@ -22,12 +23,12 @@ const etcdTTL = 60 * time.Second
 // latencies records one duration per cycle and reports the p50 and p99 in
 // milliseconds, and the Raft entries committed per cycle.
 type latencies struct {
-	member *etcdtest.Member
+	member *etcdembed.Member
 	d      []time.Duration
 	index  uint64
 }
 
-func startLatencies(m *etcdtest.Member) *latencies {
+func startLatencies(m *etcdembed.Member) *latencies {
 	return &latencies{member: m, index: m.CommittedIndex()}
 }
 

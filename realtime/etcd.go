@@ -17,7 +17,7 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // EtcdOptions says which etcd a run uses.
@@ -44,7 +44,7 @@ type Etcd struct {
 	dir    string // the embedded clusters' temporary directory, or ""
 
 	mu      sync.Mutex
-	cluster *etcdtest.Cluster
+	cluster *etcdembed.Cluster
 	cli     atomic.Pointer[clientv3.Client]
 	coords  []*etcdCoord
 	minTTL  time.Duration
@@ -82,7 +82,7 @@ func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 			return nil, fmt.Errorf("realtime: etcd: %w", err)
 		}
 		e.dir = dir
-		c, err := etcdtest.StartCluster(dir, opts.Members)
+		c, err := etcdembed.StartCluster(dir, opts.Members)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("realtime: etcd: %w", err)
@@ -90,7 +90,7 @@ func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 		e.cluster = c
 		endpoints = c.Endpoints()
 	}
-	cli, err := etcdtest.Client(endpoints...)
+	cli, err := etcdembed.Client(endpoints...)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("realtime: etcd: %w", err)
@@ -128,7 +128,7 @@ func (e *Etcd) Embedded() bool { return len(e.opts.Endpoints) == 0 }
 
 // Cluster is the embedded cluster (nil for given endpoints): tests stop
 // its members.
-func (e *Etcd) Cluster() *etcdtest.Cluster {
+func (e *Etcd) Cluster() *etcdembed.Cluster {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.cluster
@@ -182,12 +182,12 @@ func (e *Etcd) Restart(ctx context.Context, persist bool) error {
 		return e.cluster.Restart()
 	}
 	e.fresh++
-	c, err := etcdtest.StartCluster(filepath.Join(e.dir, fmt.Sprintf("fresh-%d", e.fresh)), e.opts.Members)
+	c, err := etcdembed.StartCluster(filepath.Join(e.dir, fmt.Sprintf("fresh-%d", e.fresh)), e.opts.Members)
 	if err != nil {
 		return err
 	}
 	e.cluster = c
-	cli, err := etcdtest.Client(c.Endpoints()...)
+	cli, err := etcdembed.Client(c.Endpoints()...)
 	if err != nil {
 		return err
 	}

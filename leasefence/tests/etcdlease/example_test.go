@@ -11,7 +11,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // The README's "Across processes: etcd": a holder session on an etcd
@@ -21,7 +21,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "leasefence-etcd-")
 	defer os.RemoveAll(dir)
-	member, err := etcdtest.StartMember(dir)
+	member, err := etcdembed.StartMember(dir)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
@@ -58,7 +58,7 @@ func TestNewOptions(t *testing.T) {
 // A retry after a lost reply is answered from etcd, whichever coordinator
 // process receives it: two Coordinators on two clients share one prefix.
 func TestRetryAcrossCoordinatorProcesses(t *testing.T) {
-	other, err := etcdtest.Client(member.Endpoint())
+	other, err := etcdembed.Client(member.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}

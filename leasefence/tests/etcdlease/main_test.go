@@ -8,13 +8,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // member is one embedded etcd shared by the tests of this package; each
 // test works under its own prefix (newPrefix). Cluster tests start their own.
 var (
-	member *etcdtest.Member
+	member *etcdembed.Member
 	cli    *clientv3.Client
 )
 
@@ -29,13 +29,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	member, err = etcdtest.StartMember(dir)
+	member, err = etcdembed.StartMember(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer member.Stop()
-	cli, err = etcdtest.Client(member.Endpoint())
+	cli, err = etcdembed.Client(member.Endpoint())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

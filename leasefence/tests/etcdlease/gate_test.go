@@ -15,7 +15,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
@@ -266,7 +266,7 @@ func TestGateCommitIsOneTransaction(t *testing.T) {
 // that landed is at or above every fence admitted before it, every refusal
 // is logged once, in sequence.
 func TestGateAcrossProcessesUnderConcurrency(t *testing.T) {
-	other, err := etcdtest.Client(member.Endpoint())
+	other, err := etcdembed.Client(member.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}

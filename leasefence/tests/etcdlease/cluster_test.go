@@ -10,6 +10,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 func clusterCoordinator(t *testing.T, c *clientv3.Client, ttl time.Duration) *etcdlease.Coordinator {
@@ -126,14 +127,14 @@ func TestClusterHolderCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lonely *etcdtest.Member
+	var lonely *etcdembed.Member
 	for _, m := range cluster.Members {
 		if m != leader {
 			lonely = m
 			break
 		}
 	}
-	cut, err := etcdtest.Client(lonely.Endpoint())
+	cut, err := etcdembed.Client(lonely.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,3 @@
+module github.com/leasefence/lab/leasefence
+
+go 1.26.0
