@@ -367,14 +367,15 @@ func testGateWideFences(t tb, open gateOpener) {
 		checkGateOutcome(t, fmt.Sprintf("Admit(c@%d) below 2^32+5", f), g.Gate.Admit(ctx, gateToken(r, "c", f)), gateStale)
 	}
 	checkGateState(t, g, want)
-	// 2^62 + 7: far above 32 bits, and within the signed 64 bits a SQL
-	// BIGINT keeps.
-	top := leasefence.Fence(1)<<62 + 7
-	checkGateOutcome(t, "Admit(d@2^62+7)", g.Gate.Admit(ctx, gateToken(r, "d", top)), gateAdmitted)
-	checkGateOutcome(t, "Commit(a@2^32+5) after Admit(d@2^62+7)", g.Commit(ctx, gateToken(r, "a", wide+5), "late"), gateStale)
+	// 2^48 + 7: far above 32 bits, and within what every store keeps
+	// exactly (Redis's Lua numbers are doubles: 53 bits; a SQL BIGINT is
+	// signed: 63).
+	top := leasefence.Fence(1)<<48 + 7
+	checkGateOutcome(t, "Admit(d@2^48+7)", g.Gate.Admit(ctx, gateToken(r, "d", top)), gateAdmitted)
+	checkGateOutcome(t, "Commit(a@2^32+5) after Admit(d@2^48+7)", g.Commit(ctx, gateToken(r, "a", wide+5), "late"), gateStale)
 	want.floor = gateToken(r, "d", top)
 	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 5, Resource: r, Holder: "a", Fence: wide + 5, FloorHolder: "d", FloorFence: top})
-	checkGateOutcome(t, "Commit(d@2^62+7)", g.Commit(ctx, gateToken(r, "d", top), "d"), gateAdmitted)
+	checkGateOutcome(t, "Commit(d@2^48+7)", g.Commit(ctx, gateToken(r, "d", top), "d"), gateAdmitted)
 	want.written = append(want.written, "d")
 	checkGateState(t, g, want)
 }

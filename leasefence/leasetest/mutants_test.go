@@ -169,8 +169,8 @@ func (s *forgetful) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 }
 
 // replyAnchoredTTL dates its leases when it processes a request but counts
-// the TTL it reports from its reply, a quarter of the TTL later: the
-// holder's deadline then falls after the lease is free.
+// the TTL it reports from its reply, half a TTL later: the holder's
+// deadline then falls after the lease is free.
 func replyAnchoredTTL(svc leasefence.Service, elapse func(time.Duration)) leasefence.Service {
 	return replyAnchored{Service: svc, elapse: elapse}
 }
@@ -198,8 +198,8 @@ func (s replyAnchored) Renew(ctx context.Context, req leasefence.RenewRequest) (
 
 // reply lets the time between processing and reply pass, and returns it.
 func (s replyAnchored) reply(ttl time.Duration) time.Duration {
-	s.elapse(ttl / 4)
-	return ttl / 4
+	s.elapse(ttl / 2)
+	return ttl / 2
 }
 
 // narrowFences keeps fences in 32 bits: 2^32+5 is stored, compared and
