@@ -104,8 +104,8 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	switch {
 	case opts.Clock == nil:
 		return nil, fmt.Errorf("%w: ClientOptions.Clock is required", ErrInvalidRequest)
-	case opts.Holder == "":
-		return nil, fmt.Errorf("%w: ClientOptions.Holder is required", ErrInvalidRequest)
+	case ValidateID(IDHolder, opts.Holder) != nil:
+		return nil, fmt.Errorf("ClientOptions.Holder: %w", ValidateID(IDHolder, opts.Holder))
 	case opts.ClockSkew < 0 || opts.ClockSkew > MaxClockSkew:
 		return nil, fmt.Errorf("%w: ClientOptions.ClockSkew must be >= 0 and <= MaxClockSkew (%v), got %v", ErrInvalidRequest, MaxClockSkew, opts.ClockSkew)
 	case opts.RequestRecord < 0:
@@ -147,8 +147,8 @@ func (c *Client) BeginAcquire(resource string) (AcquireRequest, error) {
 	if c.clock == nil {
 		return AcquireRequest{}, errZeroClient
 	}
-	if resource == "" {
-		return AcquireRequest{}, fmt.Errorf("%w: acquire with an empty resource", ErrInvalidRequest)
+	if err := ValidateID(IDResource, resource); err != nil {
+		return AcquireRequest{}, err
 	}
 	id, sentAt, err := c.begin(requestRecord{kind: KindAcquire, resource: resource})
 	if err != nil {

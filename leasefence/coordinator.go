@@ -3,7 +3,6 @@ package leasefence
 import (
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 )
@@ -129,7 +128,7 @@ func (c *Coordinator) Acquire(req AcquireRequest) (AcquireOutcome, error) {
 	if err := c.check(); err != nil {
 		return AcquireOutcome{}, err
 	}
-	if err := validateAcquire(req); err != nil {
+	if err := ValidateAcquire(req); err != nil {
 		return AcquireOutcome{}, err
 	}
 	var out AcquireOutcome
@@ -242,10 +241,7 @@ func (c *Coordinator) Renew(req RenewRequest) (RenewOutcome, error) {
 	if err := c.check(); err != nil {
 		return RenewOutcome{}, err
 	}
-	if req.RequestID == "" {
-		return RenewOutcome{}, fmt.Errorf("%w: renew request has no request id", ErrInvalidRequest)
-	}
-	if err := validateToken(req.Token); err != nil {
+	if err := ValidateRenew(req); err != nil {
 		return RenewOutcome{}, err
 	}
 	var out RenewOutcome
@@ -359,50 +355,4 @@ func (st leaseState) liveAt(now Instant) bool {
 	}
 	before, err := now.Before(st.expiry)
 	return err == nil && before
-}
-
-func validateAcquire(req AcquireRequest) error {
-	var missing []string
-	if req.RequestID == "" {
-		missing = append(missing, "no request id")
-	}
-	if req.Holder == "" {
-		missing = append(missing, "no holder")
-	}
-	if req.Resource == "" {
-		missing = append(missing, "no resource")
-	}
-	if missing != nil {
-		return fmt.Errorf("%w: acquire request has %s", ErrInvalidRequest, strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-// validateToken refuses tokens no coordinator could have issued: fence 0 is
-// never minted (fences start after StartFence >= 0) and every lease has a
-// holder and a resource.
-func validateToken(t Token) error {
-	if t.Resource != "" && t.Holder != "" && t.Fence != 0 {
-		return nil
-	}
-	return invalidToken(t)
-}
-
-// invalidToken explains what is wrong with t; kept apart from
-// validateToken so that the check itself stays small enough to inline.
-func invalidToken(t Token) error {
-	var problems []string
-	if t.Resource == "" {
-		problems = append(problems, "no resource")
-	}
-	if t.Holder == "" {
-		problems = append(problems, "no holder")
-	}
-	if t.Fence == 0 {
-		problems = append(problems, "fence 0, which is never issued")
-	}
-	if problems != nil {
-		return fmt.Errorf("%w: token %v has %s", ErrInvalidRequest, t, strings.Join(problems, ", "))
-	}
-	return nil
 }

@@ -34,8 +34,9 @@ var (
 	// holder. Fences are unique per acquisition, so this is a forged or
 	// corrupted token.
 	ErrTokenConflict = errors.New("leasefence: same fence, different holder")
-	// ErrInvalidRequest: a malformed call: an empty holder, resource or
-	// request id, a nil lease, a token with fence 0 or no holder.
+	// ErrInvalidRequest: a malformed call: a holder, resource or request id
+	// that is empty, longer than MaxIDLen or not UTF-8 (an *IDError), a nil
+	// lease, a token with fence 0.
 	ErrInvalidRequest = errors.New("leasefence: invalid request")
 	// ErrNoClock: HasExpired on a Lease that was not built by Complete*, so it
 	// has no clock to read.
@@ -54,6 +55,12 @@ var (
 	// from its clock's origin that adding a TTL overflows. The arithmetic
 	// refuses rather than wrap into the past.
 	ErrOutOfRange = errors.New("leasefence: instant out of range")
+	// ErrRefusalNotLogged: a durable gate judged the write stale, so it did
+	// not land, but could not append the refusal to its log (the store
+	// failed, or ctx ended in between). The concrete error is
+	// *RefusalNotLoggedError. It does not match ErrStaleFence or
+	// ErrTokenConflict, which promise a logged refusal.
+	ErrRefusalNotLogged = errors.New("leasefence: write refused, but the refusal was not logged")
 )
 
 // StaleFenceError is the refusal of a token whose fence is below the floor.
@@ -98,6 +105,34 @@ func RejectionError(r Rejection) error {
 	}
 	return &TokenConflictError{r}
 }
+
+// RefusalNotLoggedError is a refusal a gate could not log: the write did
+// not land, as for any refusal, but the gate's log does not hold it (or,
+// when the store's answer to the log write was lost, is not known to hold
+// it), so a caller must not count on finding it there. Rejection is the
+// refusal as judged, with Seq 0; Err is why it was not logged (matching
+// ctx.Err() when ctx ended). It matches ErrRefusalNotLogged, and Err
+// through Unwrap; it deliberately does not match ErrStaleFence, which
+// promises a logged refusal.
+type RefusalNotLoggedError struct {
+	Rejection
+	Err error
+}
+
+func (e *RefusalNotLoggedError) Error() string {
+	what := "stale fence"
+	if e.Fence >= e.FloorFence {
+		what = "token conflict"
+	}
+	return fmt.Sprintf("leasefence: %s at %q: %s@%d refused, floor is %s@%d; the refusal was not logged: %v",
+		what, e.Resource, e.Holder, e.Fence, e.FloorHolder, e.FloorFence, e.Err)
+}
+
+// Is reports whether target is ErrRefusalNotLogged.
+func (e *RefusalNotLoggedError) Is(target error) bool { return target == ErrRefusalNotLogged }
+
+// Unwrap returns why the refusal was not logged.
+func (e *RefusalNotLoggedError) Unwrap() error { return e.Err }
 
 // ClockDomainError reports an operation across two clock domains. An empty
 // domain stands for the zero Instant, which belongs to no clock.

@@ -5,7 +5,8 @@
 #
 #   leasefence:           grpc stays at v1.70.0 and the module graph gains
 #                         no module but leasefence itself.
-#   etcdlease, sqlgate:   the graph gains no charm module, no etcd server
+#   etcdlease, sqlgate,
+#   redislease:           the graph gains no charm module, no etcd server
 #                         (nor bbolt, raft), no OpenTelemetry SDK, no SQL
 #                         driver, no porcupine.
 #
@@ -36,6 +37,7 @@ replace (
 	$lib => $root/leasefence
 	$lib/etcdlease => $root/leasefence/etcdlease
 	$lib/sqlgate => $root/leasefence/sqlgate
+	$lib/redislease => $root/leasefence/redislease
 )
 MOD
 	{
@@ -65,7 +67,7 @@ grpcWhy() {
 
 fail=0
 service "$scratch/base" >"$scratch/base.txt"
-for pkg in "$lib" "$lib/etcdlease" "$lib/sqlgate"; do
+for pkg in "$lib" "$lib/etcdlease" "$lib/sqlgate" "$lib/redislease"; do
 	name=${pkg##*/}
 	service "$scratch/$name" "$pkg" >"$scratch/$name.txt"
 	gained=$(comm -13 "$scratch/base.txt" "$scratch/$name.txt")

@@ -72,13 +72,32 @@
 // # Gate
 //
 // Gate is a fence gate whose floor and refusal log are etcd keys under
-// <prefix>gates/<resource>/. Commit applies the caller's etcd operations in
-// the same transaction that checks the floor and raises it, so the write
-// lands if and only if the fence is not below the floor, in every process
-// that writes through a Gate on that resource. A refusal is a
-// *leasefence.StaleFenceError, appended to the durable log with both
-// holders, both fences and a sequence number. Operations that touch any key
-// under the prefix are refused before anything is sent (ErrReservedKey).
+// <prefix>gates/<resource>/. It implements leasefence.Gate (Resource, Admit,
+// Floor, RejectionsSince, RejectionCount), the methods every gate shares.
+// Commit is not part of that interface: it keeps the write shape natural to
+// etcd, operations (clientv3.Op) applied in the same transaction that checks
+// the floor and raises it, so the write lands if and only if the fence is
+// not below the floor, in every process that writes through a Gate on that
+// resource. A refusal is a *leasefence.StaleFenceError, appended to the
+// durable log with both holders, both fences and a sequence number, and
+// returned only once it is there: a refusal the gate could not log (etcd
+// failed, or ctx ended between the floor's read and the log's write) is a
+// *leasefence.RefusalNotLoggedError. Refused before anything is sent:
+// operations that touch any key under the prefix (ErrReservedKey), more
+// than MaxCommitOps of them (ErrTooManyOps), and holder or resource ids that
+// break the core's rule (a *leasefence.IDError: at most
+// leasefence.MaxIDLen bytes of valid UTF-8; etcd keys hold any bytes, but
+// every gate answers an id alike, and a bounded id keeps the log's
+// transaction far below etcd's request limit).
+//
+// NewGate(cli, resource, GateOptions) has the shape of the Redis gate's
+// constructor: the store's handle, the resource, the options, and an
+// error. It takes no ctx because it sends nothing; sqlgate.New creates its
+// tables, so it takes one.
+//
+// The coordinator applies the same id rule to holders, resources and
+// request ids. What it runs in the background (grants of spare leases)
+// ends with Close or with the client.
 //
 // # Known limits
 //
@@ -112,4 +131,7 @@ var (
 	ErrReservedKey = errors.New("etcdlease: operation touches a leasefence key")
 	// ErrCorruptKey: a leasefence key whose value cannot be read.
 	ErrCorruptKey = errors.New("etcdlease: unreadable leasefence key")
+	// ErrTooManyOps: a Commit with more than MaxCommitOps operations,
+	// refused before anything is sent.
+	ErrTooManyOps = errors.New("etcdlease: too many operations for one Commit")
 )

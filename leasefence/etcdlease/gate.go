@@ -13,9 +13,22 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
+// MaxCommitOps is the most operations one Commit takes, whether or not it
+// raises the floor. etcd refuses a transaction with more than 128
+// operations in a branch (its --max-txn-ops, 128 by default), and a Commit
+// that raises the floor spends one of them on the raise: the limit is the
+// same whatever the floor, so that a Commit that works under one lease
+// works under the next. A nested transaction (clientv3.OpTxn) counts as
+// one here; etcd bounds its own branches to 128 as well. A cluster run
+// with a lower --max-txn-ops refuses more, with etcd's own error.
+const MaxCommitOps = 127
+
 // GateOptions configures a Gate.
 type GateOptions struct {
-	Prefix string // key prefix; default DefaultPrefix
+	// Prefix puts the gate's keys under it; default DefaultPrefix. Gates and
+	// coordinators may share a prefix; Commit refuses operations on any key
+	// under it.
+	Prefix string
 }
 
 // Gate is a fence gate whose floor and refusal log are etcd keys, for a
@@ -32,12 +45,19 @@ type Gate struct {
 	logPrefix string
 }
 
+var _ leasefence.Gate = (*Gate)(nil)
+
 // NewGate returns the gate of resource on cli, or an error wrapping
-// leasefence.ErrInvalidRequest for a nil client or an empty resource.
-// Nothing is written until the first Commit, Admit or refusal.
+// leasefence.ErrInvalidRequest for a nil client or a resource that breaks
+// the id rule (a *leasefence.IDError: see leasefence.MaxIDLen). It sends
+// nothing: the gate's keys are written at the first Commit, Admit or
+// refusal.
 func NewGate(cli *clientv3.Client, resource string, opts GateOptions) (*Gate, error) {
-	if cli == nil || resource == "" {
-		return nil, fmt.Errorf("%w: etcdlease.NewGate needs a client and a resource", leasefence.ErrInvalidRequest)
+	if cli == nil {
+		return nil, fmt.Errorf("%w: etcdlease.NewGate with a nil client", leasefence.ErrInvalidRequest)
+	}
+	if err := leasefence.ValidateID(leasefence.IDResource, resource); err != nil {
+		return nil, err
 	}
 	prefix := prefixOr(opts.Prefix)
 	base := prefix + "gates/" + resource + "/"
@@ -51,6 +71,9 @@ func NewGate(cli *clientv3.Client, resource string, opts GateOptions) (*Gate, er
 	}, nil
 }
 
+// Resource returns the resource the gate guards.
+func (g *Gate) Resource() string { return g.resource }
+
 type floorValue struct {
 	Holder string `json:"holder"`
 	Fence  uint64 `json:"fence"`
@@ -61,10 +84,16 @@ type floorValue struct {
 // operations land if and only if t is admitted. A refused token (fence below
 // the floor) is a *leasefence.StaleFenceError, appended to the durable log;
 // the floor's fence under another holder is a *leasefence.TokenConflictError, logged
-// too. A token for another resource is leasefence.ErrWrongResource and not
-// logged. An operation touching a key under the prefix is ErrReservedKey,
-// refused before anything is sent. An operation etcd rejects fails the
-// whole transaction: neither it nor the floor's raise is applied.
+// too. Either is returned only once the refusal is in the log: when the log
+// cannot be written (etcd fails, or ctx ends after the floor was read), the
+// error is a *leasefence.RefusalNotLoggedError (leasefence.ErrRefusalNotLogged),
+// which says the write was refused and carries the refusal as judged. A
+// token for another resource is leasefence.ErrWrongResource and not logged;
+// a token whose ids break the id rule is a *leasefence.IDError. More than
+// MaxCommitOps operations is ErrTooManyOps, and an operation touching a key
+// under the prefix is ErrReservedKey; all of these are refused before
+// anything is sent. An operation etcd rejects fails the whole transaction:
+// neither it nor the floor's raise is applied.
 //
 // When other writers move the floor between Commit's read and its
 // transaction, Commit judges again, for as long as ctx allows. As for any
@@ -73,6 +102,9 @@ type floorValue struct {
 func (g *Gate) Commit(ctx context.Context, t leasefence.Token, ops ...clientv3.Op) error {
 	if err := g.check(ctx, t); err != nil {
 		return err
+	}
+	if len(ops) > MaxCommitOps {
+		return fmt.Errorf("%w: %d operations, at most MaxCommitOps (%d)", ErrTooManyOps, len(ops), MaxCommitOps)
 	}
 	for _, op := range ops {
 		if err := g.checkOp(op); err != nil {
@@ -99,8 +131,9 @@ func (g *Gate) check(ctx context.Context, t leasefence.Token) error {
 		return fmt.Errorf("%w: gate call with a nil context", leasefence.ErrInvalidRequest)
 	case t.Resource != g.resource:
 		return fmt.Errorf("%w: token %v at the gate of %q", leasefence.ErrWrongResource, t, g.resource)
-	case t.Holder == "" || t.Fence == 0:
-		return fmt.Errorf("%w: token %v lacks a holder or a fence", leasefence.ErrInvalidRequest, t)
+	}
+	if err := leasefence.ValidateToken(t); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -141,37 +174,47 @@ func (g *Gate) pass(ctx context.Context, t leasefence.Token, ops []clientv3.Op, 
 }
 
 // refuse appends r to the log under the next sequence number and returns
-// the refusal. If the log cannot be written, the refusal (with Seq 0) is
-// returned wrapped with why.
+// the refusal. If the log cannot be written, the refusal as judged (Seq 0)
+// is returned as a *leasefence.RefusalNotLoggedError saying why.
 func (g *Gate) refuse(ctx context.Context, r leasefence.Rejection) error {
+	notLogged := func(err error) error { return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err} }
 	// As in pass: a failed comparison means another refusal was logged.
 	for {
 		resp, err := g.cli.Get(ctx, g.seqKey)
 		if err != nil {
-			return fmt.Errorf("%w (not logged: %v)", leasefence.RejectionError(r), err)
+			return notLogged(err)
 		}
-		var seq uint64
-		cmp := clientv3.Compare(clientv3.CreateRevision(g.seqKey), "=", 0)
-		if len(resp.Kvs) > 0 {
-			kv := resp.Kvs[0]
-			if seq, err = strconv.ParseUint(string(kv.Value), 10, 64); err != nil {
-				return fmt.Errorf("%w (not logged: %w: %s)", leasefence.RejectionError(r), ErrCorruptKey, kv.Key)
-			}
-			cmp = clientv3.Compare(clientv3.ModRevision(g.seqKey), "=", kv.ModRevision)
+		seq, cmp, err := g.seqAt(resp)
+		if err != nil {
+			return notLogged(err)
 		}
-		r.Seq = seq + 1
+		logged := r
+		logged.Seq = seq + 1
 		txn, err := g.cli.Txn(ctx).If(cmp).Then(
-			clientv3.OpPut(g.seqKey, strconv.FormatUint(r.Seq, 10)),
-			clientv3.OpPut(g.logKey(r.Seq), mustJSON(r)),
+			clientv3.OpPut(g.seqKey, strconv.FormatUint(logged.Seq, 10)),
+			clientv3.OpPut(g.logKey(logged.Seq), mustJSON(logged)),
 		).Commit()
 		if err != nil {
-			r.Seq = 0
-			return fmt.Errorf("%w (not logged: %v)", leasefence.RejectionError(r), err)
+			return notLogged(err)
 		}
 		if txn.Succeeded {
-			return leasefence.RejectionError(r)
+			return leasefence.RejectionError(logged)
 		}
 	}
+}
+
+// seqAt reads the number of refusals logged from a Get of the sequence key,
+// with the comparison that holds while it is still that number.
+func (g *Gate) seqAt(resp *clientv3.GetResponse) (uint64, clientv3.Cmp, error) {
+	if len(resp.Kvs) == 0 {
+		return 0, clientv3.Compare(clientv3.CreateRevision(g.seqKey), "=", 0), nil
+	}
+	kv := resp.Kvs[0]
+	seq, err := strconv.ParseUint(string(kv.Value), 10, 64)
+	if err != nil {
+		return 0, clientv3.Cmp{}, fmt.Errorf("%w: %s", ErrCorruptKey, kv.Key)
+	}
+	return seq, clientv3.Compare(clientv3.ModRevision(g.seqKey), "=", kv.ModRevision), nil
 }
 
 // logKey orders the log by sequence number: zero-padded to the width of
@@ -203,31 +246,56 @@ func (g *Gate) Floor(ctx context.Context) (leasefence.Token, error) {
 	return t, err
 }
 
-// Rejections returns the refusal log, oldest first.
+// Rejections returns the whole refusal log, oldest first: RejectionsSince
+// from 0.
 func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
+	rs, _, err := g.RejectionsSince(ctx, 0)
+	return rs, err
+}
+
+// RejectionsSince returns the logged refusals whose Seq is above seq,
+// oldest first. The log keeps every refusal, so missed is always 0.
+func (g *Gate) RejectionsSince(ctx context.Context, seq uint64) (rs []leasefence.Rejection, missed uint64, err error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: Rejections with a nil context", leasefence.ErrInvalidRequest)
+		return nil, 0, fmt.Errorf("%w: RejectionsSince with a nil context", leasefence.ErrInvalidRequest)
+	}
+	out := []leasefence.Rejection{}
+	if seq == math.MaxUint64 {
+		return out, 0, ctx.Err()
 	}
 	// Only the keys logKey makes: a resource name may contain "/", so the
 	// keys of the gate of "r/log" (and of "r/log/<digits>") lie under this
 	// gate's log prefix too, and must not be read as its refusals.
-	first, last := g.logKey(1), g.logKey(math.MaxUint64)
+	first, last := g.logKey(seq+1), g.logKey(math.MaxUint64)
 	resp, err := g.cli.Get(ctx, first, clientv3.WithRange(last+"\x00"), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]leasefence.Rejection, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if !isLogKey(kv.Key, len(g.logPrefix)) {
 			continue
 		}
 		r, err := decode[leasefence.Rejection](kv)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, 0, nil
+}
+
+// RejectionCount returns how many refusals were ever logged: the Seq of the
+// newest.
+func (g *Gate) RejectionCount(ctx context.Context) (uint64, error) {
+	if ctx == nil {
+		return 0, fmt.Errorf("%w: RejectionCount with a nil context", leasefence.ErrInvalidRequest)
+	}
+	resp, err := g.cli.Get(ctx, g.seqKey)
+	if err != nil {
+		return 0, err
+	}
+	n, _, err := g.seqAt(resp)
+	return n, err
 }
 
 // isLogKey reports whether key, whose first n bytes are a log prefix, is a

@@ -24,11 +24,6 @@ const DefaultReplayWindow = 10 * time.Minute
 // largest integer below 2^53, which Lua's numbers (doubles) hold exactly.
 const MaxFence leasefence.Fence = 1<<53 - 1
 
-// MaxNameLen bounds holder ids, resource names and request ids, in bytes.
-// Longer ones are refused with leasefence.ErrInvalidRequest before anything
-// is sent: each is part of a key or a value Redis keeps.
-const MaxNameLen = 4096
-
 // Options configures a Coordinator.
 type Options struct {
 	// Prefix is the key prefix, default DefaultPrefix; it may not contain
@@ -140,32 +135,6 @@ func (k keys) reserved() []string {
 	return []string{k.counter(), k.tag + "holder:", k.tag + "last:", k.tag + "req:", k.tag + "gate:"}
 }
 
-// validName refuses an empty or oversized name before anything is sent.
-func validName(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: no %s", leasefence.ErrInvalidRequest, what)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s of %d bytes, above MaxNameLen (%d)", leasefence.ErrInvalidRequest, what, len(s), MaxNameLen)
-	}
-	return nil
-}
-
-// validToken refuses tokens no coordinator could have issued, as
-// leasefence.Coordinator does.
-func validToken(t leasefence.Token) error {
-	if err := validName("resource", t.Resource); err != nil {
-		return fmt.Errorf("token %v: %w", t, err)
-	}
-	if err := validName("holder", t.Holder); err != nil {
-		return fmt.Errorf("token %v: %w", t, err)
-	}
-	if t.Fence == 0 {
-		return fmt.Errorf("%w: token %v has fence 0", leasefence.ErrInvalidRequest, t)
-	}
-	return nil
-}
-
 func nilCtx(op string) error {
 	return fmt.Errorf("%w: %s with a nil context", leasefence.ErrInvalidRequest, op)
 }
@@ -184,10 +153,8 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	if ctx == nil {
 		return leasefence.AcquireOutcome{}, nilCtx("acquire")
 	}
-	for _, n := range []struct{ what, s string }{{"request id", req.RequestID}, {"holder", req.Holder}, {"resource", req.Resource}} {
-		if err := validName(n.what, n.s); err != nil {
-			return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
-		}
+	if err := leasefence.ValidateAcquire(req); err != nil {
+		return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
 	}
 	res, err := acquireScript.Run(ctx, c.rdb,
 		[]string{c.keys.counter(), c.keys.holder(req.Resource), c.keys.last(req.Resource), c.keys.request(req.RequestID)},
@@ -250,11 +217,8 @@ func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 	if ctx == nil {
 		return leasefence.RenewOutcome{}, nilCtx("renew")
 	}
-	if err := validName("request id", req.RequestID); err != nil {
-		return leasefence.RenewOutcome{}, fmt.Errorf("renew: %w", err)
-	}
 	t := req.Token
-	if err := validToken(t); err != nil {
+	if err := leasefence.ValidateRenew(req); err != nil {
 		return leasefence.RenewOutcome{}, fmt.Errorf("renew: %w", err)
 	}
 	if t.Fence > MaxFence {
@@ -280,7 +244,7 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 	if ctx == nil {
 		return leasefence.ReleaseOutcome{}, nilCtx("release")
 	}
-	if err := validToken(t); err != nil {
+	if err := leasefence.ValidateToken(t); err != nil {
 		return leasefence.ReleaseOutcome{}, fmt.Errorf("release: %w", err)
 	}
 	if t.Fence > MaxFence {

@@ -71,19 +71,19 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// Names up to MaxNameLen bytes are accepted; longer ones are refused before
+// Names up to leasefence.MaxIDLen bytes are accepted; longer ones are refused before
 // anything is sent.
 func TestNameBound(t *testing.T) {
 	c := needRedis(t)
 	coord := newCoordinator(t, c, redislease.Options{})
-	ok, long := strings.Repeat("h", redislease.MaxNameLen), strings.Repeat("h", redislease.MaxNameLen+1)
+	ok, long := strings.Repeat("h", leasefence.MaxIDLen), strings.Repeat("h", leasefence.MaxIDLen+1)
 	for _, req := range []leasefence.AcquireRequest{
 		{RequestID: "id-1", Holder: long, Resource: "r"},
 		{RequestID: "id-2", Holder: "a", Resource: long},
 		{RequestID: long, Holder: "a", Resource: "r"},
 	} {
 		if _, err := coord.Acquire(t.Context(), req); !errors.Is(err, leasefence.ErrInvalidRequest) {
-			t.Errorf("Acquire with a name of %d bytes = %v, want ErrInvalidRequest", redislease.MaxNameLen+1, err)
+			t.Errorf("Acquire with a name of %d bytes = %v, want ErrInvalidRequest", leasefence.MaxIDLen+1, err)
 		}
 	}
 	if _, err := coord.Release(t.Context(), leasefence.Token{Resource: "r", Holder: long, Fence: 1}); !errors.Is(err, leasefence.ErrInvalidRequest) {
@@ -91,7 +91,7 @@ func TestNameBound(t *testing.T) {
 	}
 	out, err := coord.Acquire(t.Context(), leasefence.AcquireRequest{RequestID: ok, Holder: ok, Resource: ok})
 	if err != nil || !out.OK {
-		t.Fatalf("Acquire with names of MaxNameLen bytes = %+v, %v", out, err)
+		t.Fatalf("Acquire with names of leasefence.MaxIDLen bytes = %+v, %v", out, err)
 	}
 }
 

@@ -100,8 +100,9 @@
 //     run on their own. Keep long scripts off a Redis that gates writes.
 //   - Fences stay below 2^53 (MaxFence), the integers Lua's numbers hold
 //     exactly; Acquire fails with leasefence.ErrFencesExhausted beyond.
-//   - Holder ids, resource names and request ids are at most MaxNameLen
-//     bytes, checked before anything is sent.
+//   - Holder ids, resource names and request ids follow the core's id rule
+//     (leasefence.ValidateID: at most leasefence.MaxIDLen bytes of valid
+//     UTF-8), checked before anything is sent, as at every gate.
 //   - Clock skew between holders and Redis is still an assumption
 //     (leasefence.ClientOptions.ClockSkew), and Redis's own clock decides
 //     expiry: a Redis host whose clock jumps expires keys early or late.

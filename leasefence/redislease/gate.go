@@ -54,7 +54,7 @@ func NewGate(rdb redis.UniversalClient, resource string, opts GateOptions) (*Gat
 	if isNil(rdb) {
 		return nil, fmt.Errorf("%w: redislease.NewGate with a nil client", leasefence.ErrInvalidRequest)
 	}
-	if err := validName("resource", resource); err != nil {
+	if err := leasefence.ValidateID(leasefence.IDResource, resource); err != nil {
 		return nil, fmt.Errorf("redislease.NewGate: %w", err)
 	}
 	if opts.RejectionLog < 0 {
@@ -434,7 +434,7 @@ func (g *Gate) check(ctx context.Context, t leasefence.Token) error {
 	case t.Fence == 0 || t.Fence > MaxFence:
 		return fmt.Errorf("%w: token %v: fence outside [1, MaxFence]", leasefence.ErrInvalidRequest, t)
 	}
-	if err := validName("holder", t.Holder); err != nil {
+	if err := leasefence.ValidateID(leasefence.IDHolder, t.Holder); err != nil {
 		return fmt.Errorf("token %v: %w", t, err)
 	}
 	return ctx.Err()

@@ -98,7 +98,7 @@ func TestNewGateRefusesBadArguments(t *testing.T) {
 		{"nil client", nil, "r", redislease.GateOptions{}},
 		{"nil *redis.Client", nilClient, "r", redislease.GateOptions{}},
 		{"no resource", c, "", redislease.GateOptions{}},
-		{"oversized resource", c, strings.Repeat("r", redislease.MaxNameLen+1), redislease.GateOptions{}},
+		{"oversized resource", c, strings.Repeat("r", leasefence.MaxIDLen+1), redislease.GateOptions{}},
 		{"prefix with a brace", c, "r", redislease.GateOptions{Prefix: "}"}},
 		{"negative log", c, "r", redislease.GateOptions{RejectionLog: -1}},
 	} {
@@ -117,7 +117,7 @@ func TestGateBadCalls(t *testing.T) {
 	for name, err := range map[string]error{
 		"Commit(nil ctx)":              g.Gate.Commit(nilCtx, ok, noop),
 		"Commit(nil write)":            g.Gate.Commit(t.Context(), ok, nil),
-		"Commit(oversized holder)":     g.Gate.Commit(t.Context(), tok("r", strings.Repeat("h", redislease.MaxNameLen+1), 1), noop),
+		"Commit(oversized holder)":     g.Gate.Commit(t.Context(), tok("r", strings.Repeat("h", leasefence.MaxIDLen+1), 1), noop),
 		"Commit(fence above MaxFence)": g.Gate.Commit(t.Context(), tok("r", "a", redislease.MaxFence+1), noop),
 		"Admit(nil ctx)":               g.Admit(nilCtx, ok),
 		"Floor(nil ctx)":               func() error { _, err := g.Floor(nilCtx); return err }(),

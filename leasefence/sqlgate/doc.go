@@ -6,6 +6,16 @@
 // It works on database/sql with any driver for SQLite or PostgreSQL and
 // imports no driver itself.
 //
+// *Gate implements leasefence.Gate (Resource, Admit, Floor, RejectionsSince,
+// RejectionCount), the methods every gate shares, so code that reads floors
+// and refusal logs treats it like any other gate. Commit is not part of that
+// interface: it keeps the write shape natural to a database, a func that
+// runs statements on the *sql.Tx that judged the token.
+// New(ctx, db, resource, ...Option) takes, like every durable gate's
+// constructor, the store's handle, the resource and options, and returns an
+// error; unlike those of etcdlease and redislease, which send nothing, it
+// takes a ctx, because it reads, and may create, its tables.
+//
 //	gate, err := sqlgate.New(ctx, db, "orders")
 //	err = gate.Commit(ctx, lease.Token, func(ctx context.Context, tx *sql.Tx) error {
 //		_, err := tx.ExecContext(ctx, `INSERT INTO orders (id, total) VALUES ($1, $2)`, id, total)
@@ -39,6 +49,16 @@
 //     and appended to the log in a transaction of its own, in which write
 //     never ran, and with the floor row locked, so the log names the floor
 //     that refused it and its sequence numbers are 1, 2, 3, ... per resource.
+//     A refusal whose log cannot be written (the insert or its COMMIT fails,
+//     ctx ends) is a *leasefence.RefusalNotLoggedError instead
+//     (leasefence.ErrRefusalNotLogged): the write did not land, and the
+//     caller is told the log does not hold it.
+//   - Holder and resource ids follow the core's rule (leasefence.MaxIDLen,
+//     1 KiB, and valid UTF-8), checked before anything is sent: the
+//     resource is in the primary key of both tables, whose B-tree entries
+//     PostgreSQL bounds at 2,704 bytes, and PostgreSQL's TEXT refuses
+//     invalid UTF-8 where SQLite stores it. The same id gets the same
+//     answer on every gate.
 //   - Reopening the database gives back the floor, with its holder, and the
 //     whole log. Each log entry carries the database's clock at the refusal.
 //   - Busy and serialisation failures (SQLite's SQLITE_BUSY and SQLITE_LOCKED,
@@ -101,11 +121,16 @@
 //   - A COMMIT whose answer is lost (the connection dies after sending it) is
 //     reported as an error although the transaction may have committed, as
 //     for any database transaction.
-//   - A Commit or Admit of the same gate from inside write, with write's
-//     context, would wait on the floor row its own transaction holds: it is
-//     refused with ErrNestedCommit. Commits to other resources of the same SQLite
-//     database from inside write wait on the write lock the same way and end
-//     in ErrBusy; on PostgreSQL they work.
+//   - A Commit or Admit of the same resource from inside write, with write's
+//     context (or one derived from it), would wait on the floor row its own
+//     transaction holds: it is refused with ErrNestedCommit, whichever Gate
+//     and *sql.DB it goes through, since a second handle on the same
+//     database waits on the same row (on PostgreSQL for ever: its deadlock
+//     detector cannot see a wait that goes through the client). The mark is
+//     the resource and the table prefix, not the handle, so the same
+//     resource name on another database is refused too. Commits to other
+//     resources of the same SQLite database from inside write wait on the
+//     write lock and end in ErrBusy; on PostgreSQL they work.
 //   - The gate trusts its tables: a floor lowered by hand is obeyed.
 //   - Fencing catches a stale write only after a newer holder has written or
 //     been admitted (Admit), as with the in-memory gate.

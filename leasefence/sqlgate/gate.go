@@ -13,15 +13,20 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// Sentinel errors. Calls with a nil context, a nil *sql.DB, an empty
-// resource, a nil write, a token with no holder or fence 0, or an option out
-// of range answer leasefence.ErrInvalidRequest; a token for another resource
-// answers leasefence.ErrWrongResource, as at the in-memory gate.
+// Sentinel errors. Calls with a nil context, a nil *sql.DB, a nil write, a
+// token with fence 0, or an option out of range answer
+// leasefence.ErrInvalidRequest; a resource or holder that breaks the core's
+// id rule (leasefence.MaxIDLen, valid UTF-8) answers a *leasefence.IDError,
+// which matches it too; a token for another resource answers
+// leasefence.ErrWrongResource, as at the in-memory gate. All of these are
+// refused before anything is sent.
 var (
 	// ErrBusy: the database stayed busy, or kept aborting the transaction to
 	// serialise it, for every attempt WithRetry allows. The error wraps the
-	// last failure. Nothing was judged: the commit is neither admitted nor
-	// refused, and may be tried again.
+	// last failure. Nothing was admitted, and nothing was refused unless
+	// the error matches leasefence.ErrRefusalNotLogged too (the last attempt
+	// judged the token stale but could not log it); the commit may be tried
+	// again.
 	ErrBusy = errors.New("sqlgate: database busy, gave up retrying")
 	// ErrSchema: the gate's tables are missing and cannot be created (no
 	// permission, a read-only database), or a table of that name has other
@@ -37,10 +42,11 @@ var (
 	// ErrUnknownDialect: the driver's dialect could not be inferred; name it
 	// with WithDialect.
 	ErrUnknownDialect = errors.New("sqlgate: unknown SQL dialect")
-	// ErrNestedCommit: a Commit or Admit of a gate, made from inside one of
-	// its own writes, which would wait forever on the floor row its caller
-	// holds.
-	ErrNestedCommit = errors.New("sqlgate: Commit or Admit from inside a write of the same gate")
+	// ErrNestedCommit: a Commit or Admit of a resource, made with the
+	// context of a running write on the same resource and tables (through
+	// any Gate, on any *sql.DB), which would wait forever on the floor row
+	// its caller's transaction holds.
+	ErrNestedCommit = errors.New("sqlgate: Commit or Admit from inside a write on the same resource")
 )
 
 // Gate is a fence gate whose floor and refusal log live in a SQL database.
@@ -58,6 +64,8 @@ type Gate struct {
 	q        statements
 }
 
+var _ leasefence.Gate = (*Gate)(nil)
+
 // statements is the SQL a Gate runs, in its dialect and on its tables.
 type statements struct {
 	// raise sets the floor to ($2, $3) if the floor admits that token: a
@@ -73,6 +81,7 @@ type statements struct {
 	count      string
 	logRefusal string
 	floor      string
+	refused    string
 	log        string
 	ensureRow  string
 	initFloor  string
@@ -86,13 +95,14 @@ func newStatements(d Dialect, floorTab, logTab string) statements {
 		count: `UPDATE ` + floorTab + ` SET refused = refused + 1 WHERE resource = $1 RETURNING holder, fence, refused`,
 		logRefusal: `INSERT INTO ` + logTab + ` (resource, seq, holder, fence, floor_holder, floor_fence, at_us) ` +
 			`VALUES ($1, $2, $3, $4, $5, $6, ` + d.nowMicros() + `)`,
-		floor: `SELECT holder, fence FROM ` + floorTab + ` WHERE resource = $1`,
+		floor:   `SELECT holder, fence FROM ` + floorTab + ` WHERE resource = $1`,
+		refused: `SELECT refused FROM ` + floorTab + ` WHERE resource = $1`,
 		log: `SELECT seq, holder, fence, floor_holder, floor_fence, at_us FROM ` + logTab +
 			` WHERE resource = $1 AND seq > $2 ORDER BY seq`,
 		ensureRow: `INSERT INTO ` + floorTab + ` (resource, holder, fence, refused) VALUES ($1, '', $2, 0) ON CONFLICT (resource) DO NOTHING`,
 		initFloor: `UPDATE ` + floorTab + ` SET holder = '', fence = $2 WHERE resource = $1 AND fence < $2`,
 	}
-	for _, q := range []*string{&s.raise, &s.lock, &s.count, &s.logRefusal, &s.floor, &s.log, &s.ensureRow, &s.initFloor} {
+	for _, q := range []*string{&s.raise, &s.lock, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor} {
 		*q = d.placeholders(*q)
 	}
 	return s
@@ -108,8 +118,9 @@ func New(ctx context.Context, db *sql.DB, resource string, opts ...Option) (*Gat
 		return nil, fmt.Errorf("%w: sqlgate.New with a nil context", leasefence.ErrInvalidRequest)
 	case db == nil:
 		return nil, fmt.Errorf("%w: sqlgate.New with a nil *sql.DB", leasefence.ErrInvalidRequest)
-	case resource == "":
-		return nil, fmt.Errorf("%w: sqlgate.New with an empty resource", leasefence.ErrInvalidRequest)
+	}
+	if err := leasefence.ValidateID(leasefence.IDResource, resource); err != nil {
+		return nil, err
 	}
 	c := newConfig(opts)
 	if c.err != nil {
@@ -198,12 +209,10 @@ func (g *Gate) checkToken(ctx context.Context, op string, t leasefence.Token) er
 		return fmt.Errorf("%w: sqlgate.%s with a nil context", leasefence.ErrInvalidRequest, op)
 	case t.Resource != g.resource:
 		return fmt.Errorf("%w: token %v at the gate of %q", leasefence.ErrWrongResource, t, g.resource)
-	case t.Holder == "" || t.Fence == 0:
-		return fmt.Errorf("%w: token %v has no holder or fence 0, which is never issued", leasefence.ErrInvalidRequest, t)
 	case t.Fence > math.MaxInt64:
 		return fmt.Errorf("%w: token %v", ErrFenceRange, t)
 	}
-	return nil
+	return leasefence.ValidateToken(t)
 }
 
 // Commit runs write in the transaction that admits t, if the database's
@@ -218,8 +227,11 @@ func (g *Gate) checkToken(ctx context.Context, op string, t leasefence.Token) er
 // floor's fence under another holder is refused with an error matching
 // leasefence.ErrTokenConflict. Either is returned only after it has been
 // appended to the resource's log, in a transaction of its own in which write
-// did not run. Any other error means Commit was not refused: see the
-// package doc for retries (write may run more than once) and ErrBusy.
+// did not run. A refusal that could not be logged (the insert or its COMMIT
+// failed, or ctx ended) is a *leasefence.RefusalNotLoggedError, matching
+// leasefence.ErrRefusalNotLogged: the write did not land. Any other error
+// means Commit was not refused: see the package doc for retries (write may
+// run more than once) and ErrBusy.
 //
 // write receives a context derived from ctx and a transaction bound to it;
 // cancelling ctx rolls the transaction back and Commit returns an error
@@ -255,19 +267,23 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 	}
 	if !ok {
 		r, err := g.logRefusal(ctx, tx, t)
-		if err != nil {
-			return err
+		if err == nil {
+			done = true
+			err = tx.Commit()
 		}
-		done = true
-		if err := tx.Commit(); err != nil {
-			return err // not logged, so not refused
+		switch {
+		case errors.Is(err, errRejudge), errors.Is(err, ErrNoFloor):
+			return err // not a refusal after all
+		case err != nil:
+			r.Seq = 0
+			return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err}
 		}
 		return leasefence.RejectionError(r)
 	}
 	mark := &writeMark{}
 	mark.running.Store(true)
 	defer mark.running.Store(false)
-	if err := write(context.WithValue(ctx, g.key(), mark), tx); err != nil {
+	if err := write(g.marked(ctx, mark), tx); err != nil {
 		return err
 	}
 	done = true
@@ -326,26 +342,25 @@ func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token) (admit
 // logRefusal appends the refusal of t to the log, in tx, whose conditional
 // raise refused t. It takes the sequence number and the floor under the
 // floor row's lock; a floor that would admit t (lowered by hand since the
-// raise was refused) sends the attempt round again.
+// raise was refused) sends the attempt round again. On an error it returns
+// as much of the refusal as it learnt: the floor, once it was read.
 func (g *Gate) logRefusal(ctx context.Context, tx *sql.Tx, t leasefence.Token) (leasefence.Rejection, error) {
+	r := leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence}
 	var floorHolder string
 	var floorFence, seq int64
 	err := tx.QueryRowContext(ctx, g.q.count, g.resource).Scan(&floorHolder, &floorFence, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
-		return leasefence.Rejection{}, fmt.Errorf("%w: %q in %s", ErrNoFloor, g.resource, g.floorTab)
+		return r, fmt.Errorf("%w: %q in %s", ErrNoFloor, g.resource, g.floorTab)
 	}
 	if err != nil {
-		return leasefence.Rejection{}, err
+		return r, err
 	}
-	r := leasefence.Rejection{
-		Seq: uint64(seq), Resource: g.resource, Holder: t.Holder, Fence: t.Fence,
-		FloorHolder: floorHolder, FloorFence: leasefence.Fence(floorFence),
-	}
+	r.Seq, r.FloorHolder, r.FloorFence = uint64(seq), floorHolder, leasefence.Fence(floorFence)
 	if admits(r) {
-		return leasefence.Rejection{}, errRejudge
+		return r, errRejudge
 	}
 	if _, err := tx.ExecContext(ctx, g.q.logRefusal, g.resource, seq, t.Holder, int64(t.Fence), floorHolder, floorFence); err != nil {
-		return leasefence.Rejection{}, err
+		return r, err
 	}
 	return r, nil
 }
@@ -360,23 +375,31 @@ func admits(r leasefence.Rejection) bool {
 	return r.Fence > r.FloorFence || r.Fence == r.FloorFence && (r.FloorHolder == "" || r.FloorHolder == r.Holder)
 }
 
-// writeKey marks, in a write's context, the resource and tables whose floor
-// row the write's transaction holds; writeMark says whether it still does.
+// writeKey marks, in a write's context, the floor row (resource and
+// tables) that the write's transaction holds; writeMark says whether it
+// still does. The key leaves out the *sql.DB on purpose: a second handle on
+// the same database (or a second Gate) waits on the same row, and no
+// handle can tell whether another is on the same database. A write on one
+// database that commits to the same resource and tables on another is
+// refused too: a resource name is meant to name one resource.
 type writeKey struct {
-	db       *sql.DB
 	floorTab string
 	resource string
 }
 
 type writeMark struct{ running atomic.Bool }
 
-func (g *Gate) key() writeKey { return writeKey{g.db, g.floorTab, g.resource} }
+// marked is ctx marked as the context of a running write of g's resource.
+func (g *Gate) marked(ctx context.Context, m *writeMark) context.Context {
+	return context.WithValue(ctx, writeKey{g.floorTab, g.resource}, m)
+}
 
 // checkNested refuses a Commit or Admit made with the context of a running
-// write of this gate: it would wait on the floor row that write's
-// transaction holds, and the write waits for it.
+// write on this gate's resource and tables: it would wait on the floor row
+// that write's transaction holds, and the write waits for it. PostgreSQL's
+// deadlock detector cannot see that wait, which goes through the client.
 func (g *Gate) checkNested(ctx context.Context, op string, t leasefence.Token) error {
-	if m, ok := ctx.Value(g.key()).(*writeMark); ok && m.running.Load() {
+	if m, ok := ctx.Value(writeKey{g.floorTab, g.resource}).(*writeMark); ok && m.running.Load() {
 		return fmt.Errorf("%w: %s %v inside a write at %q", ErrNestedCommit, op, t, g.resource)
 	}
 	return nil
@@ -445,67 +468,6 @@ func (g *Gate) Floor(ctx context.Context) (leasefence.Token, error) {
 		return leasefence.Token{}, nil
 	}
 	return floor, nil
-}
-
-// LoggedRejection is one entry of a gate's refusal log.
-type LoggedRejection struct {
-	leasefence.Rejection
-	// At is the database's clock when the refusal was logged.
-	At time.Time `json:"at"`
-}
-
-// Rejections returns the resource's whole refusal log, oldest first (Seq 1,
-// 2, 3, ...).
-func (g *Gate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
-	entries, err := g.RejectionsAfter(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]leasefence.Rejection, len(entries))
-	for i, e := range entries {
-		out[i] = e.Rejection
-	}
-	return out, nil
-}
-
-// RejectionsAfter returns the refusals logged with a Seq above seq, oldest
-// first, with the instant each was logged: pass the last Seq seen to read
-// only what is new.
-func (g *Gate) RejectionsAfter(ctx context.Context, seq uint64) ([]LoggedRejection, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: sqlgate.RejectionsAfter with a nil context", leasefence.ErrInvalidRequest)
-	}
-	after := int64(min(seq, math.MaxInt64))
-	var out []LoggedRejection
-	err := g.retry(ctx, "reading the log", func() error {
-		var err error
-		out, err = g.readLog(ctx, after)
-		return err
-	})
-	return out, err
-}
-
-func (g *Gate) readLog(ctx context.Context, after int64) ([]LoggedRejection, error) {
-	rows, err := g.db.QueryContext(ctx, g.q.log, g.resource, after)
-	if err != nil {
-		return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
-	}
-	defer rows.Close()
-	out := []LoggedRejection{}
-	for rows.Next() {
-		var e LoggedRejection
-		var seq, fence, floorFence, atMicros int64
-		if err := rows.Scan(&seq, &e.Holder, &fence, &e.FloorHolder, &floorFence, &atMicros); err != nil {
-			return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
-		}
-		e.Seq, e.Resource, e.Fence, e.FloorFence = uint64(seq), g.resource, leasefence.Fence(fence), leasefence.Fence(floorFence)
-		e.At = time.UnixMicro(atMicros).UTC()
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlgate: reading the log of %q: %w", g.resource, err)
-	}
-	return out, nil
 }
 
 // retry runs attempt until it succeeds, fails for good, or has failed

@@ -36,6 +36,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer coord.Close() // ends what it runs in the background
 	gate, err := etcdlease.NewGate(cli, "deploy-slot", etcdlease.GateOptions{})
 	if err != nil {
 		log.Fatal(err)

@@ -107,7 +107,8 @@ func mustRejections(t *testing.T, g *gateAdapter, want ...leasefence.Rejection) 
 // admission rule, refusal log and atomic raise as the in-memory and SQL gates.
 func TestGateConformance(t *testing.T) {
 	leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
-		return openGate(t, resource).harness(resource)
+		g := openGate(t, resource)
+		return leasetest.GateHarness{Gate: g.gate, Commit: g.Commit, Written: g.Written}
 	})
 }
 

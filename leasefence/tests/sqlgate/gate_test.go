@@ -40,7 +40,7 @@ func TestDurability(t *testing.T) {
 				t.Fatalf("Commit(%v) = %v, want %v", s.token, err, s.want)
 			}
 		}
-		wantLog, err := g.RejectionsAfter(ctx, 0)
+		wantLog, err := g.LogSince(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestDurability(t *testing.T) {
 		again := d.handle(t)
 		g = newGate(t, again, r)
 		checkFloor(t, g, tok(r, "d", 5))
-		gotLog, err := g.RejectionsAfter(ctx, 0)
+		gotLog, err := g.LogSince(ctx, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,12 +72,12 @@ func TestDurability(t *testing.T) {
 		if err := g.Commit(ctx, tok(r, "e", 4), insertOrder(tok(r, "e", 4), "late")); !errors.Is(err, leasefence.ErrStaleFence) {
 			t.Fatalf("Commit(e@4) = %v, want stale", err)
 		}
-		tail, err := g.RejectionsAfter(ctx, 2)
+		tail, err := g.LogSince(ctx, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(tail) != 2 || tail[0].Seq != 3 || tail[1].Seq != 4 || tail[1].Holder != "e" {
-			t.Errorf("RejectionsAfter(2) = %+v, want Seq 3 and e's Seq 4", tail)
+			t.Errorf("LogSince(2) = %+v, want Seq 3 and e's Seq 4", tail)
 		}
 		if got := readOrders(t, again, r); len(got) != 2 || got[0].Holder != "a" || got[1].Holder != "d" {
 			t.Errorf("orders = %+v, want a's and d's", got)

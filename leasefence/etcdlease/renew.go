@@ -1,0 +1,166 @@
+package etcdlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Renew keeps the lease alive once (one etcd keep-alive) if t is the
+// resource's current lease: its holder key exists with t's fence as its
+// create revision and t's holder. The keep-alive is of the etcd lease that
+// key is attached to, which belongs to this grant alone, so a stale token
+// can never extend a newer holder's lease. The grant keeps the fence and
+// reports the TTL etcd restarted the lease with.
+func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	if ctx == nil {
+		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew with a nil context", leasefence.ErrInvalidRequest)
+	}
+	if err := leasefence.ValidateRenew(req); err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	t := req.Token
+	reason, hkv, err := c.classify(ctx, t)
+	if err != nil || reason != "" {
+		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	ka, err := c.cli.KeepAliveOnce(ctx, clientv3.LeaseID(hkv.Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return c.renewRefused(ctx, t)
+	}
+	if err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	// The holder key may have been deleted (released) between our read and
+	// the keep-alive, which then extended a lease nothing is attached to:
+	// harmless, but not a renewal. Read again to answer truthfully.
+	reason, _, err = c.classify(ctx, t)
+	if err != nil || reason != "" {
+		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	now, err := c.clock.Now()
+	if err != nil {
+		return leasefence.RenewOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
+	}
+	ttl := time.Duration(ka.TTL) * time.Second
+	return leasefence.RenewOutcome{OK: true, Grant: leasefence.Grant{
+		RequestID: req.RequestID, Token: t, TTL: ttl, CoordinatorExpiresAt: now.Add(ttl),
+	}}, nil
+}
+
+// renewRefused answers a renewal whose etcd lease is gone: expired, unless
+// the keys say why more precisely.
+func (c *Coordinator) renewRefused(ctx context.Context, t leasefence.Token) (leasefence.RenewOutcome, error) {
+	reason, _, err := c.classify(ctx, t)
+	if err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	if reason == "" {
+		reason = leasefence.ReasonExpired // the key outlives its lease until etcd revokes it
+	}
+	return leasefence.RenewOutcome{Reason: reason}, nil
+}
+
+// Release deletes the holder key if, in the same transaction, its create
+// revision is t's fence and its value t's holder: a stale token can never
+// delete a newer holder's key. When the comparison fails, the same
+// transaction reads the keys that say why: one round trip either way. The etcd lease is left to expire by itself (nothing is attached to
+// it any more), which saves a write. Anything else answers with the same
+// reasons as Renew.
+func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	if ctx == nil {
+		return leasefence.ReleaseOutcome{}, fmt.Errorf("%w: release with a nil context", leasefence.ErrInvalidRequest)
+	}
+	if err := leasefence.ValidateToken(t); err != nil {
+		return leasefence.ReleaseOutcome{}, err
+	}
+	fence, ok := fenceInt64(t.Fence)
+	if !ok {
+		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
+	}
+	hk, lk := c.keys.holder(t.Resource), c.keys.last(t.Resource)
+	resp, err := c.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.CreateRevision(hk), "=", fence),
+		clientv3.Compare(clientv3.Value(hk), "=", t.Holder),
+	).Then(
+		clientv3.OpDelete(hk),
+		clientv3.OpPut(lk, mustJSON(lastValue{Holder: t.Holder, Fence: fence, Released: true})),
+	).Else(clientv3.OpGet(hk), clientv3.OpGet(lk)).Commit()
+	if err != nil {
+		return leasefence.ReleaseOutcome{}, err
+	}
+	if resp.Succeeded {
+		return leasefence.ReleaseOutcome{OK: true}, nil
+	}
+	// The keys in the same revision say why not.
+	reason, err := judge(t, firstKV(resp, 0), firstKV(resp, 1))
+	if err == nil && reason == "" {
+		err = fmt.Errorf("etcdlease: release %v: the transaction's comparison failed on a key that matches it", t)
+	}
+	return leasefence.ReleaseOutcome{Reason: reason}, err
+}
+
+// classify reads the resource's keys and returns "" (with the holder key)
+// when t is its current lease, and otherwise the reason it is not.
+func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefence.Reason, *mvccpb.KeyValue, error) {
+	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.keys.holder(t.Resource)), clientv3.OpGet(c.keys.last(t.Resource))).Commit()
+	if err != nil {
+		return "", nil, err
+	}
+	hkv := firstKV(resp, 0)
+	reason, err := judge(t, hkv, firstKV(resp, 1))
+	if reason != "" {
+		hkv = nil
+	}
+	return reason, hkv, err
+}
+
+// judge returns "" when t is the lease of the holder key hkv, and otherwise
+// the reason it is not, from hkv and the last-grant key lkv (either may be
+// nil).
+func judge(t leasefence.Token, hkv, lkv *mvccpb.KeyValue) (leasefence.Reason, error) {
+	fence, ok := fenceInt64(t.Fence)
+	if !ok {
+		return leasefence.ReasonUnknown, nil
+	}
+	if hkv != nil {
+		switch {
+		case fence > hkv.CreateRevision:
+			return leasefence.ReasonUnknown, nil
+		case fence < hkv.CreateRevision:
+			return leasefence.ReasonSuperseded, nil
+		case t.Holder != string(hkv.Value):
+			return leasefence.ReasonUnknown, nil
+		}
+		return "", nil
+	}
+	if lkv == nil {
+		return leasefence.ReasonUnknown, nil
+	}
+	lv, err := decode[lastValue](lkv)
+	if err != nil {
+		return "", err
+	}
+	last := lv.Fence
+	if last == 0 {
+		last = lkv.ModRevision
+	}
+	switch {
+	case fence > last:
+		return leasefence.ReasonUnknown, nil
+	case fence < last:
+		return leasefence.ReasonSuperseded, nil
+	case t.Holder != lv.Holder:
+		return leasefence.ReasonUnknown, nil
+	case lv.Released:
+		return leasefence.ReasonReleased, nil
+	}
+	return leasefence.ReasonExpired, nil
+}
