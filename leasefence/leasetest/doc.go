@@ -11,8 +11,9 @@
 //     and, for a service that implements it, leasefence.HolderReader.
 //   - TestGate checks a leasefence.Gate, given the two things it needs
 //     beyond the interface to see a write land (GateHarness): the admission
-//     rule, the refusal log, fences that keep all 64 bits, and writes that
-//     land in fence order under racing committers.
+//     rule, the refusal log, fences that keep all 64 bits, the contexts
+//     every method must honour, and writes that land in fence order under
+//     racing committers.
 //
 // The suites need nothing but the implementation under test; they work for
 // an in-memory coordinator on a manual clock and for one on a real store in
@@ -22,6 +23,6 @@
 // package's own tests keep a set of them (a release keyed by holder name,
 // fences kept in 32 bits, a gate that checks then sets, a TTL counted from
 // the reply, a renewal that resurrects an expired lease, a fresh grant for
-// a retried request, a refusal answered but not logged) and require each to
-// fail the subtest written for it.
+// a retried request, a refusal answered but not logged, readers blind to
+// their ctx) and require each to fail the subtest written for it.
 package leasetest

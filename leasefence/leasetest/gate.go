@@ -108,6 +108,7 @@ func testGate(t tb, open gateOpener) {
 		{"Admit", testGateAdmit},
 		{"BadTokens", testGateBadTokens},
 		{"DoneContext", testGateDoneContext},
+		{"ReadersContexts", testGateReadersContexts},
 		{"Resources", testGateResources},
 		{"WideFences", testGateWideFences},
 		{"RejectionsSince", testGateRejectionsSince},
@@ -329,6 +330,39 @@ func testGateDoneContext(t tb, open gateOpener) {
 	for _, token := range []leasefence.Token{gateToken(r, "b", 3), gateToken(r, "a", 2)} {
 		if err := g.Commit(ctx, token, "cancelled"); !errors.Is(err, context.Canceled) {
 			t.Errorf("Commit(%v) with a cancelled ctx = %v, want context.Canceled", token, err)
+		}
+	}
+	checkGateState(t, g, gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}})
+}
+
+// testGateReadersContexts: every method of leasefence.Gate refuses a nil
+// ctx with ErrInvalidRequest and ends with ctx's error once it has ended,
+// and neither touches the gate.
+func testGateReadersContexts(t tb, open gateOpener) {
+	const r = "gate-ctx"
+	g := open(t, r)
+	checkGateOutcome(t, "Commit(a@2)", g.Commit(t.Context(), gateToken(r, "a", 2), "ok"), gateAdmitted)
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	var nilCtx context.Context
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"a nil ctx", nilCtx, leasefence.ErrInvalidRequest},
+		{"a cancelled ctx", done, context.Canceled},
+	} {
+		calls := map[string]error{
+			"Admit": g.Gate.Admit(c.ctx, gateToken(r, "b", 3)),
+		}
+		_, calls["Floor"] = g.Gate.Floor(c.ctx)
+		_, _, calls["RejectionsSince"] = g.Gate.RejectionsSince(c.ctx, 0)
+		_, calls["RejectionCount"] = g.Gate.RejectionCount(c.ctx)
+		for _, m := range []string{"Admit", "Floor", "RejectionsSince", "RejectionCount"} {
+			if !errors.Is(calls[m], c.want) {
+				t.Errorf("%s with %s = %v, want %v", m, c.name, calls[m], c.want)
+			}
 		}
 	}
 	checkGateState(t, g, gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}})

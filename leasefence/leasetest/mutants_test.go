@@ -32,6 +32,7 @@ func TestSuitesKillTheMutants(t *testing.T) {
 		{"32-bit fences", gateSuite(narrowFences), "WideFences"},
 		{"check-then-set gate", gateSuite(checkThenSet), "Concurrent"},
 		{"refusal not logged", gateSuite(unloggedRefusals), "AdmissionRule"},
+		{"readers blind to ctx", gateSuite(ctxBlind), "ReadersContexts"},
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
@@ -257,4 +258,29 @@ func unloggedRefusals(g *leasefence.FenceGate) GateHarness {
 		}
 		return g.Commit(ctx, t, write)
 	})
+}
+
+// ctxBlind answers its readers whatever their ctx: a nil one does not
+// panic, and an ended one still reads, as a gate that never looks at ctx.
+func ctxBlind(g *leasefence.FenceGate) GateHarness {
+	h := FenceGateHarness(g)
+	h.Gate = blind{g}
+	return h
+}
+
+type blind struct{ g *leasefence.FenceGate }
+
+func (b blind) Resource() string { return b.g.Resource() }
+
+func (b blind) Admit(_ context.Context, t leasefence.Token) error { return b.g.Admit(t) }
+
+func (b blind) Floor(context.Context) (leasefence.Token, error) { return b.g.Floor(), nil }
+
+func (b blind) RejectionsSince(_ context.Context, seq uint64) ([]leasefence.Rejection, uint64, error) {
+	rs, missed := b.g.RejectionsSince(seq)
+	return rs, missed, nil
+}
+
+func (b blind) RejectionCount(context.Context) (uint64, error) {
+	return uint64(b.g.RejectionCount()), nil
 }
