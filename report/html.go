@@ -167,7 +167,7 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 	for _, m := range modes {
 		data.ModeNames = append(data.ModeNames, string(m))
 	}
-	for _, row := range reportRows {
+	for _, row := range shownRows(res) {
 		pr := pageRow{Label: row.label}
 		for _, m := range modes {
 			v := row.get(res.Modes[m])

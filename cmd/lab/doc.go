@@ -287,14 +287,18 @@
 // counters: acquisitions, renewals, denials, expiries, releases,
 // fences_minted, retries, messages_lost, checks_failed, pushes_applied,
 // commits_admitted, commits_refused, stale_writes_landed (a write landed
-// after a higher fence's; fenced promises 0), overlaps (two holders acting
-// on one resource at one instant), silent_overlaps (the older write landed
-// last, with no error), refused_overlaps, containment_breaches (a holder
-// believed after the coordinator's expiry; fenced promises 0 while drift is
-// within the skew budget), fence_reuses (only a restart that lost the
-// counter), unexplained_refusals (always 0 unless the gate is wrong). Then
-// "per_resource" (a list of {resource, commits_admitted, commits_refused,
-// stale_writes_landed, overlaps, silent_overlaps, floor_fence,
+// after a write of a newer lease generation, one minted later; fenced
+// promises 0), reissued_writes_landed (a write of the resource's newest
+// generation under a fence no higher than one landed before: a fence
+// reissued by a restart that lost the counter; not stale), overlaps (two
+// holders acting on one resource at one instant), silent_overlaps (the
+// older write landed last, with no error), refused_overlaps,
+// containment_breaches (a holder believed after the coordinator's expiry;
+// fenced promises 0 while drift is within the skew budget), fence_reuses
+// (only a restart that lost the counter), unexplained_refusals (always 0
+// unless the gate is wrong). Then "per_resource" (a list of {resource,
+// commits_admitted, commits_refused, stale_writes_landed,
+// reissued_writes_landed, overlaps, silent_overlaps, floor_fence,
 // floor_holder}), "counterexamples" (a list, at most 5 of each kind, of
 // {kind, at_ms, resource, holder, fence, other, other_fence, detail}, kind
 // one of stale-write, silent-overlap, refused-write, containment-breach,
