@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -32,7 +33,7 @@ import (
 // The traced cases report x-off, their time per run over the mean time per
 // run of trace=off, measured just before them (when -bench selects it).
 func BenchmarkCrowdTracing(b *testing.B) {
-	sc, ok := harness.Builtin("crowd")
+	sc, ok := spec.Builtin("crowd")
 	if !ok {
 		b.Fatal("no built-in scenario crowd")
 	}
@@ -114,7 +115,7 @@ func BenchmarkCrowdTracing(b *testing.B) {
 }
 
 // tracedSpans records a run of sc and returns its spans, all ended.
-func tracedSpans(b *testing.B, sc harness.Scenario) []sdktrace.ReadOnlySpan {
+func tracedSpans(b *testing.B, sc spec.Scenario) []sdktrace.ReadOnlySpan {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
 	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(tp))

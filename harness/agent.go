@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"math/rand/v2"
 	"time"
 
@@ -34,7 +35,7 @@ type agent struct {
 	scripted bool
 
 	rngThink, rngStall, rngNet, rngPick *rand.Rand
-	think                               Dist
+	think                               spec.Dist
 
 	gen      uint32 // invalidates step and retry timers
 	renewGen uint32 // invalidates renewal timers
@@ -69,7 +70,7 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 	sc := &s.sc
 	a := &s.agents[i]
 	a.idx = i
-	a.name = AgentName(i)
+	a.name = spec.AgentName(i)
 	a.scripted = scripted
 	a.resource = -1
 	a.think = sc.Agent.Think
@@ -133,7 +134,7 @@ func (s *Sim) agentStep(a *agent) {
 			s.giveUp(a, history.OutcomeCheckFailed)
 			return
 		}
-		d := s.sc.Agent.Stall.sample(a.rngStall)
+		d := s.sc.Agent.Stall.Sample(a.rngStall)
 		a.phase = phStalled
 		s.setState(a, a.displayState(s))
 		s.emit(s.leaseEvent(a, history.StallBegan, d))
@@ -162,7 +163,7 @@ func (s *Sim) agentStep(a *agent) {
 			s.finish(a)
 			return
 		}
-		s.scheduleAgent(a, s.sc.Agent.WorkGap.sample(a.rngStall))
+		s.scheduleAgent(a, s.sc.Agent.WorkGap.Sample(a.rngStall))
 	}
 }
 
@@ -187,9 +188,9 @@ func (s *Sim) leaseEvent(a *agent, kind history.Kind, d time.Duration) history.E
 func (s *Sim) pick(a *agent) int {
 	n := s.sc.Resources
 	switch s.sc.Pick {
-	case PickFixed:
+	case spec.PickFixed:
 		return a.idx % n
-	case PickRoundRobin:
+	case spec.PickRoundRobin:
 		a.picks++
 		return (a.idx + a.picks - 1) % n
 	}
@@ -253,7 +254,7 @@ func (s *Sim) acquireTimeout(a *agent) {
 	}
 	s.emit(history.Event{Kind: history.AcquireAbandoned, Agent: a.idx, Resource: a.resource, Other: -1,
 		Request: history.RequestAcquire, RequestID: a.acq.RequestID, Outcome: history.OutcomeNoReply})
-	s.idle(a, a.think.sample(a.rngThink))
+	s.idle(a, a.think.Sample(a.rngThink))
 }
 
 // deliverReply is a reply reaching its agent.
@@ -332,7 +333,7 @@ func (s *Sim) denied(a *agent, out leasefence.AcquireOutcome) {
 	}
 	wait := out.RetryAfter
 	if wait <= 0 {
-		wait = a.think.sample(a.rngThink)
+		wait = a.think.Sample(a.rngThink)
 	}
 	s.idle(a, wait)
 	a.denied = true
@@ -507,7 +508,7 @@ func (s *Sim) giveUp(a *agent, why history.Outcome) {
 		s.setState(a, AgentIdle)
 		return
 	}
-	s.idle(a, a.think.sample(a.rngThink))
+	s.idle(a, a.think.Sample(a.rngThink))
 }
 
 func (s *Sim) idle(a *agent, after time.Duration) {
@@ -519,36 +520,36 @@ func (s *Sim) idle(a *agent, after time.Duration) {
 
 // --- scripted timelines ---
 
-func (s *Sim) script(act Action) {
-	i, _ := s.sc.agentIndex(act.Agent)
+func (s *Sim) script(act spec.Action) {
+	i, _ := s.sc.AgentIndex(act.Agent)
 	a := &s.agents[i]
 	switch act.Do {
-	case ActAcquire:
+	case spec.ActAcquire:
 		ri := 0
 		if act.Resource != "" {
-			ri, _ = s.sc.resourceIndex(act.Resource)
+			ri, _ = s.sc.ResourceIndex(act.Resource)
 		}
 		s.startAcquire(a, ri, act.RequestDelay, act.ReplyDelay)
-	case ActCheck:
+	case spec.ActCheck:
 		s.check(a)
-	case ActStall:
+	case spec.ActStall:
 		if a.acting() {
 			a.phase = phStalled
 		}
 		s.setState(a, a.displayState(s))
 		s.emit(s.leaseEvent(a, history.StallBegan, act.Duration))
 		s.schedule(s.now+act.Duration, timer{kind: tStallEnd, agent: int32(a.idx)})
-	case ActWrite:
+	case spec.ActWrite:
 		if a.lease == nil || !a.checked {
 			s.emit(s.leaseEvent(a, history.WriteSkipped, 0))
 			return
 		}
 		s.write(a)
-	case ActRenew:
+	case spec.ActRenew:
 		if a.lease != nil && !a.renewing {
 			s.sendRenewal(a, act.RequestDelay, act.ReplyDelay)
 		}
-	case ActRelease:
+	case spec.ActRelease:
 		if a.lease != nil {
 			s.sendRelease(a)
 			s.giveUp(a, history.OutcomeReleased)
@@ -569,10 +570,10 @@ func (s *Sim) stallEnd(a *agent, gen uint32) {
 
 // Intervene applies iv now (its At is set to the current virtual instant)
 // and records it, so the run can be replayed with Interventions.
-func (s *Sim) Intervene(iv Intervention) error {
+func (s *Sim) Intervene(iv spec.Intervention) error {
 	iv.At = s.now
-	if err := s.sc.checkIntervention(iv); err != nil {
-		return fmt.Errorf("%w: intervention: %v", ErrInvalidScenario, err)
+	if err := s.sc.CheckIntervention(iv); err != nil {
+		return fmt.Errorf("%w: intervention: %v", spec.ErrInvalidScenario, err)
 	}
 	s.sc.Interventions = append(s.sc.Interventions, iv)
 	s.apply(iv)
@@ -580,19 +581,19 @@ func (s *Sim) Intervene(iv Intervention) error {
 }
 
 // Interventions returns the interventions applied so far, replayed or live.
-func (s *Sim) Interventions() []Intervention {
-	return append([]Intervention(nil), s.sc.Interventions...)
+func (s *Sim) Interventions() []spec.Intervention {
+	return append([]spec.Intervention(nil), s.sc.Interventions...)
 }
 
 // Scenario returns the scenario being run, with the live interventions
 // recorded so far: running it again replays this run.
-func (s *Sim) Scenario() Scenario {
+func (s *Sim) Scenario() spec.Scenario {
 	sc := s.sc
 	sc.Interventions = s.Interventions()
 	return sc
 }
 
-func (s *Sim) apply(iv Intervention) {
+func (s *Sim) apply(iv spec.Intervention) {
 	ivc := iv
 	agentIdx := -1
 	if iv.Agent != "" {
@@ -600,13 +601,13 @@ func (s *Sim) apply(iv Intervention) {
 	}
 	s.emit(history.Event{Kind: history.Intervened, Agent: agentIdx, Resource: -1, Other: -1, Intervention: &ivc})
 	switch iv.Kind {
-	case StallAgent:
+	case spec.StallAgent:
 		a := &s.agents[agentIdx]
 		a.stallUntil = max(a.stallUntil, s.now+iv.Duration)
 		s.emit(s.leaseEvent(a, history.StallBegan, iv.Duration))
 		s.schedule(a.stallUntil, timer{kind: tStallEnd, agent: int32(a.idx), gen: 1})
 		s.setState(a, a.displayState(s))
-	case SetDropRate:
+	case spec.SetDropRate:
 		lossless := !s.mayLose()
 		s.dropRequests, s.dropReplies = iv.Value, iv.Value
 		if lossless && s.mayLose() {
@@ -618,9 +619,9 @@ func (s *Sim) apply(iv Intervention) {
 				}
 			}
 		}
-	case RestartCoordinator:
+	case spec.RestartCoordinator:
 		s.restart(iv.Persist)
-	case TogglePush:
+	case spec.TogglePush:
 		s.push = !s.push
 	}
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"github.com/leasefence/lab/spec"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 func TestLibraryErrorFailsTheRun(t *testing.T) {
 	for _, mode := range []Mode{Naive, Fenced} {
 		t.Run(string(mode), func(t *testing.T) {
-			sc, _ := Builtin("gap")
+			sc, _ := spec.Builtin("gap")
 			var last history.Event
 			sim, err := NewSim(sc, mode, SubscriberFunc(func(e history.Event) { last = e }))
 			if err != nil {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"math"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ type Live struct {
 }
 
 // NewLive builds a paced run of sc in modes (default both) at speed.
-func NewLive(sc Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Live, error) {
+func NewLive(sc spec.Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Live, error) {
 	if err := checkSpeed(speed); err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func NewLive(sc Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Liv
 
 func checkSpeed(x float64) error {
 	if math.IsNaN(x) || x < MinSpeed || x > MaxSpeed {
-		return fmt.Errorf("%w: speed must be in [%v, %v], got %v", ErrInvalidScenario, MinSpeed, MaxSpeed, x)
+		return fmt.Errorf("%w: speed must be in [%v, %v], got %v", spec.ErrInvalidScenario, MinSpeed, MaxSpeed, x)
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func (l *Live) Advance(d time.Duration) {
 }
 
 // Intervene applies iv to every mode at the current virtual instant.
-func (l *Live) Intervene(iv Intervention) error {
+func (l *Live) Intervene(iv spec.Intervention) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.sims {
@@ -254,7 +255,7 @@ func (l *Live) Result() *Result {
 
 // Scenario returns the scenario with every intervention made so far:
 // running it replays this run.
-func (l *Live) Scenario() Scenario {
+func (l *Live) Scenario() spec.Scenario {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sims[0].Scenario()

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -20,7 +21,7 @@ import (
 //
 // A Sim is not safe for concurrent use; Live wraps it for that.
 type Sim struct {
-	sc   Scenario
+	sc   spec.Scenario
 	mode Mode
 
 	now    time.Duration
@@ -99,12 +100,12 @@ type message struct {
 
 // NewSim builds the simulation of sc in mode, with subscribers receiving
 // every event. It fails if sc is invalid.
-func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
+func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	if mode != Fenced && mode != Naive {
-		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", ErrInvalidScenario, mode)
+		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
 	}
 	s := &Sim{
 		sc:           sc,
@@ -128,7 +129,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	s.resourceByName = make(map[string]int, sc.Resources)
 	for i := range s.resources {
 		r := &s.resources[i]
-		r.name = ResourceName(i)
+		r.name = spec.ResourceName(i)
 		s.resourceByName[r.name] = i
 		if mode == Fenced {
 			// The checker matches every refusal of a run to a refused
@@ -139,13 +140,13 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	}
 	scripted := make(map[int]bool)
 	for _, a := range sc.Script {
-		i, _ := sc.agentIndex(a.Agent)
+		i, _ := sc.AgentIndex(a.Agent)
 		scripted[i] = true
 	}
 	s.agents = make([]agent, sc.Agents)
 	s.agentByName = make(map[string]int, sc.Agents)
 	for i := range s.agents {
-		s.agentByName[AgentName(i)] = i
+		s.agentByName[spec.AgentName(i)] = i
 		if err := s.initAgent(i, scripted[i]); err != nil {
 			return nil, err
 		}
@@ -158,7 +159,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		s.schedule(r.At, timer{kind: tRestart, arg: int32(i)})
 	}
 	for i, p := range sc.Partitions {
-		ai, _ := sc.agentIndex(p.Agent)
+		ai, _ := sc.AgentIndex(p.Agent)
 		s.schedule(p.From, timer{kind: tPartitionBegin, agent: int32(ai), arg: int32(i)})
 		s.schedule(p.To, timer{kind: tPartitionEnd, agent: int32(ai), arg: int32(i)})
 	}
@@ -168,7 +169,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	for i := range s.agents {
 		if !s.agents[i].scripted {
 			a := &s.agents[i]
-			s.scheduleAgent(a, a.think.sample(a.rngThink))
+			s.scheduleAgent(a, a.think.Sample(a.rngThink))
 		}
 	}
 	return s, nil
@@ -349,17 +350,17 @@ func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
 	msg := &s.msgs[m]
 	a := &s.agents[msg.agent]
 	r := a.rngNet
-	d := s.sc.Network.RequestDelay.sample(r)
+	d := s.sc.Network.RequestDelay.Sample(r)
 	if reqDelay != nil {
 		d = *reqDelay
 	}
-	msg.replyDelay = s.sc.Network.ReplyDelay.sample(r)
+	msg.replyDelay = s.sc.Network.ReplyDelay.Sample(r)
 	if repDelay != nil {
 		msg.replyDelay = *repDelay
 	}
 	lost := r.Float64() < s.dropRequests
 	dup := r.Float64() < s.sc.Network.Duplicate
-	dupDelay := s.sc.Network.RequestDelay.sample(r)
+	dupDelay := s.sc.Network.RequestDelay.Sample(r)
 	s.emit(history.Event{Kind: history.RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
 		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
 	if lost || a.partitions > 0 {
@@ -473,7 +474,7 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 	s.schedule(exp, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 	if s.push {
 		r := s.pushRNG
-		d := s.sc.Push.Delay.sample(r)
+		d := s.sc.Push.Delay.Sample(r)
 		if r.Float64() < s.sc.Push.Drop {
 			s.emit(history.Event{Kind: history.PushDropped, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence,
 				Incarnation: s.epoch, Other: -1})

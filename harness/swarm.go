@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"github.com/leasefence/lab/spec"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -12,27 +13,27 @@ import (
 // SwarmRanges are the ranges a swarm draws each seed's fault knobs from, so
 // that thousands of seeds explore thousands of fault mixes.
 type SwarmRanges struct {
-	Drop      Range // both drop probabilities
-	Duplicate Range
-	DelayMax  DurationRange // the upper end of each network delay
-	DriftPPM  Range         // per-agent drift bounds; the skew covers them unless Uncovered
-	Uncovered float64       // probability a seed's skew does not cover its drift
-	TailP     Range         // probability a stall is long
-	TailMax   Range         // a long stall's upper end, in TTLs
-	Restarts  int           // at most this many coordinator restarts
-	Persist   float64       // probability a restart keeps the fence counter
-	Push      float64       // probability the gate push is on
+	Drop      spec.Range // both drop probabilities
+	Duplicate spec.Range
+	DelayMax  spec.DurationRange // the upper end of each network delay
+	DriftPPM  spec.Range         // per-agent drift bounds; the skew covers them unless Uncovered
+	Uncovered float64            // probability a seed's skew does not cover its drift
+	TailP     spec.Range         // probability a stall is long
+	TailMax   spec.Range         // a long stall's upper end, in TTLs
+	Restarts  int                // at most this many coordinator restarts
+	Persist   float64            // probability a restart keeps the fence counter
+	Push      float64            // probability the gate push is on
 }
 
 // DefaultSwarmRanges are the swarm's ranges unless told otherwise.
 var DefaultSwarmRanges = SwarmRanges{
-	Drop:      Range{0, 0.2},
-	Duplicate: Range{0, 0.2},
-	DelayMax:  DurationRange{time.Millisecond, 50 * time.Millisecond},
-	DriftPPM:  Range{-5000, 5000},
+	Drop:      spec.Range{Min: 0, Max: 0.2},
+	Duplicate: spec.Range{Min: 0, Max: 0.2},
+	DelayMax:  spec.DurationRange{Min: time.Millisecond, Max: 50 * time.Millisecond},
+	DriftPPM:  spec.Range{Min: -5000, Max: 5000},
 	Uncovered: 0.2,
-	TailP:     Range{0, 0.3},
-	TailMax:   Range{1, 4},
+	TailP:     spec.Range{Min: 0, Max: 0.3},
+	TailMax:   spec.Range{Min: 1, Max: 4},
 	Restarts:  2,
 	Persist:   0.5,
 	Push:      0.5,
@@ -40,22 +41,22 @@ var DefaultSwarmRanges = SwarmRanges{
 
 // SwarmScenario is base with its seed set to seed and its fault knobs drawn
 // from ranges with that seed: the exact scenario a swarm runs for seed.
-func SwarmScenario(base Scenario, ranges SwarmRanges, seed uint64) Scenario {
+func SwarmScenario(base spec.Scenario, ranges SwarmRanges, seed uint64) spec.Scenario {
 	sc := base
 	sc.Seed = seed
 	r := rand.New(rand.NewPCG(seed, 0x5eed5a4a))
-	in := func(x Range) float64 { return x.Min + r.Float64()*(x.Max-x.Min) }
+	in := func(x spec.Range) float64 { return x.Min + r.Float64()*(x.Max-x.Min) }
 	drop := in(ranges.Drop)
 	sc.Network.DropRequests, sc.Network.DropReplies = drop, in(ranges.Drop)
 	sc.Network.Duplicate = in(ranges.Duplicate)
 	hi := ranges.DelayMax.Min + time.Duration(r.Float64()*float64(ranges.DelayMax.Max-ranges.DelayMax.Min))
-	sc.Network.RequestDelay = Uniform(0, hi)
-	sc.Network.ReplyDelay = Uniform(0, hi)
+	sc.Network.RequestDelay = spec.Uniform(0, hi)
+	sc.Network.ReplyDelay = spec.Uniform(0, hi)
 	if sc.Network.RetryAfter == 0 {
 		sc.Network.RetryAfter, sc.Network.MaxRetries = 4*hi+time.Millisecond, 3
 	}
 	lo := in(ranges.DriftPPM)
-	sc.Clocks.DriftPPM = Range{Min: min(lo, 0), Max: max(lo, 0)}
+	sc.Clocks.DriftPPM = spec.Range{Min: min(lo, 0), Max: max(lo, 0)}
 	sc.ClockSkew = 0
 	need := time.Duration(float64(sc.TTL)*-sc.Clocks.DriftPPM.Min/1e6) + time.Microsecond
 	if r.Float64() >= ranges.Uncovered {
@@ -67,11 +68,11 @@ func SwarmScenario(base Scenario, ranges SwarmRanges, seed uint64) Scenario {
 	sc.Restarts = nil
 	for range r.IntN(ranges.Restarts + 1) {
 		at := time.Duration(r.Int64N(int64(sc.Duration))) + 1
-		sc.Restarts = append(sc.Restarts, Restart{At: at, Persist: r.Float64() < ranges.Persist})
+		sc.Restarts = append(sc.Restarts, spec.Restart{At: at, Persist: r.Float64() < ranges.Persist})
 	}
 	sc.Push.Enabled = r.Float64() < ranges.Push
-	if sc.Push.Enabled && sc.Push.Delay == (Dist{}) {
-		sc.Push.Delay = Uniform(0, hi)
+	if sc.Push.Enabled && sc.Push.Delay == (spec.Dist{}) {
+		sc.Push.Delay = spec.Uniform(0, hi)
 	}
 	return sc
 }
@@ -89,9 +90,9 @@ type SwarmOptions struct {
 // SwarmFailure is a seed whose fenced mode broke an invariant, or on which
 // the library returned an error it never should.
 type SwarmFailure struct {
-	Seed       uint64   `json:"seed"`
-	Scenario   Scenario `json:"scenario"`
-	Violations []string `json:"violations"`
+	Seed       uint64        `json:"seed"`
+	Scenario   spec.Scenario `json:"scenario"`
+	Violations []string      `json:"violations"`
 }
 
 // SwarmResult summarises a swarm.
@@ -116,7 +117,7 @@ func (r *SwarmResult) EventsPerSecond() float64 {
 // Swarm runs base over many seeds, each with its own knobs drawn by
 // SwarmScenario, both modes each, on Jobs goroutines. Failures come back in
 // seed order. If ctx ends it returns what it had, with ctx.Err().
-func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult, error) {
+func Swarm(ctx context.Context, base spec.Scenario, opts SwarmOptions) (*SwarmResult, error) {
 	if err := base.Validate(); err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func Swarm(ctx context.Context, base Scenario, opts SwarmOptions) (*SwarmResult,
 	}
 	start := time.Now()
 	results := make([]*Result, opts.Seeds)
-	scenarios := make([]Scenario, opts.Seeds)
+	scenarios := make([]spec.Scenario, opts.Seeds)
 	err := Parallel(ctx, opts.Seeds, opts.Jobs, func(i int) error {
 		sc := SwarmScenario(base, ranges, opts.FirstSeed+uint64(i))
 		res, err := Run(ctx, sc, RunOptions{})

@@ -12,6 +12,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // agent is one process taking leases, on its own goroutine and its own
@@ -22,7 +23,7 @@ type agent struct {
 	w        *world
 	idx      int
 	name     string
-	script   []harness.Action
+	script   []spec.Action
 	rate     float64
 	offset   time.Duration
 	clock    leasefence.Clock
@@ -46,7 +47,7 @@ type agent struct {
 	checked    bool
 }
 
-func newAgent(w *world, i int, name string, script []harness.Action) (*agent, error) {
+func newAgent(w *world, i int, name string, script []spec.Action) (*agent, error) {
 	sc := &w.r.sc
 	stream := func(purpose uint64) *rand.Rand {
 		return rand.New(rand.NewPCG(sc.Seed^purpose*0x9e3779b97f4a7c15, uint64(i)+1))
@@ -172,9 +173,9 @@ func (a *agent) pick() int {
 	sc := &a.w.r.sc
 	n := sc.Resources
 	switch sc.Pick {
-	case harness.PickFixed:
+	case spec.PickFixed:
 		return a.idx % n
-	case harness.PickRoundRobin:
+	case spec.PickRoundRobin:
 		a.picks++
 		return (a.idx + a.picks - 1) % n
 	}
@@ -493,15 +494,15 @@ func (a *agent) runScript(ctx context.Context) {
 			return
 		}
 		switch act.Do {
-		case harness.ActAcquire:
+		case spec.ActAcquire:
 			ri := 0
 			if act.Resource != "" {
 				ri = agentIndex(r.h.Resources, act.Resource)
 			}
 			a.acquire(ctx, ri, act.RequestDelay, act.ReplyDelay)
-		case harness.ActCheck:
+		case spec.ActCheck:
 			a.check()
-		case harness.ActStall:
+		case spec.ActStall:
 			e := a.event(history.StallBegan)
 			e.Dur = act.Duration
 			a.emit(e)
@@ -509,17 +510,17 @@ func (a *agent) runScript(ctx context.Context) {
 				return
 			}
 			a.emit(a.event(history.StallEnded))
-		case harness.ActWrite:
+		case spec.ActWrite:
 			if a.lease == nil || !a.checked {
 				a.emit(a.event(history.WriteSkipped))
 				continue
 			}
 			a.write(ctx)
-		case harness.ActRenew:
+		case spec.ActRenew:
 			if a.lease != nil {
 				a.renew(ctx, act.RequestDelay, act.ReplyDelay)
 			}
-		case harness.ActRelease:
+		case spec.ActRelease:
 			if a.lease != nil {
 				a.release(ctx)
 			}

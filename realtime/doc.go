@@ -1,4 +1,4 @@
-// Package realtime runs a harness.Scenario in real time against real
+// Package realtime runs a spec.Scenario in real time against real
 // systems, and judges it by the same checker as the simulator.
 //
 // Agents are goroutines on real clocks. Each calls a leasefence.Service (a

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // The errors the fault layer answers instead of a reply. Each is "no
@@ -74,7 +74,7 @@ func (s FaultStats) Add(o FaultStats) FaultStats {
 // goroutines; each takes its choices under a lock, then runs unlocked.
 type Faults struct {
 	inner       func() leasefence.Service
-	net         harness.Network
+	net         spec.Network
 	partitioned func() bool
 	observe     Observer
 
@@ -89,7 +89,7 @@ type Faults struct {
 // NewFaults wraps the service inner returns (it is asked on every call, so
 // that a restarted coordinator is reached) in the faults of net, seeded by
 // seed and stream. partitioned and observe may be nil.
-func NewFaults(inner func() leasefence.Service, net harness.Network, seed, stream uint64, partitioned func() bool, observe Observer) *Faults {
+func NewFaults(inner func() leasefence.Service, net spec.Network, seed, stream uint64, partitioned func() bool, observe Observer) *Faults {
 	if partitioned == nil {
 		partitioned = func() bool { return false }
 	}

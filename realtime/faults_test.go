@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/spec"
 )
 
 // countingService answers every call OK and counts what reached it.
@@ -37,7 +37,7 @@ func TestFaultsDoWhatTheyAreTold(t *testing.T) {
 	const n = 50
 	for _, tc := range []struct {
 		name        string
-		net         harness.Network
+		net         spec.Network
 		partitioned bool
 		wantErr     error
 		reached     int64 // calls that reached the service
@@ -46,13 +46,13 @@ func TestFaultsDoWhatTheyAreTold(t *testing.T) {
 	}{
 		{name: "clean", reached: n, stats: realtime.FaultStats{Calls: n},
 			observed: map[history.Kind]int{history.RequestSent: n}},
-		{name: "drop requests", net: harness.Network{DropRequests: 1}, wantErr: realtime.ErrRequestDropped, reached: 0,
+		{name: "drop requests", net: spec.Network{DropRequests: 1}, wantErr: realtime.ErrRequestDropped, reached: 0,
 			stats:    realtime.FaultStats{Calls: n, RequestsDropped: n},
 			observed: map[history.Kind]int{history.RequestSent: n, history.RequestDropped: n}},
-		{name: "drop replies", net: harness.Network{DropReplies: 1}, wantErr: realtime.ErrReplyDropped, reached: n,
+		{name: "drop replies", net: spec.Network{DropReplies: 1}, wantErr: realtime.ErrReplyDropped, reached: n,
 			stats:    realtime.FaultStats{Calls: n, RepliesDropped: n},
 			observed: map[history.Kind]int{history.RequestSent: n, history.ReplyDropped: n}},
-		{name: "duplicate", net: harness.Network{Duplicate: 1}, reached: 2 * n,
+		{name: "duplicate", net: spec.Network{Duplicate: 1}, reached: 2 * n,
 			stats:    realtime.FaultStats{Calls: n, Duplicated: n},
 			observed: map[history.Kind]int{history.RequestSent: n, history.RequestDuplicated: n}},
 		{name: "partition", partitioned: true, wantErr: realtime.ErrPartitioned, reached: 0,
@@ -102,7 +102,7 @@ func TestFaultsDoWhatTheyAreTold(t *testing.T) {
 func TestFaultsSeeded(t *testing.T) {
 	fates := func(seed uint64) []error {
 		f := realtime.NewFaults(func() leasefence.Service { return &countingService{} },
-			harness.Network{DropRequests: 0.2, DropReplies: 0.2}, seed, 3, nil, nil)
+			spec.Network{DropRequests: 0.2, DropReplies: 0.2}, seed, 3, nil, nil)
 		var out []error
 		for range 500 {
 			_, err := f.Acquire(t.Context(), leasefence.AcquireRequest{})
@@ -140,8 +140,8 @@ func TestDroppedReplyRetryIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lossy := realtime.NewFaults(func() leasefence.Service { return leasefence.Local(coord) }, harness.Network{DropReplies: 1}, 1, 1, nil, nil)
-	clean := realtime.NewFaults(func() leasefence.Service { return leasefence.Local(coord) }, harness.Network{}, 1, 1, nil, nil)
+	lossy := realtime.NewFaults(func() leasefence.Service { return leasefence.Local(coord) }, spec.Network{DropReplies: 1}, 1, 1, nil, nil)
+	clean := realtime.NewFaults(func() leasefence.Service { return leasefence.Local(coord) }, spec.Network{}, 1, 1, nil, nil)
 	req, _ := client.BeginAcquire("res")
 	if _, err := lossy.Acquire(t.Context(), req); !errors.Is(err, realtime.ErrReplyDropped) {
 		t.Fatalf("lossy acquire: %v", err)

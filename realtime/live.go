@@ -10,6 +10,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // ErrRealTime is returned by the controls a real-time run cannot offer: a
@@ -31,7 +32,7 @@ type Live struct {
 
 // NewLive prepares a real-time run of sc for a dashboard, with opts as New
 // takes them.
-func NewLive(sc harness.Scenario, opts Options) (*Live, error) {
+func NewLive(sc spec.Scenario, opts Options) (*Live, error) {
 	l := &Live{views: make(map[history.Mode]*view)}
 	opts.Subscribers = append(append([]harness.Subscriber(nil), opts.Subscribers...), harness.SubscriberFunc(l.event))
 	r, err := New(sc, opts)
@@ -72,7 +73,7 @@ func (l *Live) Result() *Result {
 }
 
 // Scenario is the scenario run, as stretched onto the backend's time.
-func (l *Live) Scenario() harness.Scenario { return l.r.sc }
+func (l *Live) Scenario() spec.Scenario { return l.r.sc }
 
 // Modes are the modes run.
 func (l *Live) Modes() []harness.Mode { return append([]harness.Mode(nil), l.r.h.Modes...) }
@@ -106,13 +107,13 @@ func (l *Live) Advance(time.Duration) {}
 // Intervene applies a drop rate to every agent's fault layer, or restarts
 // the coordinators; it records the intervention in every mode's history.
 // Other interventions are refused with ErrRealTime.
-func (l *Live) Intervene(iv harness.Intervention) error {
+func (l *Live) Intervene(iv spec.Intervention) error {
 	r := l.r
 	iv.At = r.Elapsed()
 	switch iv.Kind {
-	case harness.SetDropRate:
+	case spec.SetDropRate:
 		if !(iv.Value >= 0 && iv.Value <= 1) {
-			return fmt.Errorf("%w: drop rate must be in [0, 1], got %v", harness.ErrInvalidScenario, iv.Value)
+			return fmt.Errorf("%w: drop rate must be in [0, 1], got %v", spec.ErrInvalidScenario, iv.Value)
 		}
 		l.record(iv)
 		for _, w := range r.worlds {
@@ -121,7 +122,7 @@ func (l *Live) Intervene(iv harness.Intervention) error {
 			}
 		}
 		return nil
-	case harness.RestartCoordinator:
+	case spec.RestartCoordinator:
 		if e, ok := r.backend.(*Etcd); ok {
 			switch {
 			case !e.Embedded():
@@ -148,7 +149,7 @@ func (l *Live) Intervene(iv harness.Intervention) error {
 	return fmt.Errorf("%w: %s", ErrRealTime, iv.Kind)
 }
 
-func (l *Live) record(iv harness.Intervention) {
+func (l *Live) record(iv spec.Intervention) {
 	for _, m := range l.r.h.Modes {
 		ivc := iv
 		l.r.emit(m, history.Event{Kind: history.Intervened, Agent: -1, Resource: -1, Other: -1, Intervention: &ivc})
@@ -256,7 +257,7 @@ func (v *view) add(e *history.Event) {
 			}
 		}
 	case history.Intervened:
-		if iv := e.Intervention; iv != nil && iv.Kind == harness.SetDropRate {
+		if iv := e.Intervention; iv != nil && iv.Kind == spec.SetDropRate {
 			v.dropRate = iv.Value
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // Options configures a Runner.
@@ -52,7 +53,7 @@ type Result struct {
 // writing to a Store's resources. Everything they do is an event of one
 // history, judged by history's checker, exactly as the simulator's is.
 type Runner struct {
-	sc      harness.Scenario
+	sc      spec.Scenario
 	h       history.Header
 	backend Backend
 	store   Store
@@ -80,7 +81,7 @@ type Runner struct {
 
 // New prepares a real-time run of sc. It validates sc and opens nothing:
 // Run does.
-func New(sc harness.Scenario, opts Options) (*Runner, error) {
+func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -391,7 +392,7 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 			return nil, fmt.Errorf("realtime: %s resource %s (%s): %w", r.store.Name(), name, mode, err)
 		}
 	}
-	scripted := make(map[string][]harness.Action)
+	scripted := make(map[string][]spec.Action)
 	for _, act := range sc.Script {
 		scripted[act.Agent] = append(scripted[act.Agent], act)
 	}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 func recordTimeline(t *testing.T, name string) *Timeline {
 	t.Helper()
-	sc, _ := harness.Builtin(name)
+	sc, _ := spec.Builtin(name)
 	rec := NewTimeline(sc.Header(harness.Modes))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestTimelineDesignNote(t *testing.T) {
 		{"renewal", harness.Fenced, 0, "holding@0s idle@1.1s"},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%s/%s", tt.scenario, tt.mode, harness.AgentName(tt.agent)), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", tt.scenario, tt.mode, spec.AgentName(tt.agent)), func(t *testing.T) {
 			rec := recordTimeline(t, tt.scenario)
 			if got := lane(rec.modes[tt.mode], tt.agent); got != tt.want {
 				t.Errorf("lane\n got %s\nwant %s", got, tt.want)

@@ -16,7 +16,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // decoder walks a parsed YAML document into Go values by the json tags of
@@ -270,9 +270,9 @@ func describe(n ast.Node) string {
 
 var (
 	durationType      = reflect.TypeFor[time.Duration]()
-	distType          = reflect.TypeFor[harness.Dist]()
-	rangeType         = reflect.TypeFor[harness.Range]()
-	durationRangeType = reflect.TypeFor[harness.DurationRange]()
+	distType          = reflect.TypeFor[spec.Dist]()
+	rangeType         = reflect.TypeFor[spec.Range]()
+	durationRangeType = reflect.TypeFor[spec.DurationRange]()
 )
 
 // scenarioKeyBuiltin names the built-in scenario a file starts from.
@@ -289,7 +289,7 @@ var unchangingKeys = []string{"name", "description", "seed"}
 // built-in's name (the file's `name:`, or the file's or fixture's name,
 // names it) and its description says what was changed, so that no report
 // calls it by a name or describes it with words that no longer hold.
-func (d *decoder) decodeScenario(n ast.Node, path string, sc *harness.Scenario) {
+func (d *decoder) decodeScenario(n ast.Node, path string, sc *spec.Scenario) {
 	es, _ := d.entries(n, path)
 	builtin := ""
 	for _, e := range es {
@@ -303,9 +303,9 @@ func (d *decoder) decodeScenario(n ast.Node, path string, sc *harness.Scenario) 
 			d.failed[path] = true // no built-in: the rest cannot be judged
 			continue
 		}
-		b, ok := harness.Builtin(name)
+		b, ok := spec.Builtin(name)
 		if !ok {
-			d.fail(e.line, p, "no built-in scenario is called %q (they are: %s)", name, strings.Join(harness.BuiltinNames(), ", "))
+			d.fail(e.line, p, "no built-in scenario is called %q (they are: %s)", name, strings.Join(spec.BuiltinNames(), ", "))
 			d.failed[path] = true // nothing else about this scenario can be judged
 			continue
 		}
@@ -407,7 +407,7 @@ func (d *decoder) decodeValue(n ast.Node, path string, v reflect.Value) {
 			return
 		case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
 			if x, ok := d.float(n, path); ok {
-				v.Set(reflect.ValueOf(harness.Range{Min: x, Max: x}))
+				v.Set(reflect.ValueOf(spec.Range{Min: x, Max: x}))
 			}
 			return
 		}
@@ -489,7 +489,7 @@ func (d *decoder) decodeValue(n ast.Node, path string, v reflect.Value) {
 			v.SetFloat(x)
 		}
 	default:
-		// Every field type of harness.Scenario is handled above; a new one
+		// Every field type of spec.Scenario is handled above; a new one
 		// must be taught to the decoder, not silently skipped.
 		panic(fmt.Sprintf("scenario: no decoder for %s at %s", t, path))
 	}
@@ -602,7 +602,7 @@ func (d *decoder) float(n ast.Node, path string) (float64, bool) {
 // file: prefix is where the scenario sits ("scenario" in a fixture). Errors
 // about fields that already failed to decode are left out: the value
 // Validate saw is not the one the file wrote.
-func (d *decoder) validate(sc *harness.Scenario, prefix string) {
+func (d *decoder) validate(sc *spec.Scenario, prefix string) {
 	err := sc.Validate()
 	if err == nil {
 		return
@@ -614,7 +614,7 @@ func (d *decoder) validate(sc *harness.Scenario, prefix string) {
 		fieldErrs = []error{err}
 	}
 	for _, e := range fieldErrs {
-		var fe *harness.FieldError
+		var fe *spec.FieldError
 		if !errors.As(e, &fe) {
 			d.errs = append(d.errs, &FileError{File: d.file, Line: d.lineFor(prefix), Field: prefix, Problem: e.Error(), Err: e})
 			continue

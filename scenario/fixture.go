@@ -16,6 +16,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // Fixture is a scenario, the seeds to run it with, and what the report of
@@ -35,7 +36,7 @@ type Fixture struct {
 	Name        string
 	Description string
 	// Scenario is the fixture's scenario, with Seed set to the first seed.
-	Scenario harness.Scenario
+	Scenario spec.Scenario
 	Seeds    []uint64 // at least one; the scenario's own seed if the file names none
 	Modes    []harness.Mode
 	// Backend is where the fixture runs: BackendSim (the deterministic
@@ -585,9 +586,9 @@ type eventPattern struct {
 }
 
 func (p eventPattern) matches(e history.Event) bool {
-	return eq(p.At, e.At) && eq(p.Kind, e.Kind.String()) && eq(p.Agent, name(e.Agent, harness.AgentName)) &&
-		eq(p.Resource, name(e.Resource, harness.ResourceName)) && eq(p.Fence, e.Fence) &&
-		eq(p.Other, name(e.Other, harness.AgentName)) && eq(p.OtherFence, e.OtherFence) &&
+	return eq(p.At, e.At) && eq(p.Kind, e.Kind.String()) && eq(p.Agent, name(e.Agent, spec.AgentName)) &&
+		eq(p.Resource, name(e.Resource, spec.ResourceName)) && eq(p.Fence, e.Fence) &&
+		eq(p.Other, name(e.Other, spec.AgentName)) && eq(p.OtherFence, e.OtherFence) &&
 		eq(p.Reason, string(e.Reason)) && eq(p.Outcome, string(e.Outcome)) && eq(p.Dur, e.Dur) && eq(p.Deadline, e.Deadline)
 }
 
@@ -661,16 +662,16 @@ func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx
 func describeEvent(e history.Event) string {
 	s := fmt.Sprintf("{at: %v, kind: %s", e.At, e.Kind)
 	if e.Agent >= 0 {
-		s += ", agent: " + harness.AgentName(e.Agent)
+		s += ", agent: " + spec.AgentName(e.Agent)
 	}
 	if e.Resource >= 0 {
-		s += ", resource: " + harness.ResourceName(e.Resource)
+		s += ", resource: " + spec.ResourceName(e.Resource)
 	}
 	if e.Fence != 0 {
 		s += fmt.Sprintf(", fence: %d", e.Fence)
 	}
 	if e.Other >= 0 {
-		s += fmt.Sprintf(", other: %s, other_fence: %d", harness.AgentName(e.Other), e.OtherFence)
+		s += fmt.Sprintf(", other: %s, other_fence: %d", spec.AgentName(e.Other), e.OtherFence)
 	}
 	if e.Reason != "" {
 		s += fmt.Sprintf(", reason: %s", e.Reason)

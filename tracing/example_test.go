@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
 
@@ -72,7 +73,7 @@ func ExampleHooks() {
 func ExampleNewSimRecorder() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
-	sc, _ := harness.Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	t0 := time.Now()
 	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(tp))
 	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []harness.Mode{harness.Fenced}, Subscribers: []harness.Subscriber{rec}})

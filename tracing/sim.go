@@ -16,6 +16,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // SimRecorder records a simulated run as OpenTelemetry traces. It is a
@@ -108,7 +109,7 @@ type runInfo struct {
 // NewSimRecorder returns a recorder for runs of sc, with t0 the wall time
 // the run's virtual instant 0 maps to (time.Now() when the run starts, so
 // that a time-window search in a tracing backend finds it).
-func NewSimRecorder(sc harness.Scenario, t0 time.Time, opts ...Option) *SimRecorder {
+func NewSimRecorder(sc spec.Scenario, t0 time.Time, opts ...Option) *SimRecorder {
 	c := newConfig(opts)
 	r := &SimRecorder{
 		tracer: c.tracer(),
@@ -129,7 +130,7 @@ func NewSimRecorder(sc harness.Scenario, t0 time.Time, opts ...Option) *SimRecor
 // ScenarioAttributes are the attributes that identify a run of sc:
 // sim.scenario and sim.seed. Every root span a SimRecorder makes carries
 // them; pass them in Config.Attributes to put them on the resource too.
-func ScenarioAttributes(sc harness.Scenario) []attribute.KeyValue {
+func ScenarioAttributes(sc spec.Scenario) []attribute.KeyValue {
 	return []attribute.KeyValue{SimScenario.String(sc.Name), SimSeed.String(strconv.FormatUint(sc.Seed, 10))}
 }
 
@@ -264,20 +265,20 @@ func (r *SimRecorder) ts(at time.Duration) trace.SpanEventOption {
 
 func (r *SimRecorder) agent(i int) string {
 	if i < 0 || i >= len(r.agentNames) {
-		return harness.AgentName(i)
+		return spec.AgentName(i)
 	}
 	if r.agentNames[i] == "" {
-		r.agentNames[i] = harness.AgentName(i)
+		r.agentNames[i] = spec.AgentName(i)
 	}
 	return r.agentNames[i]
 }
 
 func (r *SimRecorder) resource(i int) string {
 	if i < 0 || i >= len(r.resourceNames) {
-		return harness.ResourceName(i)
+		return spec.ResourceName(i)
 	}
 	if r.resourceNames[i] == "" {
-		r.resourceNames[i] = harness.ResourceName(i)
+		r.resourceNames[i] = spec.ResourceName(i)
 	}
 	return r.resourceNames[i]
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -29,7 +30,7 @@ var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // recordRun runs sc with a SimRecorder on an in-memory provider and returns
 // the spans, in the order they ended.
-func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
@@ -45,9 +46,9 @@ func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.R
 	return sr.Ended(), res
 }
 
-func builtin(t testing.TB, name string) harness.Scenario {
+func builtin(t testing.TB, name string) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
@@ -142,18 +143,18 @@ func normalize(spans []sdktrace.ReadOnlySpan, start time.Time) []normSpan {
 
 // gapQueued is the gap scenario with agent-2 asking for the lease twice
 // while agent-1 holds it: both refusals are one event on agent-1's lease.
-func gapQueued(t testing.TB) harness.Scenario {
+func gapQueued(t testing.TB) spec.Scenario {
 	sc := builtin(t, "gap")
 	sc.Name = "gap-queued"
-	sc.Script = append([]harness.Action{
-		{At: 500 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
-		{At: 700 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
+	sc.Script = append([]spec.Action{
+		{At: 500 * time.Millisecond, Agent: "agent-2", Do: spec.ActAcquire},
+		{At: 700 * time.Millisecond, Agent: "agent-2", Do: spec.ActAcquire},
 	}, sc.Script...)
 	return sc
 }
 
 func TestGolden(t *testing.T) {
-	for _, sc := range []harness.Scenario{builtin(t, "gap"), gapQueued(t)} {
+	for _, sc := range []spec.Scenario{builtin(t, "gap"), gapQueued(t)} {
 		t.Run(sc.Name, func(t *testing.T) {
 			spans, _ := recordRun(t, sc, t0)
 			got, err := json.MarshalIndent(normalize(spans, t0), "", "  ")
@@ -316,7 +317,7 @@ func TestGapTraceShape(t *testing.T) {
 // event lies within its span, and the counts match what the harness
 // reports.
 func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			sc := builtin(t, name)
 			if name == "crowd" {
@@ -438,7 +439,7 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 	holderOf := map[denial]string{}
 	denials := harness.SubscriberFunc(func(e history.Event) {
 		if e.Kind == history.Denied && e.Other >= 0 {
-			holderOf[denial{string(e.Mode), harness.AgentName(e.Agent), e.At}] = harness.AgentName(e.Other)
+			holderOf[denial{string(e.Mode), spec.AgentName(e.Agent), e.At}] = spec.AgentName(e.Other)
 		}
 	})
 	sr := tracetest.NewSpanRecorder()

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // These tests run the dashboard as a program (teatest) with frame-locked
@@ -77,7 +78,7 @@ func TestPauseStopsVirtualTime(t *testing.T) {
 
 func TestStallMakesRefusal(t *testing.T) {
 	// No long stalls of its own, so any refusal is the one the person made.
-	live := newLive(t, "overlap", func(sc *harness.Scenario) { sc.Agent.Stall.TailP = 0 })
+	live := newLive(t, "overlap", func(sc *spec.Scenario) { sc.Agent.Stall.TailP = 0 })
 	holder := advanceUntilStalled(t, live)
 
 	tm := startProgram(t, live)
@@ -94,7 +95,7 @@ func TestStallMakesRefusal(t *testing.T) {
 	if len(snap.Refusals) != 1 || snap.Refusals[0].Holder != holder.Holder {
 		t.Fatalf("refusals after stalling %s: %+v, want exactly its write", holder.Holder, snap.Refusals)
 	}
-	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != harness.StallAgent ||
+	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != spec.StallAgent ||
 		sc.Interventions[0].Agent != holder.Holder || sc.Interventions[0].Duration != 2*sc.TTL {
 		t.Errorf("recorded interventions %+v, want one 2xTTL stall of %s", sc.Interventions, holder.Holder)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // Source is a run the dashboard shows and steers: the simulator paced by
@@ -15,7 +16,7 @@ type Source interface {
 	// Run runs until the run is done or ctx ends, pacing at tick where
 	// pacing applies.
 	Run(ctx context.Context, tick time.Duration) error
-	Scenario() harness.Scenario
+	Scenario() spec.Scenario
 	Modes() []harness.Mode
 	// Now is the run's time: virtual for the simulator, true time since
 	// the start for a real-time run.
@@ -34,7 +35,7 @@ type Source interface {
 	// Advance moves a paused run d ahead, where it can.
 	Advance(d time.Duration)
 	// Intervene applies a live intervention, or says why it cannot.
-	Intervene(iv harness.Intervention) error
+	Intervene(iv spec.Intervention) error
 }
 
 var _ Source = (*harness.Live)(nil)

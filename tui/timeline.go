@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // rank names what a timeline cell shows, one glyph each.
@@ -161,11 +162,11 @@ func (p *timelinePane) setSnapshot(snap *harness.Snapshot, sel selection) {
 	p.span = min(snap.Window, snap.Duration)
 	p.from = max(snap.Now-p.span, 0)
 	p.perResource = len(snap.Lanes) > p.rows()
-	names := len(harness.AgentName(len(snap.Agents) - 1))
+	names := len(spec.AgentName(len(snap.Agents) - 1))
 	selIdx := agentIndex(sel.agent)
 	if p.perResource {
 		p.total = len(snap.Holders)
-		names = len(harness.ResourceName(len(snap.Holders) - 1))
+		names = len(spec.ResourceName(len(snap.Holders) - 1))
 		selIdx = sel.res
 	} else {
 		p.total = len(snap.Lanes)

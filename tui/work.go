@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // This file is the only place the dashboard touches the Live. Update never
@@ -31,7 +32,7 @@ type op struct {
 	kind   opKind
 	d      time.Duration
 	factor float64
-	iv     harness.Intervention
+	iv     spec.Intervention
 	what   string // the intervention, for the status line
 }
 

@@ -120,7 +120,7 @@
 //
 // # Knob flags
 //
-// watch, run and swarm take a flag for every knob of harness.Scenario.
+// watch, run and swarm take a flag for every knob of spec.Scenario.
 // Flags are applied after the file or built-in, in the order given, so a
 // flag always wins; a value out of range is an error naming the flag.
 //
@@ -141,7 +141,7 @@
 //
 // # Scenario and fixture files
 //
-// A scenario file is YAML whose keys are harness.Scenario's JSON names,
+// A scenario file is YAML whose keys are spec.Scenario's JSON names,
 // starting from a built-in (`builtin: crowd`) or spelled out in full; a
 // fixture file adds seeds and expectations on the report. Both are strict:
 // unknown keys, wrong types and values out of range are errors naming the

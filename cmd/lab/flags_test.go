@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // badFlags gives every flag of every command a bad value and the one line
@@ -155,7 +155,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"run", "--agents", "0", "--drop-replies", "2"},
 			"lab run: --agents: must be in [1, 100000], got 0\nlab run: --drop-replies: must be a probability in [0, 1], got 2\nrun 'lab run --help' for usage\n"},
 		// Not the command line: no pointer to the usage.
-		{[]string{"run", "nope"}, "lab run: no built-in scenario or file is called \"nope\" (the built-ins are: " + strings.Join(harness.BuiltinNames(), ", ") + "; run lab scenarios)\n"},
+		{[]string{"run", "nope"}, "lab run: no built-in scenario or file is called \"nope\" (the built-ins are: " + strings.Join(spec.BuiltinNames(), ", ") + "; run lab scenarios)\n"},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runLab(tt.args...)

@@ -11,6 +11,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/report"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
 
@@ -19,7 +20,7 @@ faults, and prints a report: a column of counters per mode, the first
 counterexamples with their times, holders and fences, the verdict and the digest.
 
 The scenario is a built-in name (see lab scenarios), a scenario file or a
-fixture file (its scenario, with its first seed); the default is ` + harness.DefaultScenario + `.
+fixture file (its scenario, with its first seed); the default is ` + spec.DefaultScenario + `.
 Every harness knob can be set by a flag; flags win over the file.
 
 --json prints the JSON report instead (schema: go doc ./cmd/lab). --html writes
@@ -35,7 +36,7 @@ bad input, 130 when interrupted.`
 
 // runConfig is everything a run needs, checked before it starts.
 type runConfig struct {
-	sc      harness.Scenario
+	sc      spec.Scenario
 	modes   []harness.Mode
 	json    bool
 	trace   otelexport.Config
@@ -285,7 +286,7 @@ type runWatcher struct {
 	lastAt    time.Duration
 }
 
-func newRunWatcher(sc harness.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
+func newRunWatcher(sc spec.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
 	w := &runWatcher{modeIndex: make(map[harness.Mode]int), nModes: len(modes), duration: sc.Duration, prog: prog}
 	for i, m := range modes {
 		w.modeIndex[m] = i

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -25,7 +25,7 @@ type traceSink struct {
 }
 
 // startTracing sets up the pipeline cfg asks for, or returns nil for none.
-func startTracing(ctx context.Context, cfg otelexport.Config, sc harness.Scenario) (*traceSink, error) {
+func startTracing(ctx context.Context, cfg otelexport.Config, sc spec.Scenario) (*traceSink, error) {
 	if cfg.Exporter == otelexport.ExporterNone || cfg.Exporter == "" {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -21,7 +22,7 @@ func ExampleSetup() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "gap.jsonl")
 
-	sc, _ := harness.Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	cfg, _ := otelexport.ParseExporter("file=" + path)
 	cfg.Attributes = tracing.ScenarioAttributes(sc)
 	p, err := otelexport.Setup(ctx, cfg)

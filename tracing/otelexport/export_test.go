@@ -36,15 +36,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
 
 // t0 is a fixed wall time so that ids and timestamps are reproducible.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func builtin(t testing.TB, name string) harness.Scenario {
+func builtin(t testing.TB, name string) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
@@ -54,7 +55,7 @@ func builtin(t testing.TB, name string) harness.Scenario {
 // recordRun runs sc with a SimRecorder on an in-memory provider with
 // tracing's ids, and returns the spans in the order they ended: what a
 // pipeline should deliver.
-func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
@@ -223,7 +224,7 @@ func TestSetupChoosesProtocol(t *testing.T) {
 }
 
 // runThrough runs sc with a recorder on p and shuts p down.
-func runThrough(t *testing.T, p *Pipeline, sc harness.Scenario) *harness.Result {
+func runThrough(t *testing.T, p *Pipeline, sc spec.Scenario) *harness.Result {
 	t.Helper()
 	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
@@ -390,7 +391,7 @@ func (g *grpcReceiver) Export(ctx context.Context, req *coltracepb.ExportTraceSe
 	return g.r.Export(ctx, req)
 }
 
-func countSpans(t *testing.T, sc harness.Scenario) int64 {
+func countSpans(t *testing.T, sc spec.Scenario) int64 {
 	t.Helper()
 	spans, _ := recordRun(t, sc, t0)
 	return int64(len(spans))
@@ -418,7 +419,7 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		sc   harness.Scenario
+		sc   spec.Scenario
 	}{
 		{name: "refused/http", cfg: Config{Exporter: ExporterOTLPHTTP, Endpoint: "http://127.0.0.1:1"}, sc: builtin(t, "gap")},
 		{name: "refused/grpc", cfg: Config{Exporter: ExporterOTLPGRPC, Endpoint: "http://127.0.0.1:1"}, sc: builtin(t, "gap")},

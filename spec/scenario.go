@@ -1,4 +1,4 @@
-package harness
+package spec
 
 import (
 	"errors"
@@ -295,7 +295,7 @@ func (s *Scenario) Validate() error {
 	}
 	checkPPM(bad, "clocks.coordinator_drift_ppm", c.CoordinatorDriftPPM)
 	for name, ac := range c.Agent {
-		if _, ok := s.agentIndex(name); !ok {
+		if _, ok := s.AgentIndex(name); !ok {
 			bad("clocks.agent."+name, "names no agent (agents are agent-1 to agent-%d)", s.Agents)
 		}
 		checkPPM(bad, "clocks.agent."+name+".drift_ppm", ac.DriftPPM)
@@ -303,7 +303,7 @@ func (s *Scenario) Validate() error {
 
 	for i, p := range s.Partitions {
 		f := fmt.Sprintf("partitions[%d]", i)
-		if _, ok := s.agentIndex(p.Agent); !ok {
+		if _, ok := s.AgentIndex(p.Agent); !ok {
 			bad(f+".agent", "names no agent: %q", p.Agent)
 		}
 		if p.From < 0 || p.To <= p.From {
@@ -320,7 +320,7 @@ func (s *Scenario) Validate() error {
 
 	for i, a := range s.Script {
 		f := fmt.Sprintf("script[%d]", i)
-		if _, ok := s.agentIndex(a.Agent); !ok {
+		if _, ok := s.AgentIndex(a.Agent); !ok {
 			bad(f+".agent", "names no agent: %q", a.Agent)
 		}
 		if a.At < 0 || a.At > s.Duration {
@@ -329,7 +329,7 @@ func (s *Scenario) Validate() error {
 		switch a.Do {
 		case ActAcquire:
 			if a.Resource != "" {
-				if _, ok := s.resourceIndex(a.Resource); !ok {
+				if _, ok := s.ResourceIndex(a.Resource); !ok {
 					bad(f+".resource", "names no resource: %q", a.Resource)
 				}
 			}
@@ -349,7 +349,7 @@ func (s *Scenario) Validate() error {
 		}
 	}
 	for i, iv := range s.Interventions {
-		if err := s.checkIntervention(iv); err != nil {
+		if err := s.CheckIntervention(iv); err != nil {
 			bad(fmt.Sprintf("interventions[%d]", i), "%v", err)
 		}
 	}
@@ -359,13 +359,14 @@ func (s *Scenario) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (s *Scenario) checkIntervention(iv Intervention) error {
+// CheckIntervention reports why iv cannot be applied to a run of s, or nil.
+func (s *Scenario) CheckIntervention(iv Intervention) error {
 	if iv.At < 0 {
 		return fmt.Errorf("at must be >= 0, got %v", iv.At)
 	}
 	switch iv.Kind {
 	case StallAgent:
-		if _, ok := s.agentIndex(iv.Agent); !ok {
+		if _, ok := s.AgentIndex(iv.Agent); !ok {
 			return fmt.Errorf("names no agent: %q", iv.Agent)
 		}
 		if iv.Duration <= 0 {
@@ -406,8 +407,8 @@ func checkPPM(bad func(string, string, ...any), field string, ppm float64) {
 	}
 }
 
-// agentIndex maps "agent-N" back to N-1.
-func (s *Scenario) agentIndex(name string) (int, bool) {
+// AgentIndex maps "agent-N" back to N-1.
+func (s *Scenario) AgentIndex(name string) (int, bool) {
 	var n int
 	if _, err := fmt.Sscanf(name, "agent-%d", &n); err != nil || AgentName(n-1) != name || n < 1 || n > s.Agents {
 		return 0, false
@@ -415,8 +416,8 @@ func (s *Scenario) agentIndex(name string) (int, bool) {
 	return n - 1, true
 }
 
-// resourceIndex maps "res-N" back to N-1.
-func (s *Scenario) resourceIndex(name string) (int, bool) {
+// ResourceIndex maps "res-N" back to N-1.
+func (s *Scenario) ResourceIndex(name string) (int, bool) {
 	var n int
 	if _, err := fmt.Sscanf(name, "res-%d", &n); err != nil || ResourceName(n-1) != name || n < 1 || n > s.Resources {
 		return 0, false
