@@ -28,13 +28,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // t0 is a fixed wall time so that ids and timestamps are reproducible.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// recordRun runs sc with a SimRecorder on an in-memory provider and returns
+// recordRun runs sc with a Recorder on an in-memory provider and returns
 // the spans, in the order they ended.
 func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
-	rec := NewSimRecorder(sc, start, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), start, WithTracerProvider(tp))
 	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +53,13 @@ func builtin(t testing.TB, name string) spec.Scenario {
 		t.Fatalf("no built-in scenario %q", name)
 	}
 	return sc
+}
+
+// header is the history header of a run of the built-in name in both modes.
+func header(t testing.TB, name string) history.Header {
+	t.Helper()
+	sc := builtin(t, name)
+	return sc.Header(harness.Modes)
 }
 
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
@@ -444,7 +451,7 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 	})
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, denials}})
 	if err != nil {
 		t.Fatal(err)
@@ -569,7 +576,7 @@ func TestForeignIDGenerator(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}
@@ -591,7 +598,7 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
 	rec.Close()
@@ -612,11 +619,12 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 func TestPartitionLandsOnTheHeldLease(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	rec := NewSimRecorder(builtin(t, "partition"), t0, WithTracerProvider(tp))
+	rec := NewRecorder(header(t, "partition"), t0, WithTracerProvider(tp))
 	for _, e := range []history.Event{
 		{Seq: 1, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
-		{Seq: 2, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
-		{Seq: 3, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
+		{Seq: 2, At: 4 * time.Millisecond, Kind: history.Granted, Agent: 0, Resource: 0, Other: -1, Fence: 1},
+		{Seq: 3, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
+		{Seq: 4, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
 	} {
 		e.Mode = harness.Fenced
 		rec.Event(e)
@@ -647,11 +655,13 @@ func (c endSignal) ForceFlush(context.Context) error                { return nil
 func TestPacedEventsAreRecordedBeforeClose(t *testing.T) {
 	ended := make(endSignal, 8)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ended))
-	rec := NewSimRecorder(builtin(t, "gap"), t0, WithTracerProvider(tp))
+	rec := NewRecorder(header(t, "gap"), t0, WithTracerProvider(tp))
 	t.Cleanup(rec.Close)
 	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
-	rec.Event(history.Event{Seq: 2, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
+	rec.Event(history.Event{Seq: 2, At: 4 * time.Millisecond, Mode: harness.Fenced, Kind: history.Granted, Agent: 0, Resource: 0,
+		Other: -1, Fence: 1, Deadline: time.Second})
+	rec.Event(history.Event{Seq: 3, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
 		Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second})
 	select {
 	case s := <-ended:
@@ -670,7 +680,7 @@ func TestCloseDuringARun(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "crowd")
 	sc.Duration = 5 * time.Second
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	done := make(chan error)
 	go func() {
 		_, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
@@ -714,5 +724,57 @@ func TestRenewalBeliefs(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("no renewal span in %v", want)
+	}
+}
+
+// A Recorder reads nothing but the history: the trace of a history file
+// read back is the trace of the run that wrote it, span for span and id for
+// id.
+func TestHistoryFileTracesAsTheRun(t *testing.T) {
+	for _, name := range []string{"gap", "restart-lost", "lost-replies", "partition", "push"} {
+		t.Run(name, func(t *testing.T) {
+			sc := builtin(t, name)
+			h := sc.Header(harness.Modes)
+			var file bytes.Buffer
+			enc, err := history.NewEncoder(&file, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := tracetest.NewSpanRecorder()
+			rec := NewRecorder(h, t0, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(live), sdktrace.WithIDGenerator(NewIDGenerator()))))
+			if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, enc}}); err != nil {
+				t.Fatal(err)
+			}
+			rec.CloseAt(sc.Duration)
+			if err := enc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+
+			fh, events, err := history.Decode(&file, name+".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := tracetest.NewSpanRecorder()
+			again := NewRecorder(fh, t0, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(replayed), sdktrace.WithIDGenerator(NewIDGenerator()))))
+			for _, e := range events {
+				again.Event(e)
+			}
+			again.CloseAt(fh.Duration)
+
+			a, b := live.Ended(), replayed.Ended()
+			if len(a) == 0 || len(a) != len(b) {
+				t.Fatalf("the run made %d spans, its history file %d", len(a), len(b))
+			}
+			for i := range a {
+				if a[i].SpanContext().TraceID() != b[i].SpanContext().TraceID() || a[i].SpanContext().SpanID() != b[i].SpanContext().SpanID() {
+					t.Fatalf("span %d: ids %v, from the file %v", i, a[i].SpanContext(), b[i].SpanContext())
+				}
+			}
+			x, _ := json.Marshal(normalize(a, t0))
+			y, _ := json.Marshal(normalize(b, t0))
+			if !bytes.Equal(x, y) {
+				t.Errorf("the history file's spans differ from the run's")
+			}
+		})
 	}
 }

@@ -187,14 +187,18 @@
 //
 // # lab check
 //
-//	lab check PATH [--json] [--html PATH]
+//	lab check PATH [--json] [--html PATH] [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none]
 //
 // Judges a history file with the checker alone, from its header and events:
 // no scenario, no simulator, no gate. It prints the report `lab run` prints
 // (the same counters, counterexamples, verdict and digest; --json the same
 // JSON), so `lab check` of what `lab run --events` wrote agrees with the run
 // byte for byte; a history from another runner is judged the same way.
-// --html draws the page of `lab run --html` from the file alone. Exit
+// --html draws the page of `lab run --html` from the file alone, and
+// --trace sends its traces as `lab run --trace` sends a run's (package
+// tracing reads only the history, so a real-time run's file traces too).
+// An event that names no agent or resource where its kind names one, or
+// one the header does not list, is a line that cannot be read. Exit
 // status as for lab run: 0 the fenced mode held its invariants, 1 it broke
 // one (or the history records a library error), 2 the file cannot be read.
 // A line that cannot be read is named as FILE:LINE; the events before it are

@@ -68,8 +68,9 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"json":       {"nope", `--json: must be true or false, got "nope"`},
 	},
 	"check": {
-		"json": {"nope", `--json: must be true or false, got "nope"`},
-		"html": {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
+		"json":  {"nope", `--json: must be true or false, got "nope"`},
+		"html":  {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
+		"trace": {"carrier-pigeon", `--trace: otelexport: bad exporter "carrier-pigeon": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none`},
 	},
 	"fixtures": {
 		"backend":        {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},

@@ -36,6 +36,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
@@ -52,14 +53,21 @@ func builtin(t testing.TB, name string) spec.Scenario {
 	return sc
 }
 
-// recordRun runs sc with a SimRecorder on an in-memory provider with
+// header is the history header of a run of the built-in name in both modes.
+func header(t testing.TB, name string) history.Header {
+	t.Helper()
+	sc := builtin(t, name)
+	return sc.Header(harness.Modes)
+}
+
+// recordRun runs sc with a Recorder on an in-memory provider with
 // tracing's ids, and returns the spans in the order they ended: what a
 // pipeline should deliver.
 func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
-	rec := tracing.NewSimRecorder(sc, start, tracing.WithTracerProvider(tp))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), start, tracing.WithTracerProvider(tp))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +234,7 @@ func TestSetupChoosesProtocol(t *testing.T) {
 // runThrough runs sc with a recorder on p and shuts p down.
 func runThrough(t *testing.T, p *Pipeline, sc spec.Scenario) *harness.Result {
 	t.Helper()
-	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +342,7 @@ func TestOTLPHTTPExport(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLP, Endpoint: srv.URL, ServiceName: "lab-test",
-		Attributes: tracing.ScenarioAttributes(builtin(t, "gap"))})
+		Attributes: tracing.RunAttributes(header(t, "gap"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +375,7 @@ func TestOTLPGRPCExportFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ServiceName = "overridden-by-OTEL_SERVICE_NAME"
-	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.RunAttributes(header(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -604,7 +612,7 @@ func TestFileExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.RunAttributes(header(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -796,7 +804,7 @@ func dropLinkTraceStates(v any) []string {
 	return found
 }
 
-// oddSpans are spans with what a tracing.SimRecorder never makes: every attribute
+// oddSpans are spans with what a tracing.Recorder never makes: every attribute
 // type, strings that need escaping, a remote parent, a trace state, status
 // Ok, span kinds, dropped attributes and another resource and scope.
 func oddSpans(t *testing.T) []sdktrace.ReadOnlySpan {

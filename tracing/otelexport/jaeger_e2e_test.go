@@ -174,11 +174,11 @@ func sendToJaeger(t *testing.T, probe *http.Client, query string, sc spec.Scenar
 	want, _ := recordRun(t, sc, t0) // the same run, ids and spans: what Jaeger must end up with
 	service := fmt.Sprintf("leasefence-e2e-%s-%d", sc.Name, t0.UnixNano())
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLPHTTP, Endpoint: jaegerOTLP(), ServiceName: service,
-		Attributes: tracing.ScenarioAttributes(sc)})
+		Attributes: tracing.RunAttributes(sc.Header(harness.Modes))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan, flush func([]b
 	}
 	var groups []resourceGroup
 	if sameOrigin(spans) {
-		// The common case, and the one a SimRecorder makes: one provider,
+		// The common case, and the one a Recorder makes: one provider,
 		// one tracer. The batch is its own group, copied nowhere.
 		s0 := spans[0]
 		groups = []resourceGroup{{res: s0.Resource(), scopes: []scopeGroup{{scope: s0.InstrumentationScope(), spans: spans}}}}
