@@ -71,7 +71,9 @@
 //
 // --swarm runs the scenario `lab swarm` runs for the seed: the base scenario
 // (the argument and the knob flags) with its fault knobs drawn from --seed
-// by harness.SwarmScenario. It is how a failing swarm seed is reproduced.
+// by harness.SwarmScenario, but for the knobs a flag fixed. It is how a
+// failing swarm seed is reproduced; the report's description ends with what
+// the seed drew.
 //
 // # Real backends
 //
@@ -179,11 +181,15 @@
 // Runs N seeds, both modes each, on J goroutines (all cores by default),
 // each seed with its own fault mix drawn from the seed (drops, duplicates,
 // delays, drift and whether the skew budget covers it, long stalls,
-// restarts, the push). It prints each seed whose fenced mode broke an
-// invariant, with the command that reproduces it (`lab run ... --seed=S
-// --swarm`), then the seeds run, the fenced failures, the naive stale
-// writes, the fenced refusals and the events per second. A progress bar is
-// drawn on standard error when it is a terminal.
+// restarts, the push). A knob flag of one of those knobs fixes it for
+// every seed, and the others are still drawn (each seed drawing them as it
+// would have); --seed is refused (the seeds are --first-seed and after).
+// It prints each seed whose fenced mode broke an invariant, with the
+// command that reproduces it (`lab run ... --seed=S --swarm`), then a
+// summary: the knobs fixed and the knobs drawn (--json: "fixed", the
+// flags, and "drawn", the knobs), the seeds run, the fenced failures, the
+// naive stale writes, the fenced refusals and the events per second. A
+// progress bar is drawn on standard error when it is a terminal.
 //
 // # lab check
 //

@@ -7,10 +7,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
@@ -30,6 +32,9 @@ type knob struct {
 	// list knobs (partitions, restarts) replace the scenario's list on
 	// their first use and append on the next; "none" empties it.
 	list bool
+	// swarm is the knob a swarm draws per seed that the flag fixes for
+	// every seed instead, or "".
+	swarm harness.SwarmKnob
 }
 
 // knobs lists every harness knob a flag can set.
@@ -49,11 +54,11 @@ func knobs() []knob {
 			}},
 		{name: "ttl", metavar: "D", usage: "the lease TTL", field: "ttl",
 			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.TTL = v })},
-		{name: "skew", metavar: "D", usage: "every client's ClockSkew: the drift budget taken off each deadline", field: "clock_skew",
+		{name: "skew", swarm: harness.SwarmSkew, metavar: "D", usage: "every client's ClockSkew: the drift budget taken off each deadline", field: "clock_skew",
 			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.ClockSkew = v })},
 		{name: "think", metavar: "DIST", usage: "an agent's pause between attempts, e.g. 50ms-300ms", field: "agent.think",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.Think = d })},
-		{name: "stall", metavar: "DIST", usage: "the stall between the validity check and the write, e.g. 10ms-50ms,5%:1.5s-4s", field: "agent.stall",
+		{name: "stall", swarm: harness.SwarmStall, metavar: "DIST", usage: "the stall between the validity check and the write, e.g. 10ms-50ms,5%:1.5s-4s", field: "agent.stall",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.Stall = d })},
 		{name: "work-gap", metavar: "DIST", usage: "the pause between two writes of one lease", field: "agent.work_gap",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.WorkGap = d })},
@@ -63,21 +68,21 @@ func knobs() []knob {
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Agent.RenewAt = v })},
 		{name: "release", usage: "release the lease after the last write (--release=false lets it expire)", field: "agent.release", isBool: true,
 			parse: boolKnob(func(sc *spec.Scenario, v bool) { sc.Agent.Release = v })},
-		{name: "request-delay", metavar: "DIST", usage: "network delay agent -> coordinator", field: "network.request_delay",
+		{name: "request-delay", swarm: harness.SwarmRequestDelay, metavar: "DIST", usage: "network delay agent -> coordinator", field: "network.request_delay",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Network.RequestDelay = d })},
-		{name: "reply-delay", metavar: "DIST", usage: "network delay coordinator -> agent", field: "network.reply_delay",
+		{name: "reply-delay", swarm: harness.SwarmReplyDelay, metavar: "DIST", usage: "network delay coordinator -> agent", field: "network.reply_delay",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Network.ReplyDelay = d })},
-		{name: "drop-requests", metavar: "P", usage: "probability a request is lost, in [0, 1]", field: "network.drop_requests",
+		{name: "drop-requests", swarm: harness.SwarmDropRequests, metavar: "P", usage: "probability a request is lost, in [0, 1]", field: "network.drop_requests",
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.DropRequests = v })},
-		{name: "drop-replies", metavar: "P", usage: "probability a reply is lost, in [0, 1]", field: "network.drop_replies",
+		{name: "drop-replies", swarm: harness.SwarmDropReplies, metavar: "P", usage: "probability a reply is lost, in [0, 1]", field: "network.drop_replies",
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.DropReplies = v })},
-		{name: "duplicate", metavar: "P", usage: "probability a request is delivered twice, in [0, 1]", field: "network.duplicate",
+		{name: "duplicate", swarm: harness.SwarmDuplicate, metavar: "P", usage: "probability a request is delivered twice, in [0, 1]", field: "network.duplicate",
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.Duplicate = v })},
-		{name: "retry-after", metavar: "D", usage: "resend an unanswered acquire (same request id) after D; 0 never retries", field: "network.retry_after",
+		{name: "retry-after", swarm: harness.SwarmRetry, metavar: "D", usage: "resend an unanswered acquire (same request id) after D; 0 never retries", field: "network.retry_after",
 			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.Network.RetryAfter = v })},
-		{name: "max-retries", metavar: "N", usage: "how many times an acquire is resent", field: "network.max_retries",
+		{name: "max-retries", swarm: harness.SwarmRetry, metavar: "N", usage: "how many times an acquire is resent", field: "network.max_retries",
 			parse: intKnob(func(sc *spec.Scenario, v int) { sc.Network.MaxRetries = v })},
-		{name: "drift-ppm", metavar: "MIN:MAX", usage: "agent clock drift in ppm, drawn per agent; one value for all, e.g. -20000", field: "clocks.drift_ppm",
+		{name: "drift-ppm", swarm: harness.SwarmDrift, metavar: "MIN:MAX", usage: "agent clock drift in ppm, drawn per agent; one value for all, e.g. -20000", field: "clocks.drift_ppm",
 			parse: func(s string) (func(*spec.Scenario), error) {
 				r, err := scenario.ParseRange(s)
 				return func(sc *spec.Scenario) { sc.Clocks.DriftPPM = r }, err
@@ -91,11 +96,11 @@ func knobs() []knob {
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Clocks.CoordinatorDriftPPM = v })},
 		{name: "partition", metavar: "AGENT@FROM-TO", usage: "cut an agent off the coordinator, e.g. agent-1@5s-15s (repeatable; none for no partitions)", field: "partitions", list: true,
 			parse: partitionKnob},
-		{name: "restart", metavar: "AT[:persist]", usage: "restart the coordinator at AT, keeping its fence counter with :persist (repeatable; none for no restarts)", field: "restarts", list: true,
+		{name: "restart", swarm: harness.SwarmRestarts, metavar: "AT[:persist]", usage: "restart the coordinator at AT, keeping its fence counter with :persist (repeatable; none for no restarts)", field: "restarts", list: true,
 			parse: restartKnob},
-		{name: "push", usage: "the coordinator pushes each new fence to the gate (Admit)", field: "push.enabled", isBool: true,
+		{name: "push", swarm: harness.SwarmPush, usage: "the coordinator pushes each new fence to the gate (Admit)", field: "push.enabled", isBool: true,
 			parse: boolKnob(func(sc *spec.Scenario, v bool) { sc.Push.Enabled = v })},
-		{name: "push-delay", metavar: "DIST", usage: "how long the push takes to reach the gate", field: "push.delay",
+		{name: "push-delay", swarm: harness.SwarmPushDelay, metavar: "DIST", usage: "how long the push takes to reach the gate", field: "push.delay",
 			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Push.Delay = d })},
 		{name: "push-drop", metavar: "P", usage: "probability a push is lost", field: "push.drop",
 			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Push.Drop = v })},
@@ -319,6 +324,31 @@ func (sf *scenarioFlags) knobFor(field string) *knob {
 		}
 	}
 	return nil
+}
+
+// swarmRanges are the swarm's ranges with the knobs the flags set fixed:
+// a swarm draws the others per seed and keeps these as given.
+func (sf *scenarioFlags) swarmRanges() harness.SwarmRanges {
+	ranges := harness.DefaultSwarmRanges
+	ranges.Fixed = nil
+	for _, c := range sf.changes {
+		if k := c.knob.swarm; k != "" && !slices.Contains(ranges.Fixed, k) {
+			ranges.Fixed = append(ranges.Fixed, k)
+		}
+	}
+	return ranges
+}
+
+// swarmArgs renders the knob flags given that fix a knob a swarm would
+// otherwise draw.
+func (sf *scenarioFlags) swarmArgs() []string {
+	var out []string
+	for i, g := range sf.given {
+		if sf.changes[i].knob.swarm != "" {
+			out = append(out, "--"+g.name+"="+g.value)
+		}
+	}
+	return out
 }
 
 // args renders the knob flags as given, for a command line that

@@ -181,7 +181,7 @@ func TestSwarmReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, seed := range []uint64{1, 17, 12345} {
-		want := harness.SwarmScenario(base, harness.DefaultSwarmRanges, seed)
+		want := harness.SwarmScenario(base, sf.swarmRanges(), seed)
 		// The printed line: lab run overlap <flags as given> --seed=S --swarm.
 		line := append([]string{"overlap"}, sf.args()...)
 		line = append(line, "--seed="+strconv.FormatUint(seed, 10), "--swarm")

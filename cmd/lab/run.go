@@ -89,7 +89,7 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, ht
 		return nil, err
 	}
 	if swarm {
-		sc = harness.SwarmScenario(sc, harness.DefaultSwarmRanges, sc.Seed)
+		sc = harness.SwarmScenario(sc, sf.swarmRanges(), sc.Seed)
 		if err := sc.Validate(); err != nil {
 			return nil, fmt.Errorf("the swarm's scenario for seed %d: %w", sc.Seed, err)
 		}
