@@ -24,11 +24,11 @@ const (
 // resources are looked up by index in slices: names are fixed for a run,
 // and a map lookup per event would cost more than the rest of the event.
 type modeState struct {
-	r         *Recorder
-	read      *history.Reader // the history so far: what each write landed under
-	base      uint64          // folded into every id of this mode
-	last      time.Duration
-	agents    []*agentState // by agent; nil until the agent does something
+	r      *Recorder
+	read   *history.Reader // the history so far: what each write landed under
+	base   uint64          // folded into every id of this mode
+	last   time.Duration
+	agents []*agentState // by agent; nil until the agent does something
 	// traces are the traces of the Reader's generations, by its index:
 	// the open trace of a generation, or nil. What a generation is (its
 	// holder, resource, fence, incarnation) is the Reader's to say.

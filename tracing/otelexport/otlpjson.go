@@ -28,6 +28,12 @@ import (
 // It encodes spans directly, without the OTLP exporters' protobuf
 // structures: a large run ends tens of thousands of spans, and converting
 // them twice then marshalling by reflection cost several times the run.
+// BenchmarkFileExporter and BenchmarkFileTrace measure it beside the SDK's
+// OTLP/HTTP exporter in its JSON encoding writing the same lines to the
+// same file: for the 11,434 spans of the crowd run it takes 3-4.5µs a span
+// against 14-31µs, allocates 90KB against 45MB (51 allocations against
+// 726,000), and the whole traced run takes well under half the time.
+// TestFileEncodingMatchesOTLPExporter holds it to the SDK's encoding.
 // It streams: a line is written in chunks of about fileChunk bytes as it
 // is encoded, so its memory does not grow with the batch.
 type fileExporter struct {
