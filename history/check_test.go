@@ -16,9 +16,9 @@ import (
 func TestCheckerOnHandMadeHistories(t *testing.T) {
 	type want struct {
 		stale, reissued, overlaps, silent, refusedOverlaps, breaches, reuses, unexplained int
-		violation                                                               string // a substring of one violation; "" for none
-		cx                                                                      CounterexampleKind
-		cxAt                                                                    float64
+		violation                                                                         string // a substring of one violation; "" for none
+		cx                                                                                CounterexampleKind
+		cxAt                                                                              float64
 	}
 	for _, tc := range []struct {
 		file string
