@@ -92,27 +92,7 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 		return commandLine(append(line, "--seed="+strconv.FormatUint(seed, 10), "--swarm")...)
 	}
 	if *asJSON {
-		type failure struct {
-			harness.SwarmFailure
-			Reproduce string `json:"reproduce"`
-		}
-		out := struct {
-			*harness.SwarmResult
-			Failures        []failure           `json:"failures"`
-			Fixed           []string            `json:"fixed"` // the knob flags that fixed a drawn knob
-			Drawn           []harness.SwarmKnob `json:"drawn"`
-			EventsPerSecond float64             `json:"events_per_second"`
-			Interrupted     bool                `json:"interrupted,omitempty"`
-		}{SwarmResult: res, Failures: []failure{}, Fixed: append([]string{}, sf.swarmArgs()...), Drawn: append([]harness.SwarmKnob{}, ranges.Drawn()...),
-			EventsPerSecond: res.EventsPerSecond(), Interrupted: interrupted}
-		for _, f := range res.Failures {
-			out.Failures = append(out.Failures, failure{SwarmFailure: f, Reproduce: repro(f.Seed)})
-		}
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(a.stderr, "lab swarm: %v\n", err)
-		}
+		a.writeSwarmJSON(res, repro, sf.swarmArgs(), ranges.Drawn(), interrupted)
 	} else {
 		writeSwarmReport(a.stdout, base.Name, *first, *seeds, res, repro, interrupted, sf.swarmArgs(), ranges.Drawn())
 	}
@@ -126,6 +106,31 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+// writeSwarmJSON prints the swarm's summary as JSON.
+func (a *app) writeSwarmJSON(res *harness.SwarmResult, repro func(uint64) string, fixed []string, drawn []harness.SwarmKnob, interrupted bool) {
+	type failure struct {
+		harness.SwarmFailure
+		Reproduce string `json:"reproduce"`
+	}
+	out := struct {
+		*harness.SwarmResult
+		Failures        []failure           `json:"failures"`
+		Fixed           []string            `json:"fixed"` // the knob flags that fixed a drawn knob
+		Drawn           []harness.SwarmKnob `json:"drawn"`
+		EventsPerSecond float64             `json:"events_per_second"`
+		Interrupted     bool                `json:"interrupted,omitempty"`
+	}{SwarmResult: res, Failures: []failure{}, Fixed: append([]string{}, fixed...), Drawn: append([]harness.SwarmKnob{}, drawn...),
+		EventsPerSecond: res.EventsPerSecond(), Interrupted: interrupted}
+	for _, f := range res.Failures {
+		out.Failures = append(out.Failures, failure{SwarmFailure: f, Reproduce: repro(f.Seed)})
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(a.stderr, "lab swarm: %v\n", err)
+	}
 }
 
 // writeSwarmKnobs says which fault knobs every seed kept as the flags set
