@@ -11,29 +11,29 @@ import (
 // read from the history, through the checker's reader.
 
 // displayState is the agent's state as a dashboard shows it.
-func (a *agent) displayState(s *Sim) AgentState {
-	switch a.phase {
-	case phAcquiring:
+func (a *actor) displayState(s *Sim) AgentState {
+	switch {
+	case a.ag.Acquiring():
 		return AgentWaiting
-	case phHolding, phStalled:
+	case a.ag.Acting():
 		if g := s.checker.Reader().Holding(a.idx); g >= 0 && s.checker.Reader().Generation(g).Lapsed() {
 			return AgentZombie
 		}
-		if a.phase == phStalled || s.now < a.stallUntil {
+		if a.ag.Stalled(s.now) {
 			return AgentStalled
 		}
 		return AgentHolding
 	}
-	if a.denied {
+	if a.ag.Denied() {
 		return AgentWaiting
 	}
 	return AgentIdle
 }
 
-func (s *Sim) setState(a *agent, st AgentState) {
+func (s *Sim) setState(a *actor, st AgentState) {
 	res := int32(-1)
 	if st != AgentIdle {
-		res = int32(a.resource)
+		res = int32(a.ag.Resource())
 	}
 	if a.state != st || a.laneRes != res {
 		a.state, a.laneRes = st, res

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
@@ -36,7 +37,7 @@ type Sim struct {
 	header  history.Header
 	checker *history.Checker
 
-	agents    []agent
+	agents    []actor
 	resources []resource
 	msgs      []message
 	freeMsgs  []int32
@@ -143,7 +144,7 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		i, _ := sc.AgentIndex(a.Agent)
 		scripted[i] = true
 	}
-	s.agents = make([]agent, sc.Agents)
+	s.agents = make([]actor, sc.Agents)
 	s.agentByName = make(map[string]int, sc.Agents)
 	for i := range s.agents {
 		s.agentByName[spec.AgentName(i)] = i
@@ -167,10 +168,8 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		s.schedule(iv.At, timer{kind: tIntervention, arg: int32(i)})
 	}
 	for i := range s.agents {
-		if !s.agents[i].scripted {
-			a := &s.agents[i]
-			s.scheduleAgent(a, a.think.Sample(a.rngThink))
-		}
+		a := &s.agents[i]
+		s.drive(a, a.ag.Start(0))
 	}
 	return s, nil
 }
@@ -253,22 +252,13 @@ func (s *Sim) fire(t timer) {
 	case 0:
 		s.done = true
 	case tAgentStep:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.agentStep(a)
-		}
+		s.fireAgent(t, agent.TimerStep)
 	case tStallEnd:
-		s.stallEnd(&s.agents[t.agent], t.gen)
+		s.fireAgent(t, agent.TimerStallEnd)
 	case tRetry:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.acquireTimeout(a)
-		}
+		s.fireAgent(t, agent.TimerRetry)
 	case tRenew:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.renewDue(a)
-		}
+		s.fireAgent(t, agent.TimerRenew)
 	case tDeliverRequest:
 		s.deliverRequest(t.arg)
 	case tDeliverReply:
@@ -290,6 +280,12 @@ func (s *Sim) fire(t timer) {
 	case tIntervention:
 		s.apply(s.sc.Interventions[t.arg])
 	}
+}
+
+// fireAgent hands an agent the timer it armed.
+func (s *Sim) fireAgent(t timer, at agent.Timer) {
+	a := &s.agents[t.agent]
+	s.drive(a, a.ag.Fire(s.now, at, t.gen))
 }
 
 // emit stamps an event, hands it to the checker and publishes it.
@@ -343,37 +339,37 @@ func (s *Sim) freeMessage(i int32) {
 	s.freeMsgs = append(s.freeMsgs, i)
 }
 
-// send puts message m on the wire from its agent to the coordinator,
-// drawing its fate from the agent's network stream: the same draws in both
-// modes for the agent's k-th message.
-func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
+// send puts the agent's request on the wire to the coordinator, its fate
+// drawn by the agent from its network stream.
+func (s *Sim) send(a *actor, r *agent.Request) {
+	m := s.newMessage(r.Kind, int32(a.idx))
 	msg := &s.msgs[m]
-	a := &s.agents[msg.agent]
-	r := a.rngNet
-	d := s.sc.Network.RequestDelay.Sample(r)
-	if reqDelay != nil {
-		d = *reqDelay
+	switch r.Kind {
+	case history.RequestAcquire:
+		msg.acquire = a.ag.PendingAcquire()
+	case history.RequestRenew:
+		msg.renew = a.ag.PendingRenewal()
+	case history.RequestRelease:
+		msg.release = r.Release
 	}
-	msg.replyDelay = s.sc.Network.ReplyDelay.Sample(r)
-	if repDelay != nil {
-		msg.replyDelay = *repDelay
-	}
-	lost := r.Float64() < s.dropRequests
-	dup := r.Float64() < s.sc.Network.Duplicate
-	dupDelay := s.sc.Network.RequestDelay.Sample(r)
-	s.emit(history.Event{Kind: history.RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
-	if lost || a.partitions > 0 {
+	msg.epoch = r.Epoch
+	f := a.ag.DrawSend(r, s.dropRequests)
+	msg.replyDelay = f.ReplyDelay
+	resource := a.ag.Resource()
+	s.emit(history.Event{Kind: history.RequestSent, Agent: a.idx, Resource: resource, Other: -1,
+		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: f.RequestDelay})
+	if f.Lost || a.partitions > 0 {
 		s.lose(m, history.RequestDropped)
 		return
 	}
-	s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: m})
-	if dup {
+	s.schedule(s.now+f.RequestDelay, timer{kind: tDeliverRequest, arg: m})
+	if f.Duplicated {
 		c := s.newMessage(msg.kind, msg.agent)
 		s.msgs[c] = *msg
-		s.emit(history.Event{Kind: history.RequestDuplicated, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d + dupDelay})
-		s.schedule(s.now+d+dupDelay, timer{kind: tDeliverRequest, arg: c})
+		d := f.RequestDelay + f.DuplicateLag
+		s.emit(history.Event{Kind: history.RequestDuplicated, Agent: a.idx, Resource: resource, Other: -1,
+			Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
+		s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: c})
 	}
 }
 
@@ -381,7 +377,7 @@ func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
 func (s *Sim) lose(m int32, kind history.Kind) {
 	msg := &s.msgs[m]
 	s.live.MessagesLost++
-	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].resource, Other: -1,
+	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].ag.Resource(), Other: -1,
 		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id()})
 	s.freeMessage(m)
 }
@@ -404,6 +400,19 @@ func (m *message) token() leasefence.Token {
 		return m.release
 	}
 	return leasefence.Token{}
+}
+
+// deliverReply is a reply reaching its agent.
+func (s *Sim) deliverReply(m int32) {
+	msg := s.msgs[m]
+	s.freeMessage(m)
+	a := &s.agents[msg.agent]
+	switch msg.kind {
+	case history.RequestAcquire:
+		s.drive(a, a.ag.AcquireReplied(s.now, msg.acquire.RequestID, msg.acqOut, msg.epoch))
+	case history.RequestRenew:
+		s.drive(a, a.ag.RenewReplied(s.now, msg.renew.RequestID, msg.renOut))
+	}
 }
 
 // deliverRequest is the coordinator processing a message.
@@ -445,8 +454,7 @@ func (s *Sim) deliverRequest(m int32) {
 		s.libraryError(agent, op, err)
 		return
 	}
-	lost := a.rngNet.Float64() < s.dropReplies
-	if lost || a.partitions > 0 {
+	if a.ag.DrawReplyLost(s.dropReplies) || a.partitions > 0 {
 		s.lose(m, history.ReplyDropped)
 		return
 	}
@@ -523,8 +531,9 @@ func (s *Sim) expiryDue(ri int32, f leasefence.Fence, epoch uint32) {
 // under it: the coordinator let it go.
 func (s *Sim) refreshHolder(c *grant) {
 	a := &s.agents[c.agent]
-	if a.acting() && a.lease != nil && a.epoch == c.epoch && a.resource >= 0 &&
-		&s.resources[a.resource].current == c && a.lease.Token.Fence == c.fence {
+	l, epoch := a.ag.Lease()
+	if ri := a.ag.Resource(); a.ag.Acting() && l != nil && epoch == c.epoch && ri >= 0 &&
+		&s.resources[ri].current == c && l.Token.Fence == c.fence {
 		s.setState(a, a.displayState(s))
 	}
 }
@@ -535,7 +544,7 @@ func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence, epoch int32)
 	if res.gate == nil {
 		return // naive resources have no gate to push to
 	}
-	t := leasefence.Token{Resource: res.name, Holder: s.agents[holder].name, Fence: f}
+	t := leasefence.Token{Resource: res.name, Holder: s.agents[holder].ag.Name(), Fence: f}
 	err := res.gate.Admit(t)
 	floor := res.gate.Floor()
 	e := history.Event{Kind: history.AdmitPushed, Agent: holder, Resource: int(ri), Fence: f, Incarnation: epoch,

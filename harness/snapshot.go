@@ -152,10 +152,10 @@ func (s *Sim) Snapshot() Snapshot {
 		h := HolderView{Resource: res.name}
 		if c := &res.current; c.live && !c.expired && !c.released {
 			a := &s.agents[c.agent]
-			h.Holder, h.Fence, h.CoordinatorLeft = a.name, c.fence, c.coordEnd-s.now
+			h.Holder, h.Fence, h.CoordinatorLeft = a.ag.Name(), c.fence, c.coordEnd-s.now
 			h.State = a.state
-			if a.lease != nil && a.epoch == c.epoch && a.resource == i && a.lease.Token.Fence == c.fence {
-				h.BeliefLeft = a.until - s.now
+			if l, epoch := a.ag.Lease(); l != nil && epoch == c.epoch && a.ag.Resource() == i && l.Token.Fence == c.fence {
+				h.BeliefLeft = a.ag.Belief() - s.now
 			}
 		}
 		snap.Holders[i] = h
@@ -170,15 +170,15 @@ func (s *Sim) Snapshot() Snapshot {
 	from := s.now - TimelineWindow
 	for i := range s.agents {
 		a := &s.agents[i]
-		v := AgentView{Name: a.name, State: a.state, Fence: a.fence()}
-		if a.lease != nil {
-			v.BeliefLeft = a.until - s.now
+		v := AgentView{Name: a.ag.Name(), State: a.state}
+		if l, _ := a.ag.Lease(); l != nil {
+			v.Fence, v.BeliefLeft = l.Token.Fence, a.ag.Belief()-s.now
 		}
-		if a.resource >= 0 && a.phase != phIdle {
-			v.Resource = s.resources[a.resource].name
+		if ri := a.ag.Resource(); ri >= 0 && (a.ag.Acquiring() || a.ag.Acting()) {
+			v.Resource = s.resources[ri].name
 		}
 		snap.Agents[i] = v
-		snap.Lanes[i] = a.lane.window(a.name, from)
+		snap.Lanes[i] = a.lane.window(a.ag.Name(), from)
 	}
 	tail := s.refusals[max(0, len(s.refusals)-MaxSnapshotRefusals):]
 	snap.Refusals = append([]RefusalView(nil), tail...)

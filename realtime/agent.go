@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	agentpkg "github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
@@ -315,7 +315,7 @@ func (a *agent) work(ctx context.Context) {
 // now < expiresAt in naive mode. Both are true only at the instant they
 // are computed.
 func (a *agent) check() bool {
-	ok := harness.CheckValid(a.w.mode, a.lease, a.clock, a.naiveUntil)
+	ok := agentpkg.CheckValid(a.w.mode, a.lease, a.clock, a.naiveUntil)
 	a.checked = ok
 	kind := history.CheckPassed
 	if !ok {
