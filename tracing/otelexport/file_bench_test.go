@@ -18,6 +18,17 @@ import (
 	"github.com/leasefence/lab/tracing"
 )
 
+// fileEncoders are the two ways to write OTLP-JSON lines to a file.
+var fileEncoders = []struct {
+	name string
+	open func(ctx context.Context, path string) (sdktrace.SpanExporter, error)
+}{
+	{"hand", func(_ context.Context, path string) (sdktrace.SpanExporter, error) { return newFileExporter(path) }},
+	{"sdk", func(ctx context.Context, path string) (sdktrace.SpanExporter, error) {
+		return newJSONFileExporter(ctx, path)
+	}},
+}
+
 // BenchmarkFileExporter writes the spans of one traced crowd run (50
 // agents, 5 resources, 2 virtual minutes, both modes) to a file in batches
 // of 512, the batch processor's default, with each encoder: the
@@ -27,18 +38,12 @@ import (
 func BenchmarkFileExporter(b *testing.B) {
 	spans, _ := recordRun(b, builtin(b, "crowd"), t0)
 	ctx := context.Background()
-	for _, enc := range []struct {
-		name string
-		open func(path string) (sdktrace.SpanExporter, error)
-	}{
-		{"encoder=hand", func(path string) (sdktrace.SpanExporter, error) { return newFileExporter(path) }},
-		{"encoder=sdk", func(path string) (sdktrace.SpanExporter, error) { return newJSONFileExporter(ctx, path) }},
-	} {
-		b.Run(enc.name, func(b *testing.B) {
+	for _, enc := range fileEncoders {
+		b.Run("encoder="+enc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "traces.jsonl")
 			b.ReportAllocs()
 			for b.Loop() {
-				exp, err := enc.open(path)
+				exp, err := enc.open(ctx, path)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -74,18 +79,12 @@ func BenchmarkFileTrace(b *testing.B) {
 			}
 		}
 	})
-	for _, enc := range []struct {
-		name string
-		open func(path string) (sdktrace.SpanExporter, error)
-	}{
-		{"trace=file/encoder=hand", func(path string) (sdktrace.SpanExporter, error) { return newFileExporter(path) }},
-		{"trace=file/encoder=sdk", func(path string) (sdktrace.SpanExporter, error) { return newJSONFileExporter(ctx, path) }},
-	} {
-		b.Run(enc.name, func(b *testing.B) {
+	for _, enc := range fileEncoders {
+		b.Run("trace=file/encoder="+enc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "traces.jsonl")
 			b.ReportAllocs()
 			for b.Loop() {
-				exp, err := enc.open(path)
+				exp, err := enc.open(ctx, path)
 				if err != nil {
 					b.Fatal(err)
 				}
