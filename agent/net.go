@@ -1,6 +1,11 @@
 package agent
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/leasefence/lab/spec"
+)
 
 // SendFate is what the network does to one message an agent sends, drawn
 // from the agent's own network stream: the same draws in both modes, and
@@ -38,4 +43,24 @@ func (a *Agent) DrawSend(r *Request, dropRequests float64) SendFate {
 // the same stream as DrawSend's, in the order the coordinator answers.
 func (a *Agent) DrawReplyLost(dropReplies float64) bool {
 	return a.rngNet.Float64() < dropReplies
+}
+
+// Pushes draws the fate of the coordinator's pushes of newly minted fences
+// to the resource's gate, in the order the fences are minted: one stream
+// per run and mode, seeded from the scenario's seed, the same on every
+// driver.
+type Pushes struct {
+	rng  *rand.Rand
+	push spec.Push
+}
+
+// NewPushes returns the push draws of a run of sc.
+func NewPushes(sc *spec.Scenario) *Pushes {
+	return &Pushes{rng: rand.New(rand.NewPCG(sc.Seed, 0x9e3779b97f4a7c15)), push: sc.Push}
+}
+
+// Draw is the next push's delay, and whether it is lost.
+func (p *Pushes) Draw() (delay time.Duration, dropped bool) {
+	delay = p.push.Delay.Sample(p.rng)
+	return delay, p.rng.Float64() < p.push.Drop
 }

@@ -366,8 +366,8 @@ func (a *Agent) renewRefused(now time.Duration, reason leasefence.Reason) {
 	if a.scripted {
 		return
 	}
-	if a.phase == phStalled {
-		a.lost = true // it finds out when its stall ends, after its write
+	if a.phase == phStalled || a.writing {
+		a.lost = true // it finds out after its write
 		return
 	}
 	a.giveUp(now, history.OutcomeRenewRefused)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/leasefence/lab/spec"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/leasefence/lab/agent"
@@ -50,7 +49,7 @@ type Sim struct {
 	dropRequests float64
 	dropReplies  float64
 	push         bool
-	pushRNG      *rand.Rand
+	pushes       *agent.Pushes
 
 	agentByName    map[string]int
 	resourceByName map[string]int
@@ -116,7 +115,7 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		dropRequests: sc.Network.DropRequests,
 		dropReplies:  sc.Network.DropReplies,
 		push:         sc.Push.Enabled,
-		pushRNG:      rand.New(rand.NewPCG(sc.Seed, 0x9e3779b97f4a7c15)),
+		pushes:       agent.NewPushes(&sc),
 		coordRate:    1 + sc.Clocks.CoordinatorDriftPPM/1e6,
 	}
 	s.coordClock = leasefence.NewClock("coordinator", func() time.Duration {
@@ -481,9 +480,7 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 		Incarnation: s.epoch, Other: -1, RequestID: g.RequestID, Deadline: exp})
 	s.schedule(exp, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 	if s.push {
-		r := s.pushRNG
-		d := s.sc.Push.Delay.Sample(r)
-		if r.Float64() < s.sc.Push.Drop {
+		if d, dropped := s.pushes.Draw(); dropped {
 			s.emit(history.Event{Kind: history.PushDropped, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence,
 				Incarnation: s.epoch, Other: -1})
 		} else {

@@ -104,8 +104,9 @@ func (l *Live) Step() bool { return false }
 // Advance does nothing: real time cannot be advanced.
 func (l *Live) Advance(time.Duration) {}
 
-// Intervene applies a drop rate to every agent's fault layer, or restarts
-// the coordinators; it records the intervention in every mode's history.
+// Intervene applies a drop rate to every agent's fault layer, stalls an
+// agent, or restarts the coordinators; it records the intervention in
+// every mode's history.
 // Other interventions are refused with ErrRealTime.
 func (l *Live) Intervene(iv spec.Intervention) error {
 	r := l.r
@@ -117,10 +118,28 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 		}
 		l.record(iv)
 		for _, w := range r.worlds {
-			for _, a := range w.agents {
-				a.net.SetDropRate(iv.Value)
+			for _, d := range w.agents {
+				d.setDropRate(iv.Value)
 			}
 		}
+		return nil
+	case spec.StallAgent:
+		ai := agentIndex(r.h.Agents, iv.Agent)
+		if ai < 0 || iv.Duration <= 0 {
+			return fmt.Errorf("%w: a stall needs an agent and a duration > 0", spec.ErrInvalidScenario)
+		}
+		r.mu.Lock()
+		if r.runCtx == nil || r.runCtx.Err() != nil || r.stopped {
+			r.mu.Unlock()
+			return fmt.Errorf("%w: the run is not running", ErrRealTime)
+		}
+		r.extra.Add(1)
+		r.mu.Unlock()
+		l.record(iv)
+		for _, w := range r.worlds {
+			w.agents[ai].stall(iv.Duration)
+		}
+		r.extra.Done()
 		return nil
 	case spec.RestartCoordinator:
 		if e, ok := r.backend.(*Etcd); ok {
@@ -152,7 +171,7 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 func (l *Live) record(iv spec.Intervention) {
 	for _, m := range l.r.h.Modes {
 		ivc := iv
-		l.r.emit(m, history.Event{Kind: history.Intervened, Agent: -1, Resource: -1, Other: -1, Intervention: &ivc})
+		l.r.emit(m, history.Event{Kind: history.Intervened, Agent: agentIndex(l.r.h.Agents, iv.Agent), Resource: -1, Other: -1, Intervention: &ivc})
 	}
 }
 

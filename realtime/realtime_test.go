@@ -397,10 +397,13 @@ func TestLive(t *testing.T) {
 	if err := live.Intervene(spec.Intervention{Kind: spec.SetDropRate, Value: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, iv := range []spec.Intervention{{Kind: spec.StallAgent, Agent: "agent-1", Duration: time.Second}, {Kind: spec.TogglePush}} {
-		if err := live.Intervene(iv); !errors.Is(err, realtime.ErrRealTime) {
-			t.Errorf("Intervene(%s) = %v, want ErrRealTime", iv.Kind, err)
-		}
+	// A live stall is the agent's own input, as in the simulator; the push
+	// is the coordinator's, and cannot be toggled in real time.
+	if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-1", Duration: time.Second}); err != nil {
+		t.Errorf("Intervene(stall-agent) = %v", err)
+	}
+	if err := live.Intervene(spec.Intervention{Kind: spec.TogglePush}); !errors.Is(err, realtime.ErrRealTime) {
+		t.Errorf("Intervene(toggle-push) = %v, want ErrRealTime", err)
 	}
 	if err := live.SetSpeed(2); !errors.Is(err, realtime.ErrRealTime) || live.Step() {
 		t.Errorf("SetSpeed(2) = %v; Step stepped", err)
