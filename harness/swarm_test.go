@@ -1,50 +1,101 @@
-package harness
+package harness_test
 
 import (
-	"strings"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 
-	"github.com/leasefence/lab/spec"
+	"github.com/leasefence/lab/harness"
 )
 
-// A fixed knob keeps the base scenario's value on every seed, and every
-// other knob is drawn as it would have been with nothing fixed.
-func TestSwarmKeepsFixedKnobs(t *testing.T) {
-	base, _ := spec.Builtin("overlap")
-	base.Network.DropReplies = 1
-	base.Restarts = nil
-	base.Agent.Stall = spec.Const(0)
-	fixed := DefaultSwarmRanges
-	fixed.Fixed = []SwarmKnob{SwarmDropReplies, SwarmRestarts, SwarmStall}
-	for seed := uint64(1); seed <= 50; seed++ {
-		free := SwarmScenario(base, DefaultSwarmRanges, seed)
-		sc := SwarmScenario(base, fixed, seed)
-		if sc.Network.DropReplies != 1 || len(sc.Restarts) != 0 || sc.Agent.Stall != spec.Const(0) {
-			t.Fatalf("seed %d: drop replies %v, restarts %v, stall %+v: the fixed knobs were drawn", seed,
-				sc.Network.DropReplies, sc.Restarts, sc.Agent.Stall)
+func TestParallel(t *testing.T) {
+	for _, tc := range []struct{ n, jobs int }{{0, 3}, {1, 0}, {7, 1}, {50, 3}, {5, 16}} {
+		var (
+			mu       sync.Mutex
+			calls    = make([]int, tc.n)
+			running  atomic.Int64
+			most     int64 // the most calls running at once
+			progress []int
+		)
+		err := harness.Parallel(t.Context(), tc.n, tc.jobs, func(i int) error {
+			now := running.Add(1)
+			defer running.Add(-1)
+			mu.Lock()
+			calls[i]++
+			most = max(most, now)
+			mu.Unlock()
+			return nil
+		}, func(done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if total != tc.n {
+				t.Errorf("n=%d: progress total %d", tc.n, total)
+			}
+			progress = append(progress, done)
+		})
+		if err != nil {
+			t.Fatalf("n=%d jobs=%d: %v", tc.n, tc.jobs, err)
 		}
-		free.Network.DropReplies, free.Restarts, free.Agent.Stall = 1, nil, spec.Const(0)
-		free.Description, sc.Description = "", ""
-		if free.Network != sc.Network || free.Clocks.DriftPPM != sc.Clocks.DriftPPM || free.ClockSkew != sc.ClockSkew || free.Push != sc.Push {
-			t.Fatalf("seed %d: fixing three knobs changed the others' draws:\n%+v\n%+v", seed, free, sc)
+		for i, c := range calls {
+			if c != 1 {
+				t.Errorf("n=%d jobs=%d: index %d done %d times", tc.n, tc.jobs, i, c)
+			}
 		}
-		if err := sc.Validate(); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
+		if tc.jobs > 0 && most > int64(tc.jobs) {
+			t.Errorf("n=%d jobs=%d: %d calls at once", tc.n, tc.jobs, most)
 		}
-	}
-	if got := fixed.Drawn(); len(got) != len(SwarmKnobs)-3 {
-		t.Errorf("Drawn() = %v with three of %d fixed", got, len(SwarmKnobs))
+		// Each success is counted once: the counts are 1..n in some order.
+		seen := make([]bool, tc.n+1)
+		for _, d := range progress {
+			if d < 1 || d > tc.n || seen[d] {
+				t.Fatalf("n=%d jobs=%d: progress counts %v", tc.n, tc.jobs, progress)
+			}
+			seen[d] = true
+		}
+		if len(progress) != tc.n {
+			t.Errorf("n=%d jobs=%d: %d progress calls", tc.n, tc.jobs, len(progress))
+		}
 	}
 }
 
-// The scenario a swarm runs for a seed says what it drew, and only that.
-func TestSwarmScenarioDescribesItsDraw(t *testing.T) {
-	base, _ := spec.Builtin("overlap")
-	ranges := DefaultSwarmRanges
-	ranges.Fixed = []SwarmKnob{SwarmDropReplies}
-	sc := SwarmScenario(base, ranges, 2)
-	if !strings.HasPrefix(sc.Description, base.Description+"; swarm seed 2 drew drop requests ") ||
-		strings.Contains(sc.Description, "drop replies") || !strings.Contains(sc.Description, "push ") {
-		t.Errorf("description %q", sc.Description)
+// The first failure stops the pool: no index is handed out after it, and
+// it is what Parallel returns.
+func TestParallelStopsAtTheFirstError(t *testing.T) {
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	err := harness.Parallel(t.Context(), 1000, 1, func(i int) error {
+		calls.Add(1)
+		if i == 3 {
+			return boom
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, boom) || calls.Load() != 4 {
+		t.Fatalf("Parallel = %v after %d calls, want boom after 4", err, calls.Load())
+	}
+}
+
+// An ended context stops the pool and is the error, not the calls'
+// failures it caused.
+func TestParallelCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var calls atomic.Int64
+	err := harness.Parallel(ctx, 1000, 2, func(i int) error {
+		if calls.Add(1) == 5 {
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return errors.New("interrupted: " + ctx.Err().Error())
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, context.Canceled) || calls.Load() > 6 {
+		t.Fatalf("Parallel = %v after %d calls, want context.Canceled after at most 6", err, calls.Load())
+	}
+	cancel()
+	if err := harness.Parallel(ctx, 0, 2, func(int) error { return nil }, nil); err != nil {
+		t.Errorf("Parallel of nothing on an ended context = %v, want nil: nothing was left undone", err)
 	}
 }

@@ -279,10 +279,16 @@ func (r *Reader) judge(w *Write) {
 // incarnation, resource and fence), or else the one its agent believes it
 // holds, or -1.
 func (r *Reader) writerGeneration(e *Event) int32 {
-	if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-		return gi
-	}
 	gi := r.holding[e.Agent]
+	if gi >= 0 {
+		g := &r.gens[gi]
+		if g.Resource == int32(e.Resource) && g.Fence == e.Fence && g.Incarnation == e.Incarnation {
+			return gi // the common case, and no search
+		}
+	}
+	if found := r.Find(e.Incarnation, e.Resource, e.Fence); found >= 0 {
+		return found
+	}
 	if gi >= 0 && (r.gens[gi].Resource != int32(e.Resource) || r.gens[gi].Fence != e.Fence) {
 		return -1
 	}
