@@ -12,7 +12,7 @@ import (
 )
 
 // actor is one simulated agent: the agent state machine, and what the
-// simulator keeps beside it (its partitions, and its lane for display).
+// simulator keeps beside it (its partitions).
 // The simulator carries out the agent's outputs on virtual time and the
 // simulated network, and feeds it back its timers, replies and writes; it
 // decides nothing the agent does.
@@ -20,10 +20,6 @@ type actor struct {
 	ag         agent.Agent
 	idx        int
 	partitions int
-	state      AgentState
-	laneRes    int32 // the resource of the lane's current segment
-
-	lane laneRing
 }
 
 // simClock is an agent's clock on virtual time: it reads
@@ -57,8 +53,6 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 	if err != nil {
 		return fmt.Errorf("harness: %w", err)
 	}
-	a.laneRes = -1
-	a.lane.push(Segment{From: 0, State: AgentIdle, Resource: -1})
 	return nil
 }
 
@@ -74,7 +68,7 @@ func (s *Sim) drive(a *actor, out []agent.Output) {
 			o := &out[i]
 			switch o.Kind {
 			case agent.Emit:
-				s.emitAgent(o.Event)
+				s.emit(*o.Event)
 			case agent.Send:
 				s.send(a, o.Request)
 			case agent.Arm:
@@ -95,23 +89,11 @@ func (s *Sim) drive(a *actor, out []agent.Output) {
 		}
 		out = a.ag.Committed(s.now, landed)
 	}
-	s.setState(a, a.displayState(s))
 }
 
 // timerKinds maps the agent's timers to the engine's.
 var timerKinds = [...]timerKind{
 	agent.TimerStep: tAgentStep, agent.TimerRetry: tRetry, agent.TimerRenew: tRenew, agent.TimerStallEnd: tStallEnd,
-}
-
-// emitAgent records an event the agent emitted, and counts it.
-func (s *Sim) emitAgent(e *history.Event) {
-	switch e.Kind {
-	case history.Acquired:
-		s.live.Acquisitions++
-	case history.Renewed:
-		s.live.Renewals++
-	}
-	s.emit(*e)
 }
 
 // mayLose reports whether a message sent now could go unanswered.
@@ -146,11 +128,6 @@ func (s *Sim) write(a *actor, t leasefence.Token, ri int) bool {
 		fl := res.gate.Floor()
 		floor = leasefence.Rejection{FloorHolder: fl.Holder, FloorFence: fl.Fence}
 	}
-	res.refused++
-	s.live.CommitsRefused++
-	floor.Resource, floor.Holder, floor.Fence = res.name, a.ag.Name(), t.Fence
-	s.noteRefusal(floor)
-	a.lane.mark(Mark{At: s.now, Kind: MarkRefused, Resource: int32(ri)})
 	e := a.ag.Event(history.CommitRefused)
 	e.Other, e.OtherFence = s.agentIndexOf(floor.FloorHolder), floor.FloorFence
 	s.emit(e)
@@ -158,11 +135,8 @@ func (s *Sim) write(a *actor, t leasefence.Token, ri int) bool {
 }
 
 // land is a write landing at the resource. Whether it landed under a
-// higher fence is the history's to say: the lanes read it from the reader.
+// higher fence is the history's to say.
 func (s *Sim) land(a *actor, ri int, f leasefence.Fence) {
-	res := &s.resources[ri]
-	res.admitted++
-	s.live.CommitsAdmitted++
 	kind := history.CommitAdmitted
 	if s.mode == Naive {
 		kind = history.WriteLanded
@@ -170,10 +144,4 @@ func (s *Sim) land(a *actor, ri int, f leasefence.Fence) {
 	e := a.ag.Event(kind)
 	e.Fence = f
 	s.emit(e)
-	mark := MarkAdmitted
-	if s.checker.Reader().LastWrite().Stale {
-		s.live.StaleWritesLanded++
-		mark = MarkStale
-	}
-	a.lane.mark(Mark{At: s.now, Kind: mark, Resource: int32(ri)})
 }

@@ -14,8 +14,8 @@
 // violation.
 //
 // It runs a spec.Scenario (the scenario model, shared with package
-// realtime). Around the engine: runs (run.go: Run, SelfCheck; swarm.go: many seeds on all cores);
-// and what is only for display (display.go, snapshot.go, live.go: agent
-// states, lanes of recent history, Snapshots and a paced Live run for the
-// dashboard).
+// realtime). Around the engine: runs (run.go: Run, SelfCheck; swarm.go:
+// many seeds on all cores), and a paced Live run for the dashboard
+// (live.go), whose snapshots are the live view's fold of the run's events
+// (package liveview).
 package harness

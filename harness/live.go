@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 )
 
-// Speed limits of a paced run: virtual seconds per wall second.
+// Speed limits of a paced run: virtual seconds per wall second (see
+// liveview.MinSpeed).
 const (
-	MinSpeed = 0.01
-	MaxSpeed = 10_000
+	MinSpeed = liveview.MinSpeed
+	MaxSpeed = liveview.MaxSpeed
 )
 
 // Live runs one scenario in one or more modes, side by side on the same
@@ -27,6 +29,7 @@ const (
 type Live struct {
 	mu       sync.Mutex
 	sims     []*Sim
+	folds    []*liveview.Fold // one per sim: what the dashboard draws, folded from its events
 	speed    float64
 	paused   bool
 	virtBase time.Duration // virtual time at wallBase
@@ -44,11 +47,15 @@ func NewLive(sc spec.Scenario, modes []Mode, speed float64, subs ...Subscriber) 
 	}
 	l := &Live{speed: speed, now: time.Now}
 	for _, m := range modes {
-		s, err := NewSim(sc, m, subs...)
+		h := sc.Header([]Mode{m})
+		f := liveview.New(&h, m, sc.Network.DropRequests)
+		fold := SubscriberFunc(func(e history.Event) { f.Add(&e) })
+		s, err := NewSim(sc, m, append(append([]Subscriber(nil), subs...), fold)...)
 		if err != nil {
 			return nil, err
 		}
 		l.sims = append(l.sims, s)
+		l.folds = append(l.folds, f)
 	}
 	l.wallBase = l.now()
 	return l, nil
@@ -222,18 +229,20 @@ func (l *Live) Now() time.Duration {
 	return l.sims[0].Now()
 }
 
-// Snapshot copies the state of the simulation of mode m, and false if m is
-// not being run.
-func (l *Live) Snapshot(m Mode) (Snapshot, bool) {
+// Snapshot copies the state of the simulation of mode m, as the live view
+// folds it from the simulation's events, and false if m is not being run.
+func (l *Live) Snapshot(m Mode) (liveview.Snapshot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.sims {
+	for i, s := range l.sims {
 		if s.Mode() == m {
-			snap := s.Snapshot()
+			snap := l.folds[i].Snapshot(s.Now())
+			snap.Scenario, snap.Seed, snap.Duration = s.sc.Name, s.sc.Seed, s.sc.Duration
+			snap.Done, snap.Push = s.Done(), s.push
 			return snap, true
 		}
 	}
-	return Snapshot{}, false
+	return liveview.Snapshot{}, false
 }
 
 // Result checks each mode's history so far.

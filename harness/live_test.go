@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 	"runtime"
 	"sync"
@@ -171,8 +172,8 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 	l, _ := newTestLive(t, "gap", 1)
 	l.Advance(1200 * time.Millisecond)
 	snap, _ := l.Snapshot(Fenced)
-	if snap.Agents[0].State != AgentZombie {
-		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, AgentZombie)
+	if snap.Agents[0].State != liveview.AgentZombie {
+		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, liveview.AgentZombie)
 	}
 	if h := snap.Holders[0]; h.Holder != "agent-2" || h.Fence != 2 || h.CoordinatorLeft != 800*time.Millisecond {
 		t.Errorf("holder view %+v", h)
@@ -188,10 +189,10 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 	lane := snap.Lanes[0]
 	var sawZombie, sawRefused bool
 	for _, s := range lane.Segments {
-		sawZombie = sawZombie || s.State == AgentZombie
+		sawZombie = sawZombie || s.State == liveview.AgentZombie
 	}
 	for _, m := range lane.Marks {
-		sawRefused = sawRefused || m.Kind == MarkRefused
+		sawRefused = sawRefused || m.Kind == liveview.MarkRefused
 	}
 	if !sawZombie || !sawRefused {
 		t.Errorf("agent-1's lane %+v lacks the believes-expired stretch or the refused write", lane)

@@ -53,19 +53,14 @@ type Sim struct {
 
 	agentByName    map[string]int
 	resourceByName map[string]int
-
-	live     Totals
-	refusals []RefusalView // the newest refusals, for snapshots
 }
 
-// resource is one shared resource: its gate (fenced mode), how many writes
-// it took, and the coordinator's current lease on it.
+// resource is one shared resource: its gate (fenced mode), and the
+// coordinator's current lease on it.
 type resource struct {
-	name     string
-	gate     *leasefence.FenceGate
-	admitted int
-	refused  int
-	current  grant
+	name    string
+	gate    *leasefence.FenceGate
+	current grant
 }
 
 // grant is the coordinator's side of the newest lease it minted for a
@@ -375,7 +370,6 @@ func (s *Sim) send(a *actor, r *agent.Request) {
 // lose drops message m on the wire, as kind (RequestDropped or ReplyDropped).
 func (s *Sim) lose(m int32, kind history.Kind) {
 	msg := &s.msgs[m]
-	s.live.MessagesLost++
 	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].ag.Resource(), Other: -1,
 		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id()})
 	s.freeMessage(m)
@@ -518,21 +512,8 @@ func (s *Sim) expiryDue(ri int32, f leasefence.Fence, epoch uint32) {
 		return
 	}
 	c.expired = true
-	s.live.Expiries++
 	s.emit(history.Event{Kind: history.Expired, Agent: int(c.agent), Resource: int(ri), Fence: f,
 		Incarnation: c.epoch, Other: -1, Deadline: c.coordEnd})
-	s.refreshHolder(c)
-}
-
-// refreshHolder redraws the state of the holder of c, if it still acts
-// under it: the coordinator let it go.
-func (s *Sim) refreshHolder(c *grant) {
-	a := &s.agents[c.agent]
-	l, epoch := a.ag.Lease()
-	if ri := a.ag.Resource(); a.ag.Acting() && l != nil && epoch == c.epoch && ri >= 0 &&
-		&s.resources[ri].current == c && l.Token.Fence == c.fence {
-		s.setState(a, a.displayState(s))
-	}
 }
 
 // pushArrives is the coordinator's Admit reaching the gate.
@@ -571,11 +552,7 @@ func (s *Sim) restart(persist bool) {
 	s.emit(history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1, Fence: start,
 		Incarnation: s.epoch, Outcome: outcome})
 	for i := range s.resources {
-		c := &s.resources[i].current
-		if c.live {
-			c.live = false
-			s.refreshHolder(c)
-		}
+		s.resources[i].current.live = false
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
@@ -228,9 +227,16 @@ func (s *Setup) Close() error {
 	return s.err
 }
 
+// RunOptions are a run's modes (default both) and the subscribers that
+// receive its every event.
+type RunOptions struct {
+	Modes       []history.Mode
+	Subscribers []history.Subscriber
+}
+
 // RunScenario runs sc on a setup opened for it, closed after, with opts'
 // modes and subscribers: the whole real-time run in one call.
-func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts harness.RunOptions) (*Result, error) {
+func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts RunOptions) (*Result, error) {
 	s, err := Open(ctx, c, sc)
 	if err != nil {
 		return nil, err
@@ -241,7 +247,7 @@ func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts harness.R
 
 // NewRunner prepares a run of the setup's scenario in opts' modes, with
 // its subscribers.
-func (s *Setup) NewRunner(opts harness.RunOptions) (*Runner, error) {
+func (s *Setup) NewRunner(opts RunOptions) (*Runner, error) {
 	return New(s.Scenario, Options{Modes: opts.Modes, Backend: s.Backend, Store: s.Store, Subscribers: opts.Subscribers})
 }
 
@@ -251,7 +257,7 @@ func (s *Setup) NewLive(modes []history.Mode) (*Live, error) {
 }
 
 // Run runs the setup's scenario once: NewRunner, then Runner.Run.
-func (s *Setup) Run(ctx context.Context, opts harness.RunOptions) (*Result, error) {
+func (s *Setup) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	r, err := s.NewRunner(opts)
 	if err != nil {
 		return nil, err

@@ -273,7 +273,7 @@ func TestEtcdInterruptLeavesNothing(t *testing.T) {
 	endpoint := e.Cluster().Endpoints()[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
-	res, err := s.Run(ctx, harness.RunOptions{})
+	res, err := s.Run(ctx, realtime.RunOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.Events == 0 {
 		t.Fatalf("interrupted run: %v, %v", res, err)
 	}

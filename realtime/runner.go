@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/agent"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
@@ -28,7 +27,7 @@ type Options struct {
 	// Subscribers receive every event, in history order, one at a time
 	// under the runner's history lock: they must be quick and must not
 	// call back into the runner.
-	Subscribers []harness.Subscriber
+	Subscribers []history.Subscriber
 	// CallTimeout bounds each call to the coordinator and each write; 0
 	// means the scenario's TTL (a reply later than a whole TTL is of no
 	// use to the holder anyway).
@@ -57,7 +56,7 @@ type Runner struct {
 	h       history.Header
 	backend Backend
 	store   Store
-	subs    []harness.Subscriber
+	subs    []history.Subscriber
 	timeout time.Duration
 	start   time.Time
 
@@ -87,7 +86,7 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	}
 	modes := opts.Modes
 	if len(modes) == 0 {
-		modes = harness.Modes
+		modes = []history.Mode{history.Naive, history.Fenced}
 	}
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)

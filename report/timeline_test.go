@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -75,14 +76,14 @@ func TestTimelineWritesAndLinks(t *testing.T) {
 		t.Fatalf("writes = %+v", f.writes)
 	}
 	floor, refused := f.writes[0], f.writes[1]
-	if floor.kind != harness.MarkAdmitted || floor.agent != 1 || floor.at != 1010*time.Millisecond {
+	if floor.kind != liveview.MarkAdmitted || floor.agent != 1 || floor.at != 1010*time.Millisecond {
 		t.Errorf("first write = %+v", floor)
 	}
-	if refused.kind != harness.MarkRefused || refused.agent != 0 || refused.at != 1400*time.Millisecond || refused.link != floor.id {
+	if refused.kind != liveview.MarkRefused || refused.agent != 0 || refused.at != 1400*time.Millisecond || refused.link != floor.id {
 		t.Errorf("refused write = %+v, want a link to %s", refused, floor.id)
 	}
 	n := rec.modes[harness.Naive]
-	if stale := n.writes[1]; stale.kind != harness.MarkStale || stale.link != n.writes[0].id || stale.otherFence != 2 {
+	if stale := n.writes[1]; stale.kind != liveview.MarkStale || stale.link != n.writes[0].id || stale.otherFence != 2 {
 		t.Errorf("naive stale write = %+v", stale)
 	}
 }

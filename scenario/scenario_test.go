@@ -82,7 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown builtin", "builtin: nope\n",
 			[]string{`f.yaml:1: builtin: no built-in scenario is called "nope" (they are: ` + strings.Join(spec.BuiltinNames(), ", ") + ")"}},
 		{"every problem at once", "builtin: gap\nagents: 0\nttl: -1s\nbogus: 1\n",
-			[]string{"f.yaml:2: agents: must be in [1, 100000], got 0", "f.yaml:3: ttl: must be > 0, got -1s",
+			[]string{"f.yaml:2: agents: must be in [1, 100000], got 0", "f.yaml:3: ttl: must be in (0, 24h0m0s], got -1s",
 				"f.yaml:4: bogus: unknown key"}},
 		{"list entry", "builtin: gap\npartitions:\n  - {agent: agent-1, from: 1s, to: 2s}\n  - {agent: agent-9, from: 1s, to: 2s}\n",
 			[]string{`f.yaml:4: partitions[1].agent: names no agent: "agent-9"`}},

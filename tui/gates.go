@@ -5,7 +5,8 @@ import (
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/table"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -17,8 +18,8 @@ type gatesPane struct {
 	tbl           table.Model
 	width, height int
 	want          int // the width the table needs
-	mode          harness.Mode
-	gates         []harness.GateView
+	mode          history.Mode
+	gates         []liveview.GateView
 	sel           int
 	view          string
 }
@@ -38,7 +39,7 @@ func newGatesPane(st *styles, agents, resources int) gatesPane {
 
 // gatesLines is the height that shows every gate of snap, or, in naive
 // mode, why there are none.
-func gatesLines(snap *harness.Snapshot) int {
+func gatesLines(snap *liveview.Snapshot) int {
 	if snap.Gates == nil {
 		return 1 + len(naiveGatesNote)
 	}
@@ -58,7 +59,7 @@ func (p *gatesPane) SetSize(width, height int) {
 	p.render()
 }
 
-func (p *gatesPane) setSnapshot(snap *harness.Snapshot, sel selection) {
+func (p *gatesPane) setSnapshot(snap *liveview.Snapshot, sel selection) {
 	p.mode, p.gates, p.sel = snap.Mode, snap.Gates, sel.res
 	p.render()
 }

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
 	"github.com/muesli/termenv"
 )
@@ -97,3 +98,9 @@ func press(names ...string) []tea.Msg {
 	}
 	return msgs
 }
+
+// Both runners' paced runs are sources.
+var (
+	_ Source = (*harness.Live)(nil)
+	_ Source = (*realtime.Live)(nil)
+)

@@ -10,6 +10,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -104,17 +106,17 @@ func TestStallMakesRefusal(t *testing.T) {
 // advanceUntilStalled moves live on until res-1's holder is between its
 // check and its write (the moment a stall turns into a stale write), and
 // returns that holder.
-func advanceUntilStalled(t *testing.T, live *harness.Live) harness.HolderView {
+func advanceUntilStalled(t *testing.T, live *harness.Live) liveview.HolderView {
 	t.Helper()
 	for range 2000 {
 		live.Advance(5 * time.Millisecond)
-		s, _ := live.Snapshot(harness.Fenced)
-		if h := s.Holders[0]; h.State == harness.AgentStalled && s.Totals.CommitsAdmitted > 0 {
+		s, _ := live.Snapshot(history.Fenced)
+		if h := s.Holders[0]; h.State == liveview.AgentStalled && s.Totals.CommitsAdmitted > 0 {
 			return h
 		}
 	}
 	t.Fatal("no holder was ever caught between its check and its write")
-	return harness.HolderView{}
+	return liveview.HolderView{}
 }
 
 func TestQuitEndsProgram(t *testing.T) {

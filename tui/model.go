@@ -12,8 +12,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -40,8 +40,8 @@ type Model struct {
 	width, height int
 	sized         bool
 
-	snaps  []harness.Snapshot // one per mode of info.modes, nil before the first
-	focus  int                // the mode in view, an index into info.modes
+	snaps  []liveview.Snapshot // one per mode of info.modes, nil before the first
+	focus  int                 // the mode in view, an index into info.modes
 	paused bool
 	done   bool
 	speed  float64
@@ -92,7 +92,7 @@ func New(live Source, opts Options) Model {
 	m.header = headerPane{st: st, info: m.info}
 	m.strip = stripPane{st: st}
 	for i, md := range m.info.modes {
-		if md == harness.Fenced {
+		if md == history.Fenced {
 			m.focus = i // fenced first: it is the mode with something to show
 		}
 	}

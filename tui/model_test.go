@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -63,7 +64,7 @@ func TestControls(t *testing.T) {
 				twin := newLive(t, "gap")
 				twin.Advance(0)
 				twin.Step()
-				want, _ := twin.Snapshot(harness.Fenced)
+				want, _ := twin.Snapshot(history.Fenced)
 				got := m.snaps[m.focus]
 				if !live.Paused() || got.Now != want.Now || got.Events != want.Events || got.Now == 0 {
 					t.Errorf("after n: paused %v, at %v with %d events; one Step goes to %v with %d",
@@ -95,11 +96,11 @@ func TestControls(t *testing.T) {
 			}},
 		{name: "tab switches the view and back", scenario: "gap", at: 1500 * time.Millisecond, keys: []string{"tab"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
-				if m.info.modes[m.focus] != harness.Naive || !strings.Contains(m.View(), "holders · naive") {
+				if m.info.modes[m.focus] != history.Naive || !strings.Contains(m.View(), "holders · naive") {
 					t.Error("tab did not bring naive into view")
 				}
 				m = settle(t, m, press("v")...)
-				if m.info.modes[m.focus] != harness.Fenced {
+				if m.info.modes[m.focus] != history.Fenced {
 					t.Error("v did not go back to fenced")
 				}
 			}},
@@ -221,7 +222,7 @@ func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 
 func TestSingleModeRun(t *testing.T) {
 	sc, _ := spec.Builtin("gap")
-	live, err := harness.NewLive(sc, []harness.Mode{harness.Naive}, 1)
+	live, err := harness.NewLive(sc, []history.Mode{history.Naive}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

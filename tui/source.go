@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -17,11 +18,11 @@ type Source interface {
 	// pacing applies.
 	Run(ctx context.Context, tick time.Duration) error
 	Scenario() spec.Scenario
-	Modes() []harness.Mode
+	Modes() []history.Mode
 	// Now is the run's time: virtual for the simulator, true time since
 	// the start for a real-time run.
 	Now() time.Duration
-	Snapshot(m harness.Mode) (harness.Snapshot, bool)
+	Snapshot(m history.Mode) (liveview.Snapshot, bool)
 	Paused() bool
 	// SetPaused pauses or resumes the run. A real-time run cannot stop
 	// time: paused, its agents start no new work.
@@ -37,5 +38,3 @@ type Source interface {
 	// Intervene applies a live intervention, or says why it cannot.
 	Intervene(iv spec.Intervention) error
 }
-
-var _ Source = (*harness.Live)(nil)

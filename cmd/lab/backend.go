@@ -122,7 +122,7 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []harness.M
 		return err
 	}
 	rr.setup = s
-	r, err := s.NewRunner(harness.RunOptions{Modes: modes, Subscribers: subs})
+	r, err := s.NewRunner(realtime.RunOptions{Modes: modes, Subscribers: subs})
 	if err != nil {
 		s.Close()
 		return err
@@ -157,7 +157,7 @@ func (bf *backendFlags) fixtureRunner() (func(context.Context, string, spec.Scen
 		if err != nil {
 			return nil, err
 		}
-		res, err := realtime.RunScenario(ctx, *c, sc, opts)
+		res, err := realtime.RunScenario(ctx, *c, sc, realtime.RunOptions{Modes: opts.Modes, Subscribers: opts.Subscribers})
 		if res == nil {
 			return nil, err
 		}
