@@ -44,8 +44,8 @@
 // resource where its kind names one (every kind names an agent but
 // coordinator_restarted, intervened and library_error; every kind that
 // names an agent names a resource too, but partition_began,
-// partition_ended, stall_began, stall_ended and write_skipped), or one the
-// header does not list.
+// partition_ended, check_passed, check_failed, stall_began, stall_ended and
+// write_skipped), or one the header does not list.
 //
 // The checker judges a landed write by lease generation, not by fence
 // number: a write is stale when a write of a newer generation of its

@@ -167,11 +167,11 @@ func (k Kind) NamesAgent() bool {
 
 // NamesResource reports whether every event of kind k names the resource
 // it concerns. Besides the kinds that need no agent, a partition concerns
-// an agent only, and a stall or a skipped write may befall an agent that
-// holds nothing.
+// an agent only, and a check, a stall or a skipped write may befall an
+// agent that holds nothing (a scripted one).
 func (k Kind) NamesResource() bool {
 	switch k {
-	case PartitionBegan, PartitionEnded, StallBegan, StallEnded, WriteSkipped:
+	case PartitionBegan, PartitionEnded, CheckPassed, CheckFailed, StallBegan, StallEnded, WriteSkipped:
 		return false
 	}
 	return k.NamesAgent()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -311,11 +312,17 @@ func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *harness.Result,
 // reportBug says, loudly and on stderr (so --json output stays
 // parseable), that the library broke a promise, and how to reproduce it.
 func (a *app) reportBug(res *harness.Result, reproduce string) {
+	whose, wrong := "LEASEFENCE", "the library"
+	if slices.ContainsFunc(res.Violations(), func(v string) bool { return strings.Contains(v, history.UnreadableViolation) }) {
+		// The runner recorded what no history may hold: the lab is wrong,
+		// whatever the library did.
+		whose, wrong = "THE LAB", "the runner"
+	}
 	fmt.Fprintf(a.stderr, `
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
-!!  BUG IN LEASEFENCE: %s.
-!!  This is not a problem with your scenario: the library is wrong.
-`, bugSummary(res))
+!!  BUG IN %s: %s.
+!!  This is not a problem with your scenario: %s is wrong.
+`, whose, bugSummary(res), wrong)
 	for _, v := range res.Violations() {
 		fmt.Fprintf(a.stderr, "!!    - %s\n", v)
 	}
@@ -357,6 +364,11 @@ func (w *runWatcher) Event(e history.Event) {
 
 // bugSummary says which promise a failed run saw broken.
 func bugSummary(res *harness.Result) string {
+	for _, v := range res.Violations() {
+		if strings.Contains(v, history.UnreadableViolation) {
+			return "the run recorded events the checker could not read"
+		}
+	}
 	if f, ok := res.Modes[harness.Fenced]; ok && len(f.Violations) > 0 && !strings.HasPrefix(f.Violations[0], history.LibraryErrorViolation) {
 		return "the fenced mode broke a safety invariant it promises"
 	}
