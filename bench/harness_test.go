@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // world is one simulator load: the crowd built-in's behaviour and network
@@ -43,8 +44,8 @@ var resourceSweep = []world{
 	{agents: 1000, resources: 1000, duration: 10 * time.Minute},
 }
 
-func (w world) scenario() (harness.Scenario, error) {
-	sc, ok := harness.Builtin("crowd")
+func (w world) scenario() (spec.Scenario, error) {
+	sc, ok := spec.Builtin("crowd")
 	if !ok {
 		return sc, fmt.Errorf("no built-in scenario %q", "crowd")
 	}

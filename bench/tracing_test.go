@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -20,10 +21,10 @@ import (
 // built-in (50 agents, 5 resources, 2 virtual minutes, both modes):
 //
 //   - trace=off: the run alone, the baseline;
-//   - trace=recorder: with a SimRecorder on an SDK provider that exports
+//   - trace=recorder: with a Recorder on an SDK provider that exports
 //     nothing (the cost of making the spans);
 //   - trace=file: what `lab run crowd --trace file=PATH` pays: Setup of
-//     the file pipeline, the run with a SimRecorder, Close, and Shutdown,
+//     the file pipeline, the run with a Recorder, Close, and Shutdown,
 //     which flushes every span to the file;
 //   - trace=sdk-file: no run and no recorder, only the spans of one traced
 //     run made again through the SDK into the same file pipeline: the part
@@ -32,7 +33,7 @@ import (
 // The traced cases report x-off, their time per run over the mean time per
 // run of trace=off, measured just before them (when -bench selects it).
 func BenchmarkCrowdTracing(b *testing.B) {
-	sc, ok := harness.Builtin("crowd")
+	sc, ok := spec.Builtin("crowd")
 	if !ok {
 		b.Fatal("no built-in scenario crowd")
 	}
@@ -65,7 +66,7 @@ func BenchmarkCrowdTracing(b *testing.B) {
 		b.Cleanup(func() { _ = tp.Shutdown(ctx) })
 		b.ReportAllocs()
 		for b.Loop() {
-			rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(tp))
+			rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(tp))
 			run(b, rec)
 			rec.Close()
 		}
@@ -94,7 +95,7 @@ func BenchmarkCrowdTracing(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			p := filePipeline(b)
-			rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
+			rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
 			run(b, rec)
 			rec.Close()
 			shutdown(b, p)
@@ -114,10 +115,10 @@ func BenchmarkCrowdTracing(b *testing.B) {
 }
 
 // tracedSpans records a run of sc and returns its spans, all ended.
-func tracedSpans(b *testing.B, sc harness.Scenario) []sdktrace.ReadOnlySpan {
+func tracedSpans(b *testing.B, sc spec.Scenario) []sdktrace.ReadOnlySpan {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
-	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(tp))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(tp))
 	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		b.Fatal(err)
 	}

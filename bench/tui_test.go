@@ -10,6 +10,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
@@ -19,7 +20,7 @@ import (
 // then the program's own loop (Init's frame, the work command it starts)
 // run by hand until the first frame is drawn.
 func dashboard(b *testing.B, w, h int) tea.Model {
-	sc, ok := harness.Builtin("crowd")
+	sc, ok := spec.Builtin("crowd")
 	if !ok {
 		b.Fatal("no built-in scenario crowd")
 	}

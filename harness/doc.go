@@ -13,10 +13,9 @@
 // run ends with a library_error event, which the checker reports as a
 // violation.
 //
-// Around the engine: the Scenario and its limits (scenario.go, builtin.go,
-// header.go, which gives the history header the checker judges a run
-// under); runs (run.go: Run, SelfCheck; swarm.go: many seeds on all cores);
-// and what is only for display (display.go, snapshot.go, live.go: agent
-// states, lanes of recent history, Snapshots and a paced Live run for the
-// dashboard).
+// It runs a spec.Scenario (the scenario model, shared with package
+// realtime). Around the engine: runs (run.go: Run, SelfCheck; swarm.go:
+// many seeds on all cores), and a paced Live run for the dashboard
+// (live.go), whose snapshots are the live view's fold of the run's events
+// (package liveview).
 package harness

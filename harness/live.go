@@ -3,17 +3,20 @@ package harness
 import (
 	"context"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 )
 
-// Speed limits of a paced run: virtual seconds per wall second.
+// Speed limits of a paced run: virtual seconds per wall second (see
+// liveview.MinSpeed).
 const (
-	MinSpeed = 0.01
-	MaxSpeed = 10_000
+	MinSpeed = liveview.MinSpeed
+	MaxSpeed = liveview.MaxSpeed
 )
 
 // Live runs one scenario in one or more modes, side by side on the same
@@ -26,6 +29,7 @@ const (
 type Live struct {
 	mu       sync.Mutex
 	sims     []*Sim
+	folds    []*liveview.Fold // one per sim: what the dashboard draws, folded from its events
 	speed    float64
 	paused   bool
 	virtBase time.Duration // virtual time at wallBase
@@ -34,7 +38,7 @@ type Live struct {
 }
 
 // NewLive builds a paced run of sc in modes (default both) at speed.
-func NewLive(sc Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Live, error) {
+func NewLive(sc spec.Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Live, error) {
 	if err := checkSpeed(speed); err != nil {
 		return nil, err
 	}
@@ -43,11 +47,15 @@ func NewLive(sc Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Liv
 	}
 	l := &Live{speed: speed, now: time.Now}
 	for _, m := range modes {
-		s, err := NewSim(sc, m, subs...)
+		h := sc.Header([]Mode{m})
+		f := liveview.New(&h, m, sc.Network.DropRequests)
+		fold := SubscriberFunc(func(e history.Event) { f.Add(&e) })
+		s, err := NewSim(sc, m, append(append([]Subscriber(nil), subs...), fold)...)
 		if err != nil {
 			return nil, err
 		}
 		l.sims = append(l.sims, s)
+		l.folds = append(l.folds, f)
 	}
 	l.wallBase = l.now()
 	return l, nil
@@ -55,7 +63,7 @@ func NewLive(sc Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Liv
 
 func checkSpeed(x float64) error {
 	if math.IsNaN(x) || x < MinSpeed || x > MaxSpeed {
-		return fmt.Errorf("%w: speed must be in [%v, %v], got %v", ErrInvalidScenario, MinSpeed, MaxSpeed, x)
+		return fmt.Errorf("%w: speed must be in [%v, %v], got %v", spec.ErrInvalidScenario, MinSpeed, MaxSpeed, x)
 	}
 	return nil
 }
@@ -192,7 +200,7 @@ func (l *Live) Advance(d time.Duration) {
 }
 
 // Intervene applies iv to every mode at the current virtual instant.
-func (l *Live) Intervene(iv Intervention) error {
+func (l *Live) Intervene(iv spec.Intervention) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.sims {
@@ -221,18 +229,20 @@ func (l *Live) Now() time.Duration {
 	return l.sims[0].Now()
 }
 
-// Snapshot copies the state of the simulation of mode m, and false if m is
-// not being run.
-func (l *Live) Snapshot(m Mode) (Snapshot, bool) {
+// Snapshot copies the state of the simulation of mode m, as the live view
+// folds it from the simulation's events, and false if m is not being run.
+func (l *Live) Snapshot(m Mode) (liveview.Snapshot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, s := range l.sims {
+	for i, s := range l.sims {
 		if s.Mode() == m {
-			snap := s.Snapshot()
+			snap := l.folds[i].Snapshot(s.Now())
+			snap.Scenario, snap.Seed, snap.Duration = s.sc.Name, s.sc.Seed, s.sc.Duration
+			snap.Done, snap.Push = s.Done(), s.push
 			return snap, true
 		}
 	}
-	return Snapshot{}, false
+	return liveview.Snapshot{}, false
 }
 
 // Result checks each mode's history so far.
@@ -254,7 +264,7 @@ func (l *Live) Result() *Result {
 
 // Scenario returns the scenario with every intervention made so far:
 // running it replays this run.
-func (l *Live) Scenario() Scenario {
+func (l *Live) Scenario() spec.Scenario {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sims[0].Scenario()

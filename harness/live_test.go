@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"errors"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 	"runtime"
 	"sync"
 	"testing"
@@ -22,7 +24,7 @@ func (w *fakeWall) add(d time.Duration) { w.mu.Lock(); w.t = w.t.Add(d); w.mu.Un
 
 func newTestLive(t *testing.T, name string, speed float64) (*Live, *fakeWall) {
 	t.Helper()
-	sc, _ := Builtin(name)
+	sc, _ := spec.Builtin(name)
 	l, err := NewLive(sc, nil, speed)
 	if err != nil {
 		t.Fatal(err)
@@ -91,11 +93,11 @@ func TestLivePauseAndStep(t *testing.T) {
 func TestLiveSpeedLimits(t *testing.T) {
 	l, _ := newTestLive(t, "gap", 1)
 	for _, bad := range []float64{0, -1, MaxSpeed * 2} {
-		if err := l.SetSpeed(bad); !errors.Is(err, ErrInvalidScenario) {
+		if err := l.SetSpeed(bad); !errors.Is(err, spec.ErrInvalidScenario) {
 			t.Errorf("SetSpeed(%v) = %v", bad, err)
 		}
 	}
-	if _, err := NewLive(Scenario{}, nil, 1); err == nil {
+	if _, err := NewLive(spec.Scenario{}, nil, 1); err == nil {
 		t.Error("NewLive accepted an invalid scenario")
 	}
 }
@@ -105,11 +107,11 @@ func TestLiveSpeedLimits(t *testing.T) {
 func TestLiveInterventionsReplay(t *testing.T) {
 	l, _ := newTestLive(t, "overlap", 1)
 	l.Advance(3 * time.Second)
-	steps := []Intervention{
-		{Kind: StallAgent, Agent: "agent-2", Duration: 3 * time.Second},
-		{Kind: SetDropRate, Value: 0.3},
-		{Kind: TogglePush},
-		{Kind: RestartCoordinator, Persist: true},
+	steps := []spec.Intervention{
+		{Kind: spec.StallAgent, Agent: "agent-2", Duration: 3 * time.Second},
+		{Kind: spec.SetDropRate, Value: 0.3},
+		{Kind: spec.TogglePush},
+		{Kind: spec.RestartCoordinator, Persist: true},
 	}
 	for _, iv := range steps {
 		if err := l.Intervene(iv); err != nil {
@@ -117,7 +119,7 @@ func TestLiveInterventionsReplay(t *testing.T) {
 		}
 		l.Advance(2 * time.Second)
 	}
-	if err := l.Intervene(Intervention{Kind: StallAgent, Agent: "nobody", Duration: time.Second}); !errors.Is(err, ErrInvalidScenario) {
+	if err := l.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "nobody", Duration: time.Second}); !errors.Is(err, spec.ErrInvalidScenario) {
 		t.Fatalf("bad intervention: %v", err)
 	}
 	l.Advance(time.Minute)
@@ -137,7 +139,7 @@ func TestLiveInterventionsReplay(t *testing.T) {
 
 func TestLiveRunStopsWithContext(t *testing.T) {
 	before := runtime.NumGoroutine()
-	sc, _ := Builtin("crowd")
+	sc, _ := spec.Builtin("crowd")
 	l, err := NewLive(sc, nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +155,7 @@ func TestLiveRunStopsWithContext(t *testing.T) {
 }
 
 func TestLiveRunFinishes(t *testing.T) {
-	sc, _ := Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	l, err := NewLive(sc, nil, MaxSpeed)
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +172,8 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 	l, _ := newTestLive(t, "gap", 1)
 	l.Advance(1200 * time.Millisecond)
 	snap, _ := l.Snapshot(Fenced)
-	if snap.Agents[0].State != AgentZombie {
-		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, AgentZombie)
+	if snap.Agents[0].State != liveview.AgentZombie {
+		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, liveview.AgentZombie)
 	}
 	if h := snap.Holders[0]; h.Holder != "agent-2" || h.Fence != 2 || h.CoordinatorLeft != 800*time.Millisecond {
 		t.Errorf("holder view %+v", h)
@@ -187,10 +189,10 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 	lane := snap.Lanes[0]
 	var sawZombie, sawRefused bool
 	for _, s := range lane.Segments {
-		sawZombie = sawZombie || s.State == AgentZombie
+		sawZombie = sawZombie || s.State == liveview.AgentZombie
 	}
 	for _, m := range lane.Marks {
-		sawRefused = sawRefused || m.Kind == MarkRefused
+		sawRefused = sawRefused || m.Kind == liveview.MarkRefused
 	}
 	if !sawZombie || !sawRefused {
 		t.Errorf("agent-1's lane %+v lacks the believes-expired stretch or the refused write", lane)
@@ -203,7 +205,7 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 
 func TestSwarm(t *testing.T) {
 	before := runtime.NumGoroutine()
-	sc, _ := Builtin("crowd")
+	sc, _ := spec.Builtin("crowd")
 	sc.Duration = 10 * time.Second
 	var calls int
 	var mu sync.Mutex
@@ -237,7 +239,7 @@ func TestSwarm(t *testing.T) {
 }
 
 func TestSwarmScenarioIsValidAndSeeded(t *testing.T) {
-	base, _ := Builtin("crowd")
+	base, _ := spec.Builtin("crowd")
 	for seed := uint64(1); seed <= 200; seed++ {
 		sc := SwarmScenario(base, DefaultSwarmRanges, seed)
 		if err := sc.Validate(); err != nil {
@@ -255,7 +257,7 @@ func TestSwarmScenarioIsValidAndSeeded(t *testing.T) {
 }
 
 func TestSwarmCancelled(t *testing.T) {
-	sc, _ := Builtin("crowd")
+	sc, _ := spec.Builtin("crowd")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	res, err := Swarm(ctx, sc, SwarmOptions{Seeds: 10})
@@ -285,7 +287,7 @@ func noLeak(t *testing.T, before int) {
 // An acquire sent on a lossless network has no retry timer; raising the
 // drop rate while it is in flight must not leave its agent waiting forever.
 func TestDropRateRaisedMidFlight(t *testing.T) {
-	sc, _ := Builtin("overlap")
+	sc, _ := spec.Builtin("overlap")
 	var last history.Event
 	sent := map[int]time.Duration{}
 	sim, err := NewSim(sc, Fenced, SubscriberFunc(func(e history.Event) {
@@ -300,11 +302,11 @@ func TestDropRateRaisedMidFlight(t *testing.T) {
 	for sim.Step() && !(last.Kind == history.RequestSent && last.Request == "acquire") {
 	}
 	agent, at := last.Agent, last.At
-	if err := sim.Intervene(Intervention{Kind: SetDropRate, Value: 1}); err != nil {
+	if err := sim.Intervene(spec.Intervention{Kind: spec.SetDropRate, Value: 1}); err != nil {
 		t.Fatal(err)
 	}
 	sim.RunUntil(at + 10*sc.TTL)
 	if sent[agent] <= at {
-		t.Fatalf("%s sent nothing after its acquire at %v was cut off", AgentName(agent), at)
+		t.Fatalf("%s sent nothing after its acquire at %v was cut off", spec.AgentName(agent), at)
 	}
 }

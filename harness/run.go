@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"slices"
 	"time"
 
@@ -23,7 +24,7 @@ func ParseModes(s string) ([]Mode, error) {
 	case string(Naive):
 		return []Mode{Naive}, nil
 	}
-	return nil, fmt.Errorf("%w: mode must be fenced, naive or both, got %q", ErrInvalidScenario, s)
+	return nil, fmt.Errorf("%w: mode must be fenced, naive or both, got %q", spec.ErrInvalidScenario, s)
 }
 
 // RunOptions configures Run.
@@ -37,7 +38,7 @@ type RunOptions struct {
 // Run runs sc as fast as possible in each mode and checks each history.
 // The same scenario and seed always give the same Result, digest included.
 // If ctx is cancelled it returns what it had, with ctx.Err().
-func Run(ctx context.Context, sc Scenario, opts RunOptions) (*Result, error) {
+func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func Run(ctx context.Context, sc Scenario, opts RunOptions) (*Result, error) {
 
 // SelfCheck runs sc twice in each mode and fails if the two runs differ in
 // any event: the determinism the digest promises.
-func SelfCheck(ctx context.Context, sc Scenario, modes []Mode) (*Result, error) {
+func SelfCheck(ctx context.Context, sc spec.Scenario, modes []Mode) (*Result, error) {
 	first, err := Run(ctx, sc, RunOptions{Modes: modes})
 	if err != nil {
 		return first, err

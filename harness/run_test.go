@@ -12,18 +12,19 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
-func builtin(t *testing.T, name string) harness.Scenario {
+func builtin(t *testing.T, name string) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
 	return sc
 }
 
-func run(t *testing.T, sc harness.Scenario, subs ...harness.Subscriber) *harness.Result {
+func run(t *testing.T, sc spec.Scenario, subs ...harness.Subscriber) *harness.Result {
 	t.Helper()
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: subs})
 	if err != nil {
@@ -33,7 +34,7 @@ func run(t *testing.T, sc harness.Scenario, subs ...harness.Subscriber) *harness
 }
 
 func TestSameSeedSameRun(t *testing.T) {
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			sc := builtin(t, name)
 			if sc.Duration > 30*time.Second {
@@ -172,7 +173,7 @@ func TestBuiltinOutcomes(t *testing.T) {
 			fencedSafe(t, fenced)
 		},
 	}
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		check, ok := cases[name]
 		if !ok {
 			t.Errorf("built-in %q has no expected outcome here", name)
@@ -223,7 +224,7 @@ func TestGapTimeline(t *testing.T) {
 			sim, err := harness.NewSim(builtin(t, "gap"), mode, harness.SubscriberFunc(func(e history.Event) {
 				switch e.Kind {
 				case history.Acquired, history.CheckPassed, history.Expired, history.CommitAdmitted, history.CommitRefused, history.WriteLanded:
-					got = append(got, step{e.At, e.Kind, harness.AgentName(e.Agent), e.Fence})
+					got = append(got, step{e.At, e.Kind, spec.AgentName(e.Agent), e.Fence})
 				}
 			}))
 			if err != nil {
@@ -276,46 +277,46 @@ func TestValidate(t *testing.T) {
 	}
 	cases := []struct {
 		field  string
-		change func(*harness.Scenario)
+		change func(*spec.Scenario)
 	}{
-		{"name", func(s *harness.Scenario) { s.Name = "" }},
-		{"duration", func(s *harness.Scenario) { s.Duration = 0 }},
-		{"duration", func(s *harness.Scenario) { s.Duration = harness.MaxDuration + 1 }},
-		{"agents", func(s *harness.Scenario) { s.Agents = 0 }},
-		{"resources", func(s *harness.Scenario) { s.Resources = -1 }},
-		{"pick", func(s *harness.Scenario) { s.Pick = "nearest" }},
-		{"ttl", func(s *harness.Scenario) { s.TTL = 0 }},
-		{"clock_skew", func(s *harness.Scenario) { s.ClockSkew = s.TTL }},
-		{"agent.stall", func(s *harness.Scenario) { s.Agent.Stall.Max = s.Agent.Stall.Min - 1 }},
-		{"agent.stall.tail_p", func(s *harness.Scenario) { s.Agent.Stall.TailP = 1.5 }},
-		{"agent.writes_per_lease", func(s *harness.Scenario) { s.Agent.WritesPerLease = 0 }},
-		{"agent.renew_at", func(s *harness.Scenario) { s.Agent.RenewAt = 1 }},
-		{"network.drop_replies", func(s *harness.Scenario) { s.Network.DropReplies = -0.1 }},
-		{"network.duplicate", func(s *harness.Scenario) { s.Network.Duplicate = 2 }},
-		{"network.max_retries", func(s *harness.Scenario) { s.Network.MaxRetries = -1 }},
-		{"clocks.drift_ppm.min", func(s *harness.Scenario) { s.Clocks.DriftPPM.Min = -harness.MaxDriftPPM - 1 }},
-		{"clocks.agent.agent-99", func(s *harness.Scenario) {
-			s.Clocks.Agent = map[string]harness.AgentClock{"agent-99": {}}
+		{"name", func(s *spec.Scenario) { s.Name = "" }},
+		{"duration", func(s *spec.Scenario) { s.Duration = 0 }},
+		{"duration", func(s *spec.Scenario) { s.Duration = spec.MaxDuration + 1 }},
+		{"agents", func(s *spec.Scenario) { s.Agents = 0 }},
+		{"resources", func(s *spec.Scenario) { s.Resources = -1 }},
+		{"pick", func(s *spec.Scenario) { s.Pick = "nearest" }},
+		{"ttl", func(s *spec.Scenario) { s.TTL = 0 }},
+		{"clock_skew", func(s *spec.Scenario) { s.ClockSkew = s.TTL }},
+		{"agent.stall", func(s *spec.Scenario) { s.Agent.Stall.Max = s.Agent.Stall.Min - 1 }},
+		{"agent.stall.tail_p", func(s *spec.Scenario) { s.Agent.Stall.TailP = 1.5 }},
+		{"agent.writes_per_lease", func(s *spec.Scenario) { s.Agent.WritesPerLease = 0 }},
+		{"agent.renew_at", func(s *spec.Scenario) { s.Agent.RenewAt = 1 }},
+		{"network.drop_replies", func(s *spec.Scenario) { s.Network.DropReplies = -0.1 }},
+		{"network.duplicate", func(s *spec.Scenario) { s.Network.Duplicate = 2 }},
+		{"network.max_retries", func(s *spec.Scenario) { s.Network.MaxRetries = -1 }},
+		{"clocks.drift_ppm.min", func(s *spec.Scenario) { s.Clocks.DriftPPM.Min = -spec.MaxDriftPPM - 1 }},
+		{"clocks.agent.agent-99", func(s *spec.Scenario) {
+			s.Clocks.Agent = map[string]spec.AgentClock{"agent-99": {}}
 		}},
-		{"partitions[0].agent", func(s *harness.Scenario) {
-			s.Partitions = []harness.Partition{{Agent: "bob", From: 0, To: time.Second}}
+		{"partitions[0].agent", func(s *spec.Scenario) {
+			s.Partitions = []spec.Partition{{Agent: "bob", From: 0, To: time.Second}}
 		}},
-		{"partitions[0]", func(s *harness.Scenario) {
-			s.Partitions = []harness.Partition{{Agent: "agent-1", From: time.Second, To: time.Second}}
+		{"partitions[0]", func(s *spec.Scenario) {
+			s.Partitions = []spec.Partition{{Agent: "agent-1", From: time.Second, To: time.Second}}
 		}},
-		{"restarts[0].at", func(s *harness.Scenario) { s.Restarts = []harness.Restart{{At: s.Duration + 1}} }},
-		{"push.drop", func(s *harness.Scenario) { s.Push.Drop = 3 }},
-		{"script[0].do", func(s *harness.Scenario) {
-			s.Script = []harness.Action{{Agent: "agent-1", Do: "dance"}}
+		{"restarts[0].at", func(s *spec.Scenario) { s.Restarts = []spec.Restart{{At: s.Duration + 1}} }},
+		{"push.drop", func(s *spec.Scenario) { s.Push.Drop = 3 }},
+		{"script[0].do", func(s *spec.Scenario) {
+			s.Script = []spec.Action{{Agent: "agent-1", Do: "dance"}}
 		}},
-		{"script[0].resource", func(s *harness.Scenario) {
-			s.Script = []harness.Action{{Agent: "agent-1", Do: harness.ActAcquire, Resource: "res-99"}}
+		{"script[0].resource", func(s *spec.Scenario) {
+			s.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActAcquire, Resource: "res-99"}}
 		}},
-		{"script[0].duration", func(s *harness.Scenario) {
-			s.Script = []harness.Action{{Agent: "agent-1", Do: harness.ActStall}}
+		{"script[0].duration", func(s *spec.Scenario) {
+			s.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActStall}}
 		}},
-		{"interventions[0]", func(s *harness.Scenario) {
-			s.Interventions = []harness.Intervention{{Kind: harness.SetDropRate, Value: 7}}
+		{"interventions[0]", func(s *spec.Scenario) {
+			s.Interventions = []spec.Intervention{{Kind: spec.SetDropRate, Value: 7}}
 		}},
 	}
 	for _, c := range cases {
@@ -323,10 +324,10 @@ func TestValidate(t *testing.T) {
 			sc := builtin(t, "crowd")
 			c.change(&sc)
 			err := sc.Validate()
-			if !errors.Is(err, harness.ErrInvalidScenario) {
+			if !errors.Is(err, spec.ErrInvalidScenario) {
 				t.Fatalf("Validate() = %v, want ErrInvalidScenario", err)
 			}
-			var fe *harness.FieldError
+			var fe *spec.FieldError
 			if !errors.As(err, &fe) || fe.Field != c.field {
 				t.Fatalf("Validate() = %v, want a FieldError for %q", err, c.field)
 			}
@@ -338,7 +339,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateJoinsEveryProblem(t *testing.T) {
-	var sc harness.Scenario
+	var sc spec.Scenario
 	err := sc.Validate()
 	for _, field := range []string{"name", "duration", "agents", "resources", "ttl", "agent.writes_per_lease"} {
 		if !strings.Contains(err.Error(), field+":") {
@@ -362,8 +363,8 @@ func TestDriftWithinBudget(t *testing.T) {
 		{0, 0, 1000, false}, // a fast coordinator expires early
 	}
 	for _, c := range cases {
-		sc := harness.Scenario{TTL: time.Second, ClockSkew: c.skew,
-			Clocks: harness.Clocks{DriftPPM: harness.Range{Min: c.ppm, Max: max(c.ppm, 0)}, CoordinatorDriftPPM: c.coordPPM}}
+		sc := spec.Scenario{TTL: time.Second, ClockSkew: c.skew,
+			Clocks: spec.Clocks{DriftPPM: spec.Range{Min: c.ppm, Max: max(c.ppm, 0)}, CoordinatorDriftPPM: c.coordPPM}}
 		if got := sc.DriftWithinBudget(); got != c.want {
 			t.Errorf("skew %v drift %v coordinator %v: DriftWithinBudget = %v, want %v", c.skew, c.ppm, c.coordPPM, got, c.want)
 		}
@@ -377,7 +378,7 @@ func TestParseModes(t *testing.T) {
 			t.Errorf("ParseModes(%q) = %v, %v", in, got, err)
 		}
 	}
-	if _, err := harness.ParseModes("sloppy"); !errors.Is(err, harness.ErrInvalidScenario) {
+	if _, err := harness.ParseModes("sloppy"); !errors.Is(err, spec.ErrInvalidScenario) {
 		t.Errorf("ParseModes(sloppy) = %v", err)
 	}
 }

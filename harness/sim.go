@@ -3,10 +3,11 @@ package harness
 import (
 	"context"
 	"fmt"
+	"github.com/leasefence/lab/spec"
 	"math"
-	"math/rand/v2"
 	"time"
 
+	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 )
@@ -20,7 +21,7 @@ import (
 //
 // A Sim is not safe for concurrent use; Live wraps it for that.
 type Sim struct {
-	sc   Scenario
+	sc   spec.Scenario
 	mode Mode
 
 	now    time.Duration
@@ -35,7 +36,7 @@ type Sim struct {
 	header  history.Header
 	checker *history.Checker
 
-	agents    []agent
+	agents    []actor
 	resources []resource
 	msgs      []message
 	freeMsgs  []int32
@@ -48,23 +49,18 @@ type Sim struct {
 	dropRequests float64
 	dropReplies  float64
 	push         bool
-	pushRNG      *rand.Rand
+	pushes       *agent.Pushes
 
 	agentByName    map[string]int
 	resourceByName map[string]int
-
-	live     Totals
-	refusals []RefusalView // the newest refusals, for snapshots
 }
 
-// resource is one shared resource: its gate (fenced mode), how many writes
-// it took, and the coordinator's current lease on it.
+// resource is one shared resource: its gate (fenced mode), and the
+// coordinator's current lease on it.
 type resource struct {
-	name     string
-	gate     *leasefence.FenceGate
-	admitted int
-	refused  int
-	current  grant
+	name    string
+	gate    *leasefence.FenceGate
+	current grant
 }
 
 // grant is the coordinator's side of the newest lease it minted for a
@@ -99,12 +95,12 @@ type message struct {
 
 // NewSim builds the simulation of sc in mode, with subscribers receiving
 // every event. It fails if sc is invalid.
-func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
+func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	if mode != Fenced && mode != Naive {
-		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", ErrInvalidScenario, mode)
+		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
 	}
 	s := &Sim{
 		sc:           sc,
@@ -114,7 +110,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		dropRequests: sc.Network.DropRequests,
 		dropReplies:  sc.Network.DropReplies,
 		push:         sc.Push.Enabled,
-		pushRNG:      rand.New(rand.NewPCG(sc.Seed, 0x9e3779b97f4a7c15)),
+		pushes:       agent.NewPushes(&sc),
 		coordRate:    1 + sc.Clocks.CoordinatorDriftPPM/1e6,
 	}
 	s.coordClock = leasefence.NewClock("coordinator", func() time.Duration {
@@ -128,7 +124,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	s.resourceByName = make(map[string]int, sc.Resources)
 	for i := range s.resources {
 		r := &s.resources[i]
-		r.name = ResourceName(i)
+		r.name = spec.ResourceName(i)
 		s.resourceByName[r.name] = i
 		if mode == Fenced {
 			// The checker matches every refusal of a run to a refused
@@ -139,13 +135,13 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	}
 	scripted := make(map[int]bool)
 	for _, a := range sc.Script {
-		i, _ := sc.agentIndex(a.Agent)
+		i, _ := sc.AgentIndex(a.Agent)
 		scripted[i] = true
 	}
-	s.agents = make([]agent, sc.Agents)
+	s.agents = make([]actor, sc.Agents)
 	s.agentByName = make(map[string]int, sc.Agents)
 	for i := range s.agents {
-		s.agentByName[AgentName(i)] = i
+		s.agentByName[spec.AgentName(i)] = i
 		if err := s.initAgent(i, scripted[i]); err != nil {
 			return nil, err
 		}
@@ -158,7 +154,7 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		s.schedule(r.At, timer{kind: tRestart, arg: int32(i)})
 	}
 	for i, p := range sc.Partitions {
-		ai, _ := sc.agentIndex(p.Agent)
+		ai, _ := sc.AgentIndex(p.Agent)
 		s.schedule(p.From, timer{kind: tPartitionBegin, agent: int32(ai), arg: int32(i)})
 		s.schedule(p.To, timer{kind: tPartitionEnd, agent: int32(ai), arg: int32(i)})
 	}
@@ -166,10 +162,8 @@ func NewSim(sc Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		s.schedule(iv.At, timer{kind: tIntervention, arg: int32(i)})
 	}
 	for i := range s.agents {
-		if !s.agents[i].scripted {
-			a := &s.agents[i]
-			s.scheduleAgent(a, a.think.sample(a.rngThink))
-		}
+		a := &s.agents[i]
+		s.drive(a, a.ag.Start(0))
 	}
 	return s, nil
 }
@@ -252,22 +246,13 @@ func (s *Sim) fire(t timer) {
 	case 0:
 		s.done = true
 	case tAgentStep:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.agentStep(a)
-		}
+		s.fireAgent(t, agent.TimerStep)
 	case tStallEnd:
-		s.stallEnd(&s.agents[t.agent], t.gen)
+		s.fireAgent(t, agent.TimerStallEnd)
 	case tRetry:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.acquireTimeout(a)
-		}
+		s.fireAgent(t, agent.TimerRetry)
 	case tRenew:
-		a := &s.agents[t.agent]
-		if t.gen == a.gen {
-			s.renewDue(a)
-		}
+		s.fireAgent(t, agent.TimerRenew)
 	case tDeliverRequest:
 		s.deliverRequest(t.arg)
 	case tDeliverReply:
@@ -289,6 +274,12 @@ func (s *Sim) fire(t timer) {
 	case tIntervention:
 		s.apply(s.sc.Interventions[t.arg])
 	}
+}
+
+// fireAgent hands an agent the timer it armed.
+func (s *Sim) fireAgent(t timer, at agent.Timer) {
+	a := &s.agents[t.agent]
+	s.drive(a, a.ag.Fire(s.now, at, t.gen))
 }
 
 // emit stamps an event, hands it to the checker and publishes it.
@@ -342,45 +333,44 @@ func (s *Sim) freeMessage(i int32) {
 	s.freeMsgs = append(s.freeMsgs, i)
 }
 
-// send puts message m on the wire from its agent to the coordinator,
-// drawing its fate from the agent's network stream: the same draws in both
-// modes for the agent's k-th message.
-func (s *Sim) send(m int32, reqDelay, repDelay *time.Duration) {
+// send puts the agent's request on the wire to the coordinator, its fate
+// drawn by the agent from its network stream.
+func (s *Sim) send(a *actor, r *agent.Request) {
+	m := s.newMessage(r.Kind, int32(a.idx))
 	msg := &s.msgs[m]
-	a := &s.agents[msg.agent]
-	r := a.rngNet
-	d := s.sc.Network.RequestDelay.sample(r)
-	if reqDelay != nil {
-		d = *reqDelay
+	switch r.Kind {
+	case history.RequestAcquire:
+		msg.acquire = a.ag.PendingAcquire()
+	case history.RequestRenew:
+		msg.renew = a.ag.PendingRenewal()
+	case history.RequestRelease:
+		msg.release = r.Release
 	}
-	msg.replyDelay = s.sc.Network.ReplyDelay.sample(r)
-	if repDelay != nil {
-		msg.replyDelay = *repDelay
-	}
-	lost := r.Float64() < s.dropRequests
-	dup := r.Float64() < s.sc.Network.Duplicate
-	dupDelay := s.sc.Network.RequestDelay.sample(r)
-	s.emit(history.Event{Kind: history.RequestSent, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
-	if lost || a.partitions > 0 {
+	msg.epoch = r.Epoch
+	f := a.ag.DrawSend(r, s.dropRequests)
+	msg.replyDelay = f.ReplyDelay
+	resource := a.ag.Resource()
+	s.emit(history.Event{Kind: history.RequestSent, Agent: a.idx, Resource: resource, Other: -1,
+		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: f.RequestDelay})
+	if f.Lost || a.partitions > 0 {
 		s.lose(m, history.RequestDropped)
 		return
 	}
-	s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: m})
-	if dup {
+	s.schedule(s.now+f.RequestDelay, timer{kind: tDeliverRequest, arg: m})
+	if f.Duplicated {
 		c := s.newMessage(msg.kind, msg.agent)
 		s.msgs[c] = *msg
-		s.emit(history.Event{Kind: history.RequestDuplicated, Agent: int(msg.agent), Resource: a.resource, Other: -1,
-			Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d + dupDelay})
-		s.schedule(s.now+d+dupDelay, timer{kind: tDeliverRequest, arg: c})
+		d := f.RequestDelay + f.DuplicateLag
+		s.emit(history.Event{Kind: history.RequestDuplicated, Agent: a.idx, Resource: resource, Other: -1,
+			Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id(), Dur: d})
+		s.schedule(s.now+d, timer{kind: tDeliverRequest, arg: c})
 	}
 }
 
 // lose drops message m on the wire, as kind (RequestDropped or ReplyDropped).
 func (s *Sim) lose(m int32, kind history.Kind) {
 	msg := &s.msgs[m]
-	s.live.MessagesLost++
-	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].resource, Other: -1,
+	s.emit(history.Event{Kind: kind, Agent: int(msg.agent), Resource: s.agents[msg.agent].ag.Resource(), Other: -1,
 		Fence: msg.token().Fence, Incarnation: msg.epoch, Request: msg.kind, RequestID: msg.id()})
 	s.freeMessage(m)
 }
@@ -403,6 +393,19 @@ func (m *message) token() leasefence.Token {
 		return m.release
 	}
 	return leasefence.Token{}
+}
+
+// deliverReply is a reply reaching its agent.
+func (s *Sim) deliverReply(m int32) {
+	msg := s.msgs[m]
+	s.freeMessage(m)
+	a := &s.agents[msg.agent]
+	switch msg.kind {
+	case history.RequestAcquire:
+		s.drive(a, a.ag.AcquireReplied(s.now, msg.acquire.RequestID, msg.acqOut, msg.epoch))
+	case history.RequestRenew:
+		s.drive(a, a.ag.RenewReplied(s.now, msg.renew.RequestID, msg.renOut))
+	}
 }
 
 // deliverRequest is the coordinator processing a message.
@@ -444,8 +447,7 @@ func (s *Sim) deliverRequest(m int32) {
 		s.libraryError(agent, op, err)
 		return
 	}
-	lost := a.rngNet.Float64() < s.dropReplies
-	if lost || a.partitions > 0 {
+	if a.ag.DrawReplyLost(s.dropReplies) || a.partitions > 0 {
 		s.lose(m, history.ReplyDropped)
 		return
 	}
@@ -472,9 +474,7 @@ func (s *Sim) coordinatorAcquired(msg *message) {
 		Incarnation: s.epoch, Other: -1, RequestID: g.RequestID, Deadline: exp})
 	s.schedule(exp, timer{kind: tExpiry, arg: int32(ri), fence: uint64(g.Token.Fence), gen: uint32(s.epoch)})
 	if s.push {
-		r := s.pushRNG
-		d := s.sc.Push.Delay.sample(r)
-		if r.Float64() < s.sc.Push.Drop {
+		if d, dropped := s.pushes.Draw(); dropped {
 			s.emit(history.Event{Kind: history.PushDropped, Agent: int(msg.agent), Resource: ri, Fence: g.Token.Fence,
 				Incarnation: s.epoch, Other: -1})
 		} else {
@@ -512,20 +512,8 @@ func (s *Sim) expiryDue(ri int32, f leasefence.Fence, epoch uint32) {
 		return
 	}
 	c.expired = true
-	s.live.Expiries++
 	s.emit(history.Event{Kind: history.Expired, Agent: int(c.agent), Resource: int(ri), Fence: f,
 		Incarnation: c.epoch, Other: -1, Deadline: c.coordEnd})
-	s.refreshHolder(c)
-}
-
-// refreshHolder redraws the state of the holder of c, if it still acts
-// under it: the coordinator let it go.
-func (s *Sim) refreshHolder(c *grant) {
-	a := &s.agents[c.agent]
-	if a.acting() && a.lease != nil && a.epoch == c.epoch && a.resource >= 0 &&
-		&s.resources[a.resource].current == c && a.lease.Token.Fence == c.fence {
-		s.setState(a, a.displayState(s))
-	}
 }
 
 // pushArrives is the coordinator's Admit reaching the gate.
@@ -534,7 +522,7 @@ func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence, epoch int32)
 	if res.gate == nil {
 		return // naive resources have no gate to push to
 	}
-	t := leasefence.Token{Resource: res.name, Holder: s.agents[holder].name, Fence: f}
+	t := leasefence.Token{Resource: res.name, Holder: s.agents[holder].ag.Name(), Fence: f}
 	err := res.gate.Admit(t)
 	floor := res.gate.Floor()
 	e := history.Event{Kind: history.AdmitPushed, Agent: holder, Resource: int(ri), Fence: f, Incarnation: epoch,
@@ -564,11 +552,7 @@ func (s *Sim) restart(persist bool) {
 	s.emit(history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1, Fence: start,
 		Incarnation: s.epoch, Outcome: outcome})
 	for i := range s.resources {
-		c := &s.resources[i].current
-		if c.live {
-			c.live = false
-			s.refreshHolder(c)
-		}
+		s.resources[i].current.live = false
 	}
 }
 

@@ -23,6 +23,7 @@ type Checker struct {
 	minted, retries, lost, checksFailed, pushes         int
 	lostCounter                                         bool
 	libraryErrors                                       []string
+	unreadable                                          []string // what Add could not read, in order
 }
 
 // NewChecker returns a Checker for the mode events of a history with
@@ -41,7 +42,10 @@ func (c *Checker) Digest() string { return c.digest.String() }
 func (c *Checker) Add(e *Event) {
 	c.events++
 	c.digest.add(e)
-	c.read.Add(e)
+	if err := c.read.Add(e); err != nil {
+		c.unreadable = append(c.unreadable, err.Error())
+		return
+	}
 	switch e.Kind {
 	case Granted:
 		c.minted++
@@ -100,31 +104,78 @@ type recWrites struct {
 
 // Report judges the history so far.
 func (c *Checker) Report() *Report {
-	h, rd := c.h, c.read
-	gens, writes := rd.gens, rd.writes
-	agentName := func(i int32) string {
-		if i < 0 || int(i) >= len(h.Agents) {
-			return ""
-		}
-		return h.Agents[i]
+	j := c.newJudgement()
+	byGen := j.writes()
+	j.overlaps(byGen)
+	j.containment()
+	j.fenceReuses()
+	if c.mode == Fenced {
+		j.refusals()
 	}
-	resName := func(i int32) string { return h.Resources[i] }
-	r := &Report{
+	r := j.r
+	r.PerResource = j.per
+	r.Counterexamples = j.cx.list()
+	if c.mode == Fenced {
+		r.Violations = c.violations(r)
+	}
+	for _, d := range c.libraryErrors {
+		r.Violations = append(r.Violations, LibraryErrorViolation+d)
+	}
+	if n := len(c.unreadable); n > 0 {
+		r.Violations = append(r.Violations, fmt.Sprintf("%s%s (the first: %s)",
+			Plural(n, "event", "events"), UnreadableViolation, c.unreadable[0]))
+	}
+	return r
+}
+
+// UnreadableViolation follows the count of the events the checker could
+// not read in their violation.
+const UnreadableViolation = " the checker could not read"
+
+// judgement is one Report in the making: the Reader's view of the history,
+// and the counters and counterexamples each part of the verdict adds to.
+type judgement struct {
+	c    *Checker
+	h    *Header
+	rd   *Reader
+	gens []Generation
+	r    *Report
+	per  []ResourceReport
+	cx   counterexamples
+}
+
+func (c *Checker) newJudgement() *judgement {
+	h := c.h
+	j := &judgement{c: c, h: h, rd: c.read, gens: c.read.gens, per: make([]ResourceReport, len(h.Resources))}
+	j.r = &Report{
 		Mode: c.mode, Digest: c.digest.String(), Events: c.events,
 		Acquisitions: c.acquisitions, Renewals: c.renewals, Denials: c.denials, Expiries: c.expiries,
 		Releases: c.releases, FencesMinted: c.minted, Retries: c.retries, MessagesLost: c.lost,
 		ChecksFailed: c.checksFailed, PushesApplied: c.pushes,
 	}
-	cx := counterexamples{}
-	per := make([]ResourceReport, len(h.Resources))
-	for i := range per {
-		per[i].Resource = h.Resources[i]
+	for i := range j.per {
+		j.per[i].Resource = h.Resources[i]
 	}
+	return j
+}
 
-	// (a) Stale writes: a write that landed after a higher fence's write.
-	byGen := make([]recWrites, len(gens))
-	for _, w := range writes {
-		p := &per[w.Resource]
+func (j *judgement) agent(i int32) string {
+	if i < 0 || int(i) >= len(j.h.Agents) {
+		return ""
+	}
+	return j.h.Agents[i]
+}
+
+func (j *judgement) resource(i int32) string { return j.h.Resources[i] }
+
+// writes counts the writes at each resource: admitted, refused, stale
+// (landed after a write of a newer generation), and landed under a
+// reissued fence; and returns each generation's writes, for the overlaps.
+func (j *judgement) writes() []recWrites {
+	r := j.r
+	byGen := make([]recWrites, len(j.gens))
+	for _, w := range j.rd.writes {
+		p := &j.per[w.Resource]
 		if w.Refused {
 			p.CommitsRefused++
 			r.CommitsRefused++
@@ -143,27 +194,41 @@ func (c *Checker) Report() *Report {
 			rw.lastLanded = w.At
 			rw.landed++
 		}
+		if w.Reissued {
+			p.ReissuedWritesLanded++
+			r.ReissuedWritesLanded++
+		}
 		if w.Stale {
-			floor, by := w.FloorFence, w.FloorAgent
 			p.StaleWritesLanded++
 			r.StaleWritesLanded++
-			cx.add(Counterexample{Kind: StaleWrite, AtMS: ms(w.At), Resource: resName(w.Resource),
-				Holder: agentName(w.Agent), Fence: w.Fence, Other: agentName(by), OtherFence: floor,
-				Detail: fmt.Sprintf("fence %d landed after fence %d had landed, with no error", w.Fence, floor)})
+			j.cx.add(Counterexample{Kind: StaleWrite, AtMS: ms(w.At), Resource: j.resource(w.Resource),
+				Holder: j.agent(w.Agent), Fence: w.Fence, Other: j.agent(w.FloorAgent), OtherFence: w.FloorFence,
+				Detail: staleDetail(&w)})
 		}
 	}
-	for i := range per {
-		f, by := rd.Floor(i)
-		per[i].FloorFence = f
+	for i := range j.per {
+		f, by := j.rd.Floor(i)
+		j.per[i].FloorFence = f
 		if f > 0 {
-			per[i].FloorHolder = agentName(by)
+			j.per[i].FloorHolder = j.agent(by)
 		}
 	}
+	return byGen
+}
 
-	// (b) Overlaps: two holders acting as holder of one resource at one true
-	// instant, from completing the acquire to the later of their believed
-	// deadline and their last write.
-	byRes := make([][]int32, len(h.Resources))
+func staleDetail(w *Write) string {
+	if w.Fence >= w.FloorFence {
+		return fmt.Sprintf("fence %d landed after fence %d of a newer lease generation had landed, with no error", w.Fence, w.FloorFence)
+	}
+	return fmt.Sprintf("fence %d landed after fence %d had landed, with no error", w.Fence, w.FloorFence)
+}
+
+// overlaps counts pairs of holders acting as holder of one resource at one
+// true instant, from completing the acquire to the later of their believed
+// deadline and their last write.
+func (j *judgement) overlaps(byGen []recWrites) {
+	gens := j.gens
+	byRes := make([][]int32, len(j.h.Resources))
 	for i := range gens {
 		if gens[i].Believed() {
 			byRes[gens[i].Resource] = append(byRes[gens[i].Resource], int32(i))
@@ -173,104 +238,101 @@ func (c *Checker) Report() *Report {
 		slices.SortStableFunc(ids, func(a, b int32) int { return int(gens[a].Start - gens[b].Start) })
 		for x, i := range ids {
 			li := &gens[i]
-			for _, j := range ids[x+1:] {
-				lj := &gens[j]
-				if lj.Start >= li.Acting() {
+			for _, k := range ids[x+1:] {
+				lk := &gens[k]
+				if lk.Start >= li.Acting() {
 					break
 				}
-				if lj.Agent == li.Agent {
-					continue
-				}
-				older, newer := i, j // mint order
-				if older > newer {
-					older, newer = newer, older
-				}
-				lo, ln := &gens[older], &gens[newer]
-				wo, wn := byGen[older], byGen[newer]
-				r.Overlaps++
-				per[ri].Overlaps++
-				at := max(li.Start, lj.Start)
-				switch {
-				case wo.landed > 0 && wn.landed > 0 && wo.lastLanded > wn.firstLanded:
-					r.SilentOverlaps++
-					per[ri].SilentOverlaps++
-					cx.add(Counterexample{Kind: SilentOverlap, AtMS: ms(at), Resource: resName(int32(ri)),
-						Holder: agentName(lo.Agent), Fence: lo.Fence, Other: agentName(ln.Agent), OtherFence: ln.Fence,
-						Detail: fmt.Sprintf("both believed they held it; %s@%d wrote at %s after %s@%d had written at %s",
-							agentName(lo.Agent), lo.Fence, FormatDuration(wo.lastLanded), agentName(ln.Agent), ln.Fence, FormatDuration(wn.firstLanded))})
-				case wo.refused > 0 || wn.refused > 0:
-					r.RefusedOverlaps++
-					cx.add(Counterexample{Kind: RefusedWrite, AtMS: ms(at), Resource: resName(int32(ri)),
-						Holder: agentName(lo.Agent), Fence: lo.Fence, Other: agentName(ln.Agent), OtherFence: ln.Fence,
-						Detail: "both believed they held it; the gate refused the stale write and logged both"})
+				if lk.Agent != li.Agent {
+					j.overlap(int32(ri), i, k, byGen)
 				}
 			}
 		}
 	}
+}
 
-	// (c) Containment: a holder believing its lease valid after the
-	// coordinator had let it go.
-	for i := range gens {
-		g := &gens[i]
+// overlap records that generations a and b of resource ri overlapped.
+func (j *judgement) overlap(ri, a, b int32, byGen []recWrites) {
+	older, newer := min(a, b), max(a, b) // mint order
+	lo, ln := &j.gens[older], &j.gens[newer]
+	wo, wn := byGen[older], byGen[newer]
+	j.r.Overlaps++
+	j.per[ri].Overlaps++
+	at := max(lo.Start, ln.Start)
+	switch {
+	case wo.landed > 0 && wn.landed > 0 && wo.lastLanded > wn.firstLanded:
+		j.r.SilentOverlaps++
+		j.per[ri].SilentOverlaps++
+		j.cx.add(Counterexample{Kind: SilentOverlap, AtMS: ms(at), Resource: j.resource(ri),
+			Holder: j.agent(lo.Agent), Fence: lo.Fence, Other: j.agent(ln.Agent), OtherFence: ln.Fence,
+			Detail: fmt.Sprintf("both believed they held it; %s@%d wrote at %s after %s@%d had written at %s",
+				j.agent(lo.Agent), lo.Fence, FormatDuration(wo.lastLanded), j.agent(ln.Agent), ln.Fence, FormatDuration(wn.firstLanded))})
+	case wo.refused > 0 || wn.refused > 0:
+		j.r.RefusedOverlaps++
+		j.cx.add(Counterexample{Kind: RefusedWrite, AtMS: ms(at), Resource: j.resource(ri),
+			Holder: j.agent(lo.Agent), Fence: lo.Fence, Other: j.agent(ln.Agent), OtherFence: ln.Fence,
+			Detail: "both believed they held it; the gate refused the stale write and logged both"})
+	}
+}
+
+// containment counts holders believing their lease valid after the
+// coordinator had let it go.
+func (j *judgement) containment() {
+	for i := range j.gens {
+		g := &j.gens[i]
 		if !g.Believed() || g.BeliefEnd <= g.CoordEnd {
 			continue
 		}
-		r.ContainmentBreaches++
-		cx.add(Counterexample{Kind: ContainmentBreach, AtMS: ms(g.CoordEnd), Resource: resName(g.Resource),
-			Holder: agentName(g.Agent), Fence: g.Fence,
+		j.r.ContainmentBreaches++
+		j.cx.add(Counterexample{Kind: ContainmentBreach, AtMS: ms(g.CoordEnd), Resource: j.resource(g.Resource),
+			Holder: j.agent(g.Agent), Fence: g.Fence,
 			Detail: fmt.Sprintf("believed valid until %s; the coordinator let it go at %s (%s earlier)",
 				FormatDuration(g.BeliefEnd), FormatDuration(g.CoordEnd), FormatDuration(g.BeliefEnd-g.CoordEnd))})
 	}
+}
 
-	// (d) Fences strictly increase in mint order, across restarts.
+// fenceReuses counts fences that were not above every fence minted before
+// them, across restarts.
+func (j *judgement) fenceReuses() {
 	var top leasefence.Fence
-	for i := range gens {
-		g := &gens[i]
+	for i := range j.gens {
+		g := &j.gens[i]
 		if g.Fence <= top {
-			r.FenceReuses++
-			cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(g.Granted), Resource: resName(g.Resource),
-				Holder: agentName(g.Agent), Fence: g.Fence, OtherFence: top,
+			j.r.FenceReuses++
+			j.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(g.Granted), Resource: j.resource(g.Resource),
+				Holder: j.agent(g.Agent), Fence: g.Fence, OtherFence: top,
 				Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, top, g.Incarnation+1)})
 			continue
 		}
 		top = g.Fence
 	}
+}
 
-	// (e) Every refusal is explained by an overlap or by a fence reused
-	// after a restart that lost the counter.
-	if c.mode == Fenced {
-		byFloor := make(map[floorKey][]int32, len(gens))
-		for i := range gens {
-			g := &gens[i]
-			k := floorKey{g.Resource, g.Fence, g.Agent}
-			byFloor[k] = append(byFloor[k], int32(i))
+// refusals counts the gate's refusals that neither an overlap nor a fence
+// reused after a restart that lost the counter explains.
+func (j *judgement) refusals() {
+	gens := j.gens
+	byFloor := make(map[floorKey][]int32, len(gens))
+	for i := range gens {
+		g := &gens[i]
+		k := floorKey{g.Resource, g.Fence, g.Agent}
+		byFloor[k] = append(byFloor[k], int32(i))
+	}
+	nth := make([]int, len(j.h.Resources))
+	for k := range j.rd.writes {
+		w := &j.rd.writes[k]
+		if !w.Refused {
+			continue
 		}
-		nth := make([]int, len(h.Resources))
-		for k := range writes {
-			w := &writes[k]
-			if !w.Refused {
-				continue
-			}
-			nth[w.Resource]++
-			if explained(gens, byFloor, w) {
-				continue
-			}
-			r.UnexplainedRefusals++
-			cx.add(Counterexample{Kind: UnexplainedRefusal, AtMS: ms(w.At), Resource: resName(w.Resource),
-				Holder: agentName(w.Agent), Fence: w.Fence, Other: agentName(w.FloorAgent), OtherFence: w.FloorFence,
-				Detail: fmt.Sprintf("refusal #%d at %s has no overlap or fence reuse behind it", nth[w.Resource], resName(w.Resource))})
+		nth[w.Resource]++
+		if explained(gens, byFloor, w) {
+			continue
 		}
+		j.r.UnexplainedRefusals++
+		j.cx.add(Counterexample{Kind: UnexplainedRefusal, AtMS: ms(w.At), Resource: j.resource(w.Resource),
+			Holder: j.agent(w.Agent), Fence: w.Fence, Other: j.agent(w.FloorAgent), OtherFence: w.FloorFence,
+			Detail: fmt.Sprintf("refusal #%d at %s has no overlap or fence reuse behind it", nth[w.Resource], j.resource(w.Resource))})
 	}
-
-	r.PerResource = per
-	r.Counterexamples = cx.list()
-	if c.mode == Fenced {
-		r.Violations = c.violations(r)
-	}
-	for _, d := range c.libraryErrors {
-		r.Violations = append(r.Violations, LibraryErrorViolation+d)
-	}
-	return r
 }
 
 // floorKey finds the generations a gate's floor may name.

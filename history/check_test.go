@@ -1,6 +1,7 @@
 package history
 
 import (
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,10 +15,10 @@ import (
 // with no simulation or gate behind it: testdata/*.jsonl.
 func TestCheckerOnHandMadeHistories(t *testing.T) {
 	type want struct {
-		stale, overlaps, silent, refusedOverlaps, breaches, reuses, unexplained int
-		violation                                                               string // a substring of one violation; "" for none
-		cx                                                                      CounterexampleKind
-		cxAt                                                                    float64
+		stale, reissued, overlaps, silent, refusedOverlaps, breaches, reuses, unexplained int
+		violation                                                                         string // a substring of one violation; "" for none
+		cx                                                                                CounterexampleKind
+		cxAt                                                                              float64
 	}
 	for _, tc := range []struct {
 		file string
@@ -33,6 +34,16 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		{"fence_reuse_after_lost_restart", want{reuses: 1, cx: FenceReuse, cxAt: 200}},
 		{"unexplained_refusal", want{unexplained: 1, violation: "1 refusal with no overlap behind it", cx: UnexplainedRefusal, cxAt: 550}},
 		{"library_error", want{violation: "the library returned an error: CompleteAcquire"}},
+		// A coordinator that lost its counter reissues fence 1 after fence
+		// 5 was released: the sole holder's writes land under the
+		// resource's current generation, a lower fence but not stale (by
+		// fence number alone both were).
+		{"reissued_fence_sole_holder", want{reissued: 2, reuses: 1, cx: FenceReuse, cxAt: 200}},
+		// The holder of fence 5 of the forgotten incarnation writes after
+		// the reissued fence 1 of the newer generation landed: stale,
+		// although its fence is higher (by fence number alone, fence 1 was
+		// the stale one).
+		{"stale_across_restart", want{stale: 1, reissued: 1, overlaps: 1, silent: 1, reuses: 1, cx: StaleWrite, cxAt: 400}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			h, events, err := ReadFile(filepath.Join("testdata", tc.file+".jsonl"))
@@ -45,7 +56,7 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 			}
 			r := res.Modes[h.Modes[0]]
 			w := tc.want
-			got := want{r.StaleWritesLanded, r.Overlaps, r.SilentOverlaps, r.RefusedOverlaps, r.ContainmentBreaches,
+			got := want{r.StaleWritesLanded, r.ReissuedWritesLanded, r.Overlaps, r.SilentOverlaps, r.RefusedOverlaps, r.ContainmentBreaches,
 				r.FenceReuses, r.UnexplainedRefusals, "", "", 0}
 			w2 := w
 			w2.violation, w2.cx, w2.cxAt = "", "", 0
@@ -159,4 +170,42 @@ func keys(m map[Mode]*Report) []Mode {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// An event that names no agent or resource where its kind names one is
+// never dropped quietly: the Reader refuses it and says why, and the
+// checker counts it as a violation in either mode.
+func TestReaderRefusesEventsWithoutTheirParties(t *testing.T) {
+	h := Header{Format: FormatVersion, Scenario: "hand", Modes: []Mode{Naive, Fenced}, TTL: time.Second,
+		Agents: []string{"agent-1", "agent-2"}, Resources: []string{"res-1"}}
+	events := []Event{
+		{Mode: Fenced, Kind: Granted, Agent: 1, Resource: 0, Fence: 2, Other: -1},
+		{Mode: Fenced, Kind: Acquired, Agent: 1, Resource: 0, Fence: 2, Other: -1},
+		{Mode: Fenced, Kind: CommitAdmitted, Agent: 1, Resource: 0, Fence: 2, Other: -1},
+		{Mode: Fenced, Kind: CommitAdmitted, Agent: -1, Resource: 0, Fence: 1, Other: -1},
+		{Mode: Naive, Kind: Granted, Agent: -1, Resource: 0, Fence: 2, Other: -1},
+		{Mode: Naive, Kind: WriteLanded, Agent: 0, Resource: 4, Fence: 2, Other: -1},
+	}
+	rd := NewReader(&h)
+	for i := range events[:3] {
+		if err := rd.Add(&events[i]); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if err := rd.Add(&events[3]); !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), "commit_admitted event names no agent") {
+		t.Errorf("a landed write of no agent: got %v", err)
+	}
+	if rd.Refused() != 1 || len(rd.Writes()) != 1 {
+		t.Errorf("refused %d, kept %d writes; want 1 and 1", rd.Refused(), len(rd.Writes()))
+	}
+	res := Check(h, events)
+	for _, m := range h.Modes {
+		v := strings.Join(res.Modes[m].Violations, "; ")
+		if !strings.Contains(v, UnreadableViolation) {
+			t.Errorf("%s violations %q, want the unreadable event", m, v)
+		}
+	}
+	if !res.Failed() {
+		t.Error("a history with an unreadable event passed")
+	}
 }

@@ -81,17 +81,10 @@ func (e *Encoder) Encode(ev *Event) error {
 	if e.err != nil {
 		return e.err
 	}
-	agent, err := e.name("agent", e.h.Agents, ev.Agent)
-	if err != nil {
+	if err := e.h.CheckEvent(ev); err != nil {
 		return err
 	}
-	res, err := e.name("resource", e.h.Resources, ev.Resource)
-	if err != nil {
-		return err
-	}
-	if ev.Kind == 0 || ev.Kind >= numKinds {
-		return fmt.Errorf("%w: event %d has no kind", ErrBadHistory, ev.Seq)
-	}
+	agent, res := e.name(e.h.Agents, ev.Agent), e.name(e.h.Resources, ev.Resource)
 	b := append(e.buf[:0], `{"at_ns":`...)
 	b = strconv.AppendInt(b, int64(ev.At), 10)
 	b = append(b, `,"mode":`...)
@@ -109,12 +102,8 @@ func (e *Encoder) Encode(ev *Event) error {
 		b = strconv.AppendInt(b, int64(ev.Incarnation), 10)
 	}
 	if ev.Other >= 0 {
-		other, err := e.name("agent", e.h.Agents, ev.Other)
-		if err != nil {
-			return err
-		}
 		b = append(b, `,"other":`...)
-		b = appendString(b, other)
+		b = appendString(b, e.h.Agents[ev.Other])
 	}
 	if ev.OtherFence != 0 {
 		b = append(b, `,"other_fence":`...)
@@ -147,14 +136,12 @@ func (e *Encoder) Encode(ev *Event) error {
 	return e.err
 }
 
-func (e *Encoder) name(what string, names []string, i int) (string, error) {
+// name is participant i's name, "" for none. CheckEvent has vouched for i.
+func (e *Encoder) name(names []string, i int) string {
 	if i < 0 {
-		return "", nil
+		return ""
 	}
-	if i >= len(names) {
-		return "", fmt.Errorf("%w: %s %d is not in the header (%d listed)", ErrBadHistory, what, i, len(names))
-	}
-	return names[i], nil
+	return names[i]
 }
 
 // Flush writes what is buffered and returns the first error of any write.
@@ -332,14 +319,18 @@ func (d *Decoder) event(w *wireEvent) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	ms.last = at
-	ms.seq++
-	return Event{
-		Seq: ms.seq, At: at, Mode: w.Mode, Kind: kind, Agent: agent, Resource: res, Fence: w.Fence,
+	e := Event{
+		Seq: ms.seq + 1, At: at, Mode: w.Mode, Kind: kind, Agent: agent, Resource: res, Fence: w.Fence,
 		Incarnation: w.Incarnation, Other: other, OtherFence: w.OtherFence, Request: w.Request,
 		RequestID: w.RequestID, Reason: w.Reason, Outcome: w.Outcome, Dur: time.Duration(w.Dur),
 		Deadline: time.Duration(w.Deadline), Intervention: w.Intervention, Detail: w.Detail,
-	}, nil
+	}
+	if err := d.header.CheckEvent(&e); err != nil {
+		return Event{}, err
+	}
+	ms.last = at
+	ms.seq++
+	return e, nil
 }
 
 func lookup(what string, index map[string]int, name string) (int, error) {

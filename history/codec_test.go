@@ -147,6 +147,12 @@ func TestBadLines(t *testing.T) {
 		{"unknown mode", `{"at_ns":2,"mode":"reckless","kind":"acquired","agent":"agent-1","resource":"res-1","fence":1}` + "\n", 2, 0, `mode "reckless"`},
 		{"time goes back", `{"at_ns":9,"mode":"fenced","kind":"check_passed","agent":"agent-1","resource":"res-1"}` + "\n" + good, 3, 1, "before the previous"},
 		{"negative fence", `{"at_ns":2,"mode":"fenced","kind":"acquired","agent":"agent-1","resource":"res-1","fence":-1}` + "\n", 2, 0, `field "fence"`},
+		{"landed write names no agent", good + `{"at_ns":2,"mode":"fenced","kind":"commit_admitted","agent":"","resource":"res-1","fence":1}` + "\n", 3, 1, "commit_admitted event names no agent"},
+		{"landed write has no agent key", good + `{"at_ns":2,"mode":"fenced","kind":"commit_admitted","resource":"res-1","fence":1}` + "\n", 3, 1, "commit_admitted event names no agent"},
+		{"landed write names no resource", `{"at_ns":2,"mode":"naive","kind":"write_landed","agent":"agent-1","fence":1}` + "\n", 2, 0, "write_landed event names no resource"},
+		{"grant names no agent", `{"at_ns":2,"mode":"fenced","kind":"granted","resource":"res-1","fence":1}` + "\n", 2, 0, "granted event names no agent"},
+		{"acquire names no resource", `{"at_ns":2,"mode":"fenced","kind":"acquired","agent":"agent-1","fence":1}` + "\n", 2, 0, "acquired event names no resource"},
+		{"refusal names an unknown floor holder", `{"at_ns":2,"mode":"fenced","kind":"commit_refused","agent":"agent-1","resource":"res-1","fence":1,"other":"agent-7"}` + "\n", 2, 0, `agent "agent-7" is not in the header`},
 		{"blank lines counted", "\n\n" + `{"at_ns":2}` + "\n", 4, 0, "no kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,13 +194,16 @@ func TestBadHeader(t *testing.T) {
 	}
 }
 
-func TestEncoderRefusesUnknownParticipants(t *testing.T) {
+func TestEncoderRefusesMissingOrUnknownParticipants(t *testing.T) {
 	enc, err := NewEncoder(io.Discard, testHeader())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := enc.Encode(&Event{Kind: Acquired, Mode: Fenced, Agent: 5, Resource: 0, Other: -1}); !errors.Is(err, ErrBadHistory) {
 		t.Fatalf("agent 5 of 2: got %v", err)
+	}
+	if err := enc.Encode(&Event{Kind: CommitAdmitted, Mode: Fenced, Agent: -1, Resource: 0, Other: -1}); !errors.Is(err, ErrBadHistory) {
+		t.Fatalf("a landed write of no agent: got %v", err)
 	}
 	if _, err := NewEncoder(io.Discard, Header{}); !errors.Is(err, ErrBadHistory) {
 		t.Fatalf("empty header: got %v", err)

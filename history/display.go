@@ -40,5 +40,5 @@ type MarkKind uint8
 const (
 	MarkAdmitted MarkKind = iota
 	MarkRefused
-	MarkStale // landed after a higher fence's write
+	MarkStale // landed after a write of a newer lease generation
 )

@@ -40,7 +40,20 @@
 // below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns,
 // intervention and detail. A lease generation is named by (incarnation, resource,
 // fence). Readers ignore fields they do not know, so the format can grow;
-// an unknown kind is an error.
+// an unknown kind is an error, and so is an event that names no agent or no
+// resource where its kind names one (every kind names an agent but
+// coordinator_restarted, intervened and library_error; every kind that
+// names an agent names a resource too, but partition_began,
+// partition_ended, check_passed, check_failed, stall_began, stall_ended and
+// write_skipped), or one the header does not list.
+//
+// The checker judges a landed write by lease generation, not by fence
+// number: a write is stale when a write of a newer generation of its
+// resource (one minted after the writer's, in the history's order) had
+// landed before it. After a restart that lost the fence counter, the new
+// holder of a reissued, lower fence writes under the resource's newest
+// generation: not stale, but counted apart as landing under a reissued
+// fence.
 //
 // The kinds:
 //

@@ -154,6 +154,29 @@ func ParseKind(name string) (Kind, bool) {
 	return 0, false
 }
 
+// NamesAgent reports whether every event of kind k names the agent it
+// concerns. Only a coordinator restart, a live intervention and a library
+// error may name none.
+func (k Kind) NamesAgent() bool {
+	switch k {
+	case CoordinatorRestarted, Intervened, LibraryError:
+		return false
+	}
+	return k > 0 && k < numKinds
+}
+
+// NamesResource reports whether every event of kind k names the resource
+// it concerns. Besides the kinds that need no agent, a partition concerns
+// an agent only, and a check, a stall or a skipped write may befall an
+// agent that holds nothing (a scripted one).
+func (k Kind) NamesResource() bool {
+	switch k {
+	case PartitionBegan, PartitionEnded, CheckPassed, CheckFailed, StallBegan, StallEnded, WriteSkipped:
+		return false
+	}
+	return k.NamesAgent()
+}
+
 // IsWrite reports whether k is a write attempt at a resource.
 func (k Kind) IsWrite() bool { return k == CommitAdmitted || k == CommitRefused || k == WriteLanded }
 

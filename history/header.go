@@ -125,3 +125,33 @@ func (h *Header) LostCounter() bool {
 	}
 	return false
 }
+
+// CheckEvent reports why e cannot be part of a history with header h: it
+// names no agent or no resource where its kind names one, or one the header
+// does not list. The encoder, the decoder and the Reader all ask it, so a
+// history that one of them takes the others take too.
+func (h *Header) CheckEvent(e *Event) error {
+	if e.Kind == 0 || e.Kind >= numKinds {
+		return fmt.Errorf("%w: event %d has no kind", ErrBadHistory, e.Seq)
+	}
+	if uint(e.Agent) < uint(len(h.Agents)) && uint(e.Resource) < uint(len(h.Resources)) && e.Other < len(h.Agents) {
+		return nil // names both, and ones the header lists: the common case, every event on a runner's hot path
+	}
+	if err := party(e.Kind, "agent", e.Agent, len(h.Agents), e.Kind.NamesAgent()); err != nil {
+		return err
+	}
+	if err := party(e.Kind, "resource", e.Resource, len(h.Resources), e.Kind.NamesResource()); err != nil {
+		return err
+	}
+	return party(e.Kind, "agent", e.Other, len(h.Agents), false)
+}
+
+func party(k Kind, what string, i, listed int, needed bool) error {
+	switch {
+	case i >= listed:
+		return fmt.Errorf("%w: %s event names %s %d, which is not in the header (%d listed)", ErrBadHistory, k, what, i, listed)
+	case i < 0 && needed:
+		return fmt.Errorf("%w: %s event names no %s", ErrBadHistory, k, what)
+	}
+	return nil
+}

@@ -44,12 +44,21 @@ type Write struct {
 	Agent, Resource, Gen int32 // Gen: the writer's generation, or -1
 	Fence                leasefence.Fence
 	Refused              bool // the gate refused it
-	// Stale: it landed although a write of a higher fence had landed
-	// before it.
+	// Stale: it landed after a write of a newer lease generation of the
+	// resource (one minted after the writer's) had landed: the writer's
+	// generation was no longer the resource's current one. Generations are
+	// ordered by when they were minted, not by fence number, so that a
+	// fence reissued by a coordinator that lost its counter is judged by
+	// its place in the history. A write whose generation the history does
+	// not show is judged by its fence against the highest landed.
 	Stale bool
+	// Reissued: it landed under the resource's current generation, but its
+	// fence is not above one an older generation landed: a fence reissued
+	// by a restart that lost the counter. It is not stale.
+	Reissued bool
 	// The floor a refusal names (the gate's highest admitted fence and its
-	// holder), or the one a stale write landed under (the highest fence
-	// landed before it); FloorAgent is -1 if none.
+	// holder), or the write a stale write landed under (the newest
+	// generation's fence and holder); FloorAgent is -1 if none.
 	FloorAgent int32
 	FloorFence leasefence.Fence
 }
@@ -60,26 +69,28 @@ type Write struct {
 // and the displays read the run through it. A Reader is not safe for
 // concurrent use.
 type Reader struct {
+	h      *Header
 	gens   []Generation
 	writes []Write
 
 	latest      []int32 // per resource: its newest generation, or -1
 	holding     []int32 // per agent: the generation it believes it holds, or -1
-	maxLanded   []leasefence.Fence
-	maxBy       []int32
+	landed      []landing
 	incarnation int32
+	refused     int
 }
 
 // NewReader returns a Reader for a history with h's participants.
 func NewReader(h *Header) *Reader {
 	r := &Reader{
-		latest:    make([]int32, len(h.Resources)),
-		holding:   make([]int32, len(h.Agents)),
-		maxLanded: make([]leasefence.Fence, len(h.Resources)),
-		maxBy:     make([]int32, len(h.Resources)),
+		h:       h,
+		latest:  make([]int32, len(h.Resources)),
+		holding: make([]int32, len(h.Agents)),
+		landed:  make([]landing, len(h.Resources)),
 	}
 	for i := range r.latest {
-		r.latest[i], r.maxBy[i] = -1, -1
+		r.latest[i] = -1
+		r.landed[i] = landing{highest: fenceMark{by: -1}, highestGen: -1, unplaced: fenceMark{by: -1}, current: -1}
 	}
 	for i := range r.holding {
 		r.holding[i] = -1
@@ -117,7 +128,8 @@ func (r *Reader) Latest(resource int) int32 {
 // Floor returns the highest fence landed at resource and the agent whose
 // write it was (-1 when nothing landed).
 func (r *Reader) Floor(resource int) (leasefence.Fence, int32) {
-	return r.maxLanded[resource], r.maxBy[resource]
+	h := r.landed[resource].highest
+	return h.fence, h.by
 }
 
 // Find returns the generation (incarnation, resource, fence), or -1.
@@ -137,26 +149,24 @@ func (r *Reader) Find(incarnation int32, resource int, fence leasefence.Fence) i
 	return -1
 }
 
-// Add folds the next event in. Events naming agents or resources outside
-// the header are ignored (a Decoder never returns one).
-func (r *Reader) Add(e *Event) {
-	if e.Agent >= len(r.holding) || e.Resource >= len(r.latest) {
-		return
+// Add folds the next event in. An event the header's CheckEvent refuses
+// (one that names no agent or resource where its kind names one, or one the
+// header does not list) is not folded in: Add returns the refusal, and
+// counts it in Refused, so that nothing it cannot read passes unseen. A
+// Decoder never returns such an event.
+func (r *Reader) Add(e *Event) error {
+	if err := r.h.CheckEvent(e); err != nil {
+		r.refused++
+		return err
 	}
 	switch e.Kind {
 	case Granted:
-		if e.Resource < 0 || e.Agent < 0 {
-			return
-		}
 		r.gens = append(r.gens, Generation{
 			Agent: int32(e.Agent), Resource: int32(e.Resource), Fence: e.Fence, Incarnation: e.Incarnation,
 			Granted: e.At, CoordEnd: e.Deadline, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
 		})
 		r.latest[e.Resource] = int32(len(r.gens) - 1)
 	case Acquired:
-		if e.Agent < 0 {
-			return
-		}
 		gi := r.Find(e.Incarnation, e.Resource, e.Fence)
 		if gi >= 0 {
 			g := &r.gens[gi]
@@ -188,17 +198,12 @@ func (r *Reader) Add(e *Event) {
 			}
 		}
 	case CommitAdmitted, WriteLanded, CommitRefused:
-		if e.Agent < 0 || e.Resource < 0 {
-			return
-		}
-		gi := r.holding[e.Agent]
+		gi := r.writerGeneration(e)
 		w := Write{At: e.At, Agent: int32(e.Agent), Resource: int32(e.Resource), Gen: gi, Fence: e.Fence, FloorAgent: -1}
 		if e.Kind == CommitRefused {
 			w.Refused, w.FloorAgent, w.FloorFence = true, int32(e.Other), e.OtherFence
-		} else if e.Fence < r.maxLanded[e.Resource] {
-			w.Stale, w.FloorAgent, w.FloorFence = true, r.maxBy[e.Resource], r.maxLanded[e.Resource]
 		} else {
-			r.maxLanded[e.Resource], r.maxBy[e.Resource] = e.Fence, int32(e.Agent)
+			r.judge(&w)
 		}
 		r.writes = append(r.writes, w)
 		if gi >= 0 {
@@ -206,9 +211,6 @@ func (r *Reader) Add(e *Event) {
 			g.ActEnd = max(g.ActEnd, e.At)
 		}
 	case LeaseAbandoned:
-		if e.Agent < 0 {
-			return
-		}
 		if gi := r.holding[e.Agent]; gi >= 0 {
 			g := &r.gens[gi]
 			g.BeliefEnd = min(g.BeliefEnd, e.At)
@@ -216,6 +218,81 @@ func (r *Reader) Add(e *Event) {
 		}
 		r.holding[e.Agent] = -1
 	}
+	return nil
+}
+
+// Refused returns how many events Add refused.
+func (r *Reader) Refused() int { return r.refused }
+
+// landing is what has landed at one resource.
+type landing struct {
+	highest    fenceMark // the highest fence landed
+	highestGen int32     // the generation that landed it, or -1
+	unplaced   fenceMark // the highest fence landed by a write of no known generation
+	current    int32     // the newest generation that landed a write, or -1
+}
+
+// fenceMark is a fence landed and the agent whose write it was (-1, with
+// fence 0, for none).
+type fenceMark struct {
+	fence leasefence.Fence
+	by    int32
+}
+
+func (m *fenceMark) raise(f leasefence.Fence, by int32) {
+	if f >= m.fence {
+		m.fence, m.by = f, by
+	}
+}
+
+// judge decides whether w, a write that landed under generation w.Gen,
+// was stale or under a reissued fence, and records it as landed.
+func (r *Reader) judge(w *Write) {
+	l := &r.landed[w.Resource]
+	switch {
+	case w.Gen >= 0 && w.Gen < l.current:
+		cur := &r.gens[l.current]
+		w.Stale, w.FloorAgent, w.FloorFence = true, cur.Agent, cur.Fence
+		return
+	case w.Fence < l.unplaced.fence || w.Gen < 0 && w.Fence < l.highest.fence:
+		// One of the two writes has no generation to place it by: the
+		// fences decide.
+		f := l.unplaced
+		if w.Gen < 0 {
+			f = l.highest
+		}
+		w.Stale, w.FloorAgent, w.FloorFence = true, f.by, f.fence
+		return
+	}
+	w.Reissued = w.Gen >= 0 && l.highest.fence > 0 && w.Fence <= l.highest.fence && l.highestGen != w.Gen
+	if w.Gen < 0 {
+		l.unplaced.raise(w.Fence, w.Agent)
+	}
+	l.current = max(l.current, w.Gen)
+	if w.Fence >= l.highest.fence {
+		l.highestGen = w.Gen
+	}
+	l.highest.raise(w.Fence, w.Agent)
+}
+
+// writerGeneration returns the generation a write event names (its
+// incarnation, resource and fence), or else the one its agent believes it
+// holds, or -1.
+func (r *Reader) writerGeneration(e *Event) int32 {
+	gi := r.holding[e.Agent]
+	if gi >= 0 {
+		g := &r.gens[gi]
+		if g.Resource == int32(e.Resource) && g.Fence == e.Fence && g.Incarnation == e.Incarnation {
+			return gi // the common case, and no search
+		}
+	}
+	if found := r.Find(e.Incarnation, e.Resource, e.Fence); found >= 0 {
+		return found
+	}
+	if gi >= 0 && (r.gens[gi].Resource != int32(e.Resource) || r.gens[gi].Fence != e.Fence) {
+		return -1
+	}
+	return gi
 }
 
 // Incarnation returns the coordinator incarnation in force.

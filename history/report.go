@@ -85,9 +85,15 @@ type Report struct {
 	CommitsAdmitted int `json:"commits_admitted"` // writes that landed
 	CommitsRefused  int `json:"commits_refused"`
 
-	// StaleWritesLanded counts writes that landed after a write of a higher
-	// fence on the same resource. Fenced mode promises 0.
+	// StaleWritesLanded counts writes that landed after a write of a newer
+	// lease generation (minted later) on the same resource. Fenced mode
+	// promises 0.
 	StaleWritesLanded int `json:"stale_writes_landed"`
+	// ReissuedWritesLanded counts writes of a resource's current
+	// generation that landed under a fence no higher than one an older
+	// generation had landed: the fence was reissued by a coordinator that
+	// restarted without its counter. They are not stale.
+	ReissuedWritesLanded int `json:"reissued_writes_landed"`
 	// Overlaps counts pairs of holders that acted as holders of the same
 	// resource at the same true instant (from acquisition to the later of
 	// their believed deadline and their last write in flight).
@@ -119,14 +125,16 @@ type Report struct {
 
 // ResourceReport is the per-resource part of a Report.
 type ResourceReport struct {
-	Resource          string           `json:"resource"`
-	CommitsAdmitted   int              `json:"commits_admitted"`
-	CommitsRefused    int              `json:"commits_refused"`
-	StaleWritesLanded int              `json:"stale_writes_landed"`
-	Overlaps          int              `json:"overlaps"`
-	SilentOverlaps    int              `json:"silent_overlaps"`
-	FloorFence        leasefence.Fence `json:"floor_fence"`
-	FloorHolder       string           `json:"floor_holder,omitempty"`
+	Resource          string `json:"resource"`
+	CommitsAdmitted   int    `json:"commits_admitted"`
+	CommitsRefused    int    `json:"commits_refused"`
+	StaleWritesLanded int    `json:"stale_writes_landed"`
+	// ReissuedWritesLanded: as Report's.
+	ReissuedWritesLanded int              `json:"reissued_writes_landed"`
+	Overlaps             int              `json:"overlaps"`
+	SilentOverlaps       int              `json:"silent_overlaps"`
+	FloorFence           leasefence.Fence `json:"floor_fence"`
+	FloorHolder          string           `json:"floor_holder,omitempty"`
 }
 
 // CounterexampleKind names what a counterexample shows.
@@ -134,7 +142,7 @@ type CounterexampleKind string
 
 // The kinds of counterexample.
 const (
-	StaleWrite         CounterexampleKind = "stale-write"         // a write landed after a higher fence's
+	StaleWrite         CounterexampleKind = "stale-write"         // a write landed after a newer generation's
 	SilentOverlap      CounterexampleKind = "silent-overlap"      // both wrote, the older last, no error
 	RefusedWrite       CounterexampleKind = "refused-write"       // the gate refused the older holder
 	ContainmentBreach  CounterexampleKind = "containment-breach"  // believed valid after the coordinator expired it

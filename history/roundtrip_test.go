@@ -9,11 +9,12 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // record runs sc in both modes with its history written to a buffer, and
 // returns the run's result and the history file.
-func record(t *testing.T, sc harness.Scenario) (*harness.Result, []byte) {
+func record(t *testing.T, sc spec.Scenario) (*harness.Result, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	enc, err := history.NewEncoder(&buf, sc.Header(harness.Modes))
@@ -45,7 +46,7 @@ func checkFile(t *testing.T, data []byte) *history.Result {
 // the checker's verdict on what it emitted, and the file loses nothing.
 func TestRoundTripEveryBuiltin(t *testing.T) {
 	const seeds, block = 50, 10 // blocks of seeds share the cores evenly
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		for first := uint64(1); first <= seeds; first += block {
 			t.Run(fmt.Sprintf("%s/seeds=%d-%d", name, first, first+block-1), func(t *testing.T) {
 				t.Parallel()
@@ -56,7 +57,7 @@ func TestRoundTripEveryBuiltin(t *testing.T) {
 }
 
 func roundTrip(t *testing.T, name string, first, last uint64) {
-	base, _ := harness.Builtin(name)
+	base, _ := spec.Builtin(name)
 	for seed := first; seed <= last; seed++ {
 		sc := base
 		sc.Seed = seed
@@ -108,11 +109,11 @@ func setField(line, name, value string) string {
 
 // A history edited after the fact is caught by the checker alone.
 func TestTamperedHistoriesAreCaught(t *testing.T) {
-	gap, _ := harness.Builtin("gap")
-	crowd, _ := harness.Builtin("crowd")
+	gap, _ := spec.Builtin("gap")
+	crowd, _ := spec.Builtin("crowd")
 	for _, tc := range []struct {
 		name  string
-		sc    harness.Scenario
+		sc    spec.Scenario
 		edit  func(lines []string) bool
 		check func(r *history.Report) bool
 		want  string

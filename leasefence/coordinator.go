@@ -313,6 +313,30 @@ func (c *Coordinator) Release(t Token) (ReleaseOutcome, error) {
 	return out, nil
 }
 
+// Holder returns the token of the live lease on resource and true, or the
+// zero Token and false when the resource is free, released or expired at
+// the coordinator's reading. The error is non-nil only when the clock
+// fails or resource is empty.
+//
+// ADVISORY, like Lease.HasExpired: the answer is true at the reading only.
+func (c *Coordinator) Holder(resource string) (Token, bool, error) {
+	if err := c.check(); err != nil {
+		return Token{}, false, err
+	}
+	if resource == "" {
+		return Token{}, false, fmt.Errorf("%w: holder of an empty resource", ErrInvalidRequest)
+	}
+	var t Token
+	var held bool
+	_, err := c.atReading(func(now Instant) error {
+		if st, ok := c.leases[resource]; ok && st.liveAt(now) {
+			t, held = st.token, true
+		}
+		return nil
+	})
+	return t, held, err
+}
+
 // classifyLocked returns "" when t is the resource's current live lease, and
 // otherwise the reason it is not.
 func (c *Coordinator) classifyLocked(t Token, now Instant) Reason {

@@ -28,8 +28,10 @@
 //     network (Local wraps the in-memory Coordinator; package etcdlease puts
 //     one on etcd). Hold acquires through a Service, waiting out other
 //     holders and resending a request whose reply was lost, then renews in
-//     the background; its Session closes Lost when a renewal is refused or
-//     the holder's own send-anchored deadline passes unrenewed.
+//     the background; its Session ends (Lost, Err, Context, each reading
+//     the clock when called) when a renewal is refused or the holder's own
+//     send-anchored deadline passes unrenewed. TryHold makes one attempt;
+//     HolderReader says who holds a resource.
 //   - Every time is an Instant of one Clock's Domain. Relating instants of two
 //     clocks is a *ClockDomainError, never a wrong number, and a clock source
 //     that steps backwards is refused with a *ClockError.

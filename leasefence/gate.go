@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultRejectionLog is how many refusals a FenceGate retains when
@@ -32,14 +33,18 @@ type FenceGate struct {
 	// it can be given up when a ctx ends (see lockCtx).
 	writing sync.Mutex
 
-	// mu guards floor and log. It is held only for a few field reads and
-	// writes at a time, never while a write callback or a trace hook runs,
-	// which is why readers never wait for a running write.
-	mu sync.Mutex
-	// floor is the highest token admitted; its Holder is "" for an initial
-	// floor nobody has written under yet.
-	floor Token
-	log   rejectionLog
+	// floor points at the highest token admitted; its Holder is "" for an
+	// initial floor nobody has written under yet. A Token pointed at is
+	// never changed: raising the floor swaps the pointer (compare-and-swap,
+	// since a Commit, the Commits nested in its write and Admit may raise
+	// it at once), so the admitted path reads the floor with one atomic
+	// load and takes no lock but writing, and readers never wait at all.
+	floor atomic.Pointer[Token]
+
+	// mu guards log. It is held only to log a refusal or read the log,
+	// never while a write callback or a trace hook runs.
+	mu  sync.Mutex
+	log rejectionLog
 }
 
 // GateOption configures a FenceGate.
@@ -51,7 +56,7 @@ type GateOption func(*FenceGate)
 func WithInitialFloor(f Fence) GateOption {
 	return func(g *FenceGate) {
 		if f > 0 {
-			g.floor = Token{Resource: g.resource, Fence: f}
+			g.floor.Store(&Token{Resource: g.resource, Fence: f})
 		}
 	}
 }
@@ -84,6 +89,7 @@ func NewFenceGate(resource string, opts ...GateOption) *FenceGate {
 		panic("leasefence: NewFenceGate with an empty resource")
 	}
 	g := &FenceGate{resource: resource}
+	g.floor.Store(&Token{})
 	g.log.limit = DefaultRejectionLog
 	for _, o := range opts {
 		o(g)
@@ -133,6 +139,26 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	if err := g.checkCall(ctx, t, write); err != nil {
 		return err
 	}
+	// What the admitted path costs beyond the sync.Mutex a resource
+	// without fencing would take (bench/leasefence_test.go measures it),
+	// and why each cost stays:
+	//   - ctx.Value, to find a Commit nested in a write of this gate, which
+	//     must be handled in place or it would wait for itself; and
+	//     ctx.Err, so a done ctx writes nothing.
+	//   - checkCall's comparisons of the token with the resource, and
+	//     raise's one atomic load and comparison with the floor: the check
+	//     itself. The string comparisons end at the pointer when the
+	//     strings share bytes, as a holder's own tokens do.
+	//   - One allocation: the write's own context. Per-call state per
+	//     call, like net/http's: a context kept past its write (a
+	//     transport's goroutine) can only ever answer for that write. A
+	//     Commit that raises the floor shares it with the new floor's
+	//     Token (raisedWrite), so raising costs no second one.
+	//   - One atomic Or and one load as the write returns (writeCtx.finish),
+	//     so a Commit made with that context afterwards is refused, not
+	//     nested.
+	// There is no second lock: the floor is an atomic pointer, and mu is
+	// taken only to log a refusal.
 	if w, ok := ctx.Value(gateKey{g}).(*writeCtx); ok {
 		return g.commitNested(w, ctx, t, write)
 	}
@@ -142,27 +168,19 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	}
 	if !g.writing.TryLock() {
 		// A stale token is refused at once rather than after the wait.
-		g.mu.Lock()
-		if floor := g.floor; !admits(floor, t) {
-			return g.refuseUnlock(t, floor, false, start)
+		if floor := g.loadFloor(); !admits(floor, t) {
+			return g.refuse(t, floor, nil, start)
 		}
-		g.mu.Unlock()
 		if err := lockCtx(ctx, &g.writing); err != nil {
 			return err
 		}
 	}
-	g.mu.Lock()
-	floor, ok := g.raiseLocked(t)
-	var r Rejection
-	if !ok {
-		r = g.logLocked(t, floor)
-	}
-	g.mu.Unlock()
+	w, floor, ok := g.raise(t)
 	if !ok {
 		g.writing.Unlock()
-		return g.refused(t, floor, r, false, start)
+		return g.refuse(t, floor, nil, start)
 	}
-	return g.runWrite(ctx, t, floor, write, nil, start, &g.writing)
+	return g.runWrite(ctx, t, floor, write, w, nil, start, &g.writing)
 }
 
 // checkCall refuses a Commit before any judgement: a zero gate, a nil ctx
@@ -202,28 +220,25 @@ func (g *FenceGate) commitNested(w *writeCtx, ctx context.Context, t Token, writ
 		w.exit()
 		return err
 	}
-	g.mu.Lock()
-	floor, ok := g.raiseLocked(t)
-	var r Rejection
-	if !ok {
-		r = g.logLocked(t, floor)
-	}
-	g.mu.Unlock()
+	nw, floor, ok := g.raise(t)
 	if !ok {
 		w.nested.Unlock()
-		w.exit()
-		return g.refused(t, floor, r, true, start)
+		return g.refuse(t, floor, w, start)
 	}
-	return g.runWrite(ctx, t, floor, write, w, start, &w.nested)
+	return g.runWrite(ctx, t, floor, write, nw, w, start, &w.nested)
 }
 
-// runWrite runs an admitted write with a context of its own. However write
-// ends, it then marks that context returned and waits for the nested
-// Commits write let in, unlocks held (which the Commit was admitted under),
-// lets the enclosing write know if this one is nested in it, and only then
-// reports the Commit, so that a trace hook runs outside the gate.
-func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, enclosing *writeCtx, start Instant, held *sync.Mutex) (err error) {
-	w := &writeCtx{parent: ctx, gate: g}
+// runWrite runs an admitted write with a context of its own: w, if raise
+// made it, else a new one. However write ends, it then marks that context
+// returned and waits for the nested Commits write let in, unlocks held
+// (which the Commit was admitted under), lets the enclosing write know if
+// this one is nested in it, and only then reports the Commit, so that a
+// trace hook runs outside the gate.
+func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, w, enclosing *writeCtx, start Instant, held *sync.Mutex) (err error) {
+	if w == nil {
+		w = new(writeCtx)
+	}
+	w.parent, w.gate = ctx, g
 	panicked := true
 	defer func() {
 		w.finish()
@@ -247,29 +262,67 @@ func admits(floor, t Token) bool {
 	return t.Fence > floor.Fence || t.Fence == floor.Fence && (floor.Holder == "" || floor.Holder == t.Holder)
 }
 
-// raiseLocked judges t against the floor and, if the floor admits t, raises
-// it to t. It returns the floor t was judged against and whether it
-// admitted t. The caller holds g.mu.
-func (g *FenceGate) raiseLocked(t Token) (floor Token, ok bool) {
-	floor = g.floor
-	switch {
-	case t.Fence == floor.Fence && t.Holder == floor.Holder:
-		// The floor already (t has a holder, so not an initial floor): a
-		// holder committing again under its lease writes nothing here.
-		return floor, true
-	case !admits(floor, t):
-		return floor, false
+// raise judges t against the floor and, if the floor admits t, raises it
+// to t. It returns the context of t's write if it made one (see
+// raisedWrite), the floor t was judged against, and whether that floor
+// admitted t.
+//
+// The floor moves by compare-and-swap, as Admit and the Commits nested in a
+// write may raise it while a Commit judges. A failed swap means the floor
+// rose meanwhile, and t is judged again against the new one: the floor is
+// never replaced by a lower one, and t is admitted only by the floor it
+// replaces.
+func (g *FenceGate) raise(t Token) (w *writeCtx, floor Token, ok bool) {
+	var rw *raisedWrite
+	for {
+		p := g.floor.Load()
+		floor = *p
+		switch {
+		case t.Fence == floor.Fence && t.Holder == floor.Holder:
+			// The floor already (t has a holder, so not an initial floor): a
+			// holder committing again under its lease writes nothing here.
+			return nil, floor, true
+		case !admits(floor, t):
+			return nil, floor, false
+		}
+		if rw == nil {
+			rw = &raisedWrite{floor: t}
+		}
+		if g.floor.CompareAndSwap(p, &rw.floor) {
+			return &rw.w, floor, true
+		}
 	}
-	g.floor = t
-	return floor, true
 }
 
-// refuseUnlock logs the refusal of t by floor, releases g.mu, which the
-// caller holds, then reports the refusal and returns its error.
-func (g *FenceGate) refuseUnlock(t, floor Token, nested bool, start Instant) error {
+// raisedWrite is the one allocation of a Commit that raises the floor: the
+// write's context and the Token the floor then points at, side by side,
+// so that raising costs no allocation of its own. The price is that the
+// write's context stays reachable (not usable: it has returned) until the
+// floor moves on, one per gate.
+type raisedWrite struct {
+	w     writeCtx
+	floor Token
+}
+
+// loadFloor reads the floor: the zero Token at a zero FenceGate.
+func (g *FenceGate) loadFloor() Token {
+	if p := g.floor.Load(); p != nil {
+		return *p
+	}
+	return Token{}
+}
+
+// refuse logs the refusal of t by floor, then, holding nothing, lets the
+// write it was nested in know it has returned (enclosing, nil if it was
+// not nested), reports it and returns its error.
+func (g *FenceGate) refuse(t, floor Token, enclosing *writeCtx, start Instant) error {
+	g.mu.Lock()
 	r := g.logLocked(t, floor)
 	g.mu.Unlock()
-	return g.refused(t, floor, r, nested, start)
+	if enclosing != nil {
+		enclosing.exit()
+	}
+	return g.refused(t, floor, r, enclosing != nil, start)
 }
 
 // logLocked logs the refusal of t by floor. The caller holds g.mu.
@@ -303,10 +356,8 @@ func (g *FenceGate) Admit(t Token) error {
 	if err := g.checkToken(t); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	floor, ok := g.raiseLocked(t)
-	after := g.floor
-	g.mu.Unlock()
+	_, floor, ok := g.raise(t) // the context it may make never runs a write
+	after := g.loadFloor()
 	var err error
 	if !ok {
 		err = RejectionError(Rejection{
@@ -328,18 +379,12 @@ func (g *FenceGate) WouldAdmit(t Token) bool {
 	if g.resource == "" || g.checkToken(t) != nil {
 		return false
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return admits(g.floor, t)
+	return admits(g.loadFloor(), t)
 }
 
 // Floor returns the highest token admitted: the zero Token if none, or
 // Token{Resource, Fence: f} for an initial floor f nobody has written under.
-func (g *FenceGate) Floor() Token {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.floor
-}
+func (g *FenceGate) Floor() Token { return g.loadFloor() }
 
 // Rejections returns a copy of the retained refusals, oldest first: the
 // newest WithRejectionLog (default DefaultRejectionLog) of them. Their Seqs

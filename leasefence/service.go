@@ -23,13 +23,34 @@ type Service interface {
 	Release(ctx context.Context, t Token) (ReleaseOutcome, error)
 }
 
+// HolderReader is a coordinator that can say who holds a resource, as
+// etcd's Election.Leader does. Services implement it beside Service; the
+// in-memory one (Local) and etcdlease's do. Find it with a type assertion:
+//
+//	if hr, ok := svc.(leasefence.HolderReader); ok { ... }
+//
+// ADVISORY, like Lease.HasExpired: the answer holds at the instant the
+// coordinator read it, and the lease may be gone, or another's, by the time
+// the caller acts on it. It is for operators and dashboards, never for
+// deciding whether a write may land; the gate decides that.
+type HolderReader interface {
+	// Holder returns the token of the live lease on resource and true, or
+	// the zero Token and false when no lease on it is live. A nil ctx or an
+	// empty resource is an error wrapping ErrInvalidRequest; any other
+	// error means no answer was had.
+	Holder(ctx context.Context, resource string) (Token, bool, error)
+}
+
 // Local returns the in-memory Coordinator c as a Service. The coordinator
 // never blocks, so ctx is only consulted before the call: a ctx already done
 // returns its error and leaves the coordinator untouched. Local(nil) returns
-// a Service whose every call fails with ErrInvalidRequest.
+// a Service whose every call fails with ErrInvalidRequest. It also
+// implements HolderReader.
 func Local(c *Coordinator) Service { return localService{c: c} }
 
 type localService struct{ c *Coordinator }
+
+var _ HolderReader = localService{}
 
 // ready refuses a call that must not reach the coordinator.
 func (s localService) ready(ctx context.Context, op string) error {
@@ -61,4 +82,11 @@ func (s localService) Release(ctx context.Context, t Token) (ReleaseOutcome, err
 		return ReleaseOutcome{}, err
 	}
 	return s.c.Release(t)
+}
+
+func (s localService) Holder(ctx context.Context, resource string) (Token, bool, error) {
+	if err := s.ready(ctx, "holder"); err != nil {
+		return Token{}, false, err
+	}
+	return s.c.Holder(resource)
 }

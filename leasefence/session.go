@@ -4,157 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 )
 
-// Errors of Hold and Session.
-var (
-	// ErrLeaseLost: a Session no longer holds its lease, because a renewal
-	// was refused, its send-anchored deadline passed unrenewed, its client
-	// clock failed, or it was released. Session.Err wraps it and says which.
-	ErrLeaseLost = errors.New("leasefence: lease lost")
-	// ErrHoldRefused: Hold got an answer it cannot wait out: the service
-	// refused the acquire for a reason other than "held", "already-held" or
-	// "stale-request" (for instance "request-conflict").
-	ErrHoldRefused = errors.New("leasefence: acquire refused")
-)
-
-// defaultFirstMaxWait is HoldOptions.MaxWait 0 before a grant tells the TTL.
-const defaultFirstMaxWait = time.Second
-
-// HoldOptions configures Hold.
-type HoldOptions struct {
-	// RenewEvery is the time from one renewal's send instant to the next
-	// renewal; 0 means a third of the granted TTL. It must be below the
-	// granted TTL: one at or above it makes Hold release the lease it got
-	// and fail with ErrInvalidRequest, since such a session could only be
-	// lost.
-	RenewEvery time.Duration
-	// MaxWait is the longest single wait between attempts, whether waiting
-	// out a "held" answer or backing off after an error; 0 means one second
-	// until a grant tells the TTL, the TTL after.
-	MaxWait time.Duration
-	// After returns a channel that delivers once d has passed on the
-	// Client's clock. nil means real timers, right for a Client on a
-	// monotonic clock. Set it when the Client's clock is not real time (a
-	// ManualClock, a simulation) so the session waits on that clock. The
-	// session never needs to stop a timer it started: it stops selecting
-	// on it.
-	After func(d time.Duration) <-chan time.Time
-}
-
-// Hold acquires resource through svc, waiting out "held" and "already-held"
-// answers (RetryAfter, capped by MaxWait, with jitter so that waiters do
-// not return in step) and resending the SAME request after an error, so a
-// lost reply never burns a fence: the service answers the retried id with
-// the grant it already made. Then it renews in the background until
-// Session.Release or loss.
-//
-// ctx bounds only the acquisition: once Hold has returned, cancelling ctx
-// does not end the session (its renewals keep ctx's values, such as a trace
-// span, but not its cancellation). If ctx ends while a request is
-// unanswered, a grant the service may have made is left to expire.
-//
-// "already-held" is waited out like "held": it means another request of
-// this holder got the lease (an earlier Hold whose reply was lost, or a
-// second session of the same holder), and the lease is free again once that
-// one expires or is released.
-//
-// A nil ctx, svc or c, or a negative option, is an error wrapping
-// ErrInvalidRequest, and so is a service error wrapping it (a malformed
-// call is not resent). An acquire answer that cannot be waited out wraps
-// ErrHoldRefused. ctx's end returns an error matching ctx.Err().
-func Hold(ctx context.Context, svc Service, c *Client, resource string, opts HoldOptions) (*Session, error) {
-	switch {
-	case ctx == nil:
-		return nil, fmt.Errorf("%w: Hold with a nil context", ErrInvalidRequest)
-	case svc == nil:
-		return nil, fmt.Errorf("%w: Hold with a nil Service", ErrInvalidRequest)
-	case c == nil:
-		return nil, fmt.Errorf("%w: Hold with a nil Client", ErrInvalidRequest)
-	case opts.RenewEvery < 0:
-		return nil, fmt.Errorf("%w: HoldOptions.RenewEvery must be >= 0, got %v", ErrInvalidRequest, opts.RenewEvery)
-	case opts.MaxWait < 0:
-		return nil, fmt.Errorf("%w: HoldOptions.MaxWait must be >= 0, got %v", ErrInvalidRequest, opts.MaxWait)
-	}
-	after := opts.After
-	if after == nil {
-		after = time.After
-	}
-	maxWait := opts.MaxWait
-	if maxWait == 0 {
-		maxWait = defaultFirstMaxWait
-	}
-	req, err := c.BeginAcquire(resource)
-	if err != nil {
-		return nil, err
-	}
-	var backoff time.Duration
-	for {
-		out, err := svc.Acquire(ctx, req)
-		if err != nil {
-			if errors.Is(err, ErrInvalidRequest) {
-				// A malformed call: resending it cannot help.
-				return nil, fmt.Errorf("leasefence: hold %q: %w", resource, err)
-			}
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("leasefence: hold %q: %w (last error: %v)", resource, ctx.Err(), err)
-			}
-			backoff = nextBackoff(backoff, maxWait)
-			if err := waitCtx(ctx, after, jitter(backoff, maxWait)); err != nil {
-				return nil, fmt.Errorf("leasefence: hold %q: %w", resource, err)
-			}
-			continue // the same request: see the doc comment
-		}
-		backoff = 0
-		if out.OK {
-			lease, err := c.CompleteAcquire(req, out.Grant)
-			if err != nil {
-				return nil, fmt.Errorf("leasefence: hold %q: %w", resource, err)
-			}
-			return startSession(ctx, svc, c, lease, opts, after)
-		}
-		switch out.Reason {
-		case ReasonHeld, ReasonAlreadyHeld:
-			wait := out.RetryAfter
-			if wait <= 0 {
-				wait = maxWait
-			}
-			if err := waitCtx(ctx, after, jitter(wait, maxWait)); err != nil {
-				return nil, fmt.Errorf("leasefence: hold %q (held by %q): %w", resource, out.HeldBy, err)
-			}
-		case ReasonStaleRequest:
-			// Our request was granted and that lease is gone: there is
-			// nothing to wait for, only a new request to send.
-		default:
-			return nil, fmt.Errorf("%w: hold %q: %q", ErrHoldRefused, resource, out.Reason)
-		}
-		// A refused request is done with; a new one is stamped with a new
-		// send instant, so the wait does not eat into the next lease.
-		if req, err = c.BeginAcquire(resource); err != nil {
-			return nil, err
-		}
-	}
-}
-
 // Session is a lease kept alive in the background by Hold. Its methods are
 // safe for concurrent use.
 //
-// Lost is advisory like Lease.HasExpired: it tells the holder to stop
-// starting work. A write already in flight is refused, if it must be, by the
-// resource's gate, not by the session.
+// Lost, Err, Context and Remaining answer about the instant they are
+// called: each reads the client's clock and, if the deadline has passed,
+// ends the session there and then, without waiting for the renewing
+// goroutine to notice (it may not have run for a while: a process that was
+// paused wakes up with timers that have not fired yet).
+//
+// They are advisory like Lease.HasExpired: they tell the holder to stop
+// starting work. A write already in flight is refused, if it must be, by
+// the resource's gate, not by the session (see Hold).
 type Session struct {
 	svc        Service
 	client     *Client
 	token      Token
-	renewEvery time.Duration // 0: a third of the latest grant's TTL
+	renewEvery time.Duration // HoldOptions.RenewEvery: 0 means a third of each lease's window
 	maxWait    time.Duration // 0: the latest grant's TTL
 	after      func(time.Duration) <-chan time.Time
 
-	ctx    context.Context    // the renewals' context: Hold's values, the session's life
-	cancel context.CancelFunc // ends a renewal in flight
+	renewCtx    context.Context    // the renewals' context: Hold's values, the renewing goroutine's life
+	cancelRenew context.CancelFunc // ends a renewal in flight
+
+	ctx       sessionContext          // Context: Hold's values, the session's life
+	cancelCtx context.CancelCauseFunc // ends ctx with the reason the session ended
 
 	mu    sync.Mutex
 	lease Lease
@@ -167,26 +45,24 @@ type Session struct {
 }
 
 func startSession(ctx context.Context, svc Service, c *Client, l *Lease, opts HoldOptions, after func(time.Duration) <-chan time.Time) (*Session, error) {
-	if opts.RenewEvery >= l.TTL {
-		// Best effort: the lease is useless, so free it for others now.
-		_, _ = svc.Release(ctx, l.Token)
-		return nil, fmt.Errorf("%w: HoldOptions.RenewEvery %v is not below the granted TTL %v", ErrInvalidRequest, opts.RenewEvery, l.TTL)
-	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rctx, cancelRenew := context.WithCancel(context.WithoutCancel(ctx))
+	sctx, cancelCtx := context.WithCancelCause(context.WithoutCancel(ctx))
 	s := &Session{
-		svc:        svc,
-		client:     c,
-		token:      l.Token,
-		renewEvery: opts.RenewEvery,
-		maxWait:    opts.MaxWait,
-		after:      after,
-		ctx:        sctx,
-		cancel:     cancel,
-		lease:      *l,
-		lost:       make(chan struct{}),
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
+		svc:         svc,
+		client:      c,
+		token:       l.Token,
+		renewEvery:  opts.RenewEvery,
+		maxWait:     opts.MaxWait,
+		after:       after,
+		renewCtx:    rctx,
+		cancelRenew: cancelRenew,
+		cancelCtx:   cancelCtx,
+		lease:       *l,
+		lost:        make(chan struct{}),
+		stop:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
+	s.ctx = sessionContext{Context: sctx, s: s}
 	go s.run()
 	return s, nil
 }
@@ -202,26 +78,69 @@ func (s *Session) Lease() Lease {
 	return s.lease
 }
 
-// Lost returns a channel closed, once and for good, when a renewal is
-// refused, the holder's own send-anchored Deadline passes unrenewed, the
-// client's clock fails, or the session is released.
-func (s *Session) Lost() <-chan struct{} { return s.lost }
+// TTL returns the TTL of the latest grant: what the service granted, which
+// may be more than it was configured with or asked for (etcd raises a TTL
+// below its minimum). The deadline and the renewal period follow it.
+func (s *Session) TTL() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease.TTL
+}
 
-// Err returns nil while the session holds its lease. Once Lost is closed it
-// returns an error matching ErrLeaseLost that says why.
+// Lost returns a channel closed, once and for good, when a renewal is
+// refused, the holder's own send-anchored deadline passes unrenewed, the
+// client's clock fails, or the session is released. The call itself reads
+// the clock: a deadline already passed closes the channel before it is
+// returned.
+func (s *Session) Lost() <-chan struct{} {
+	s.settle()
+	return s.lost
+}
+
+// Err returns nil while the session holds its lease. Once it does not, it
+// returns an error that matches ErrLeaseLost and says why in words, such as
+// "lease on deploy-slot lost: not renewed within its 950ms deadline"; after
+// Release it also matches ErrReleased. The first reason is kept. Like Lost,
+// it reads the clock.
 func (s *Session) Err() error {
+	s.settle()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
 }
 
+// Context returns a context that is cancelled when the session ends, by
+// loss or by Release, with the session's error as its cause
+// (context.Cause); work started under it stops when the lease is gone. It
+// carries the values of Hold's ctx. Its Done and Err read the clock, as
+// Lost does; contexts derived from it are cancelled when it is, which for a
+// passed deadline is when one of these reads it or the renewing goroutine
+// wakes up.
+func (s *Session) Context() context.Context {
+	s.settle()
+	return s.ctx
+}
+
+// Remaining returns how long the lease has left on the client's clock, or
+// the session's error once it has ended. Like Lost, it reads the clock.
+func (s *Session) Remaining() (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	left := s.settleLocked()
+	if s.err != nil {
+		return 0, s.err
+	}
+	return left, nil
+}
+
 // Release stops renewing (waiting for a renewal in flight to end, which
-// cancelling it makes prompt), closes Lost, then releases the lease through
-// the service and returns its answer. It may be called after loss: a lease
-// the holder gave up on its own deadline may still be live at the
-// coordinator, and releasing it frees the resource sooner. If ctx ends
-// before the renewing goroutine has returned, Release returns ctx.Err()
-// without releasing; call it again to finish.
+// cancelling it makes prompt), ends the session with an error matching
+// ErrReleased, then releases the lease through the service and returns its
+// answer. It may be called after loss: a lease the holder gave up on its
+// own deadline may still be live at the coordinator, and releasing it frees
+// the resource sooner. If ctx ends before the renewing goroutine has
+// returned, Release returns ctx.Err() without releasing; call it again to
+// finish.
 func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 	if ctx == nil {
 		return ReleaseOutcome{}, fmt.Errorf("%w: Release with a nil context", ErrInvalidRequest)
@@ -232,18 +151,104 @@ func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 	case <-ctx.Done():
 		return ReleaseOutcome{}, ctx.Err()
 	}
-	s.lose(fmt.Errorf("%w: %v released by its holder", ErrLeaseLost, s.token))
+	s.lose(&sessionEnd{token: s.token, what: "released by its holder", released: true})
 	return s.svc.Release(ctx, s.token)
 }
 
-// lose records why the session ended and closes Lost, the first time only.
+// settle ends the session if its deadline has passed at this reading of the
+// client's clock.
+func (s *Session) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+}
+
+// settleLocked reads the client's clock and ends the session if the lease's
+// deadline has passed (or the clock fails), returning the time left. It
+// reads the clock under s.mu, so a renewal cannot land between the reading
+// and the verdict. The caller holds s.mu.
+func (s *Session) settleLocked() time.Duration {
+	if s.err != nil {
+		return 0
+	}
+	left, err := s.lease.remaining()
+	switch {
+	case err != nil:
+		s.loseLocked(s.ended("lost: the client's clock failed", err))
+	case left <= 0:
+		s.loseLocked(s.ended(fmt.Sprintf("lost: not renewed within its %v deadline", s.lease.TTL-s.client.skew), nil))
+	}
+	return left
+}
+
+// lose ends the session with err, the first time only.
 func (s *Session) lose(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.loseLocked(err)
+}
+
+// loseLocked records why the session ended, closes Lost and cancels
+// Context, the first time only. The caller holds s.mu. Cancelling a
+// context of the standard library runs no code of ours, so doing it under
+// the lock cannot deadlock.
+func (s *Session) loseLocked(err error) {
 	if s.err == nil {
 		s.err = err
 		close(s.lost)
+		s.cancelCtx(err)
 	}
+}
+
+// ended is the error of a session that ended in the way what says.
+func (s *Session) ended(what string, cause error) error {
+	return &sessionEnd{token: s.token, what: what, err: cause}
+}
+
+// sessionEnd says, in words, why a session ended.
+type sessionEnd struct {
+	token    Token
+	what     string // "lost: ...", or "released by its holder"
+	released bool
+	err      error // what went wrong underneath, if anything
+}
+
+func (e *sessionEnd) Error() string {
+	msg := fmt.Sprintf("lease on %s %s (holder %s, fence %d)", e.token.Resource, e.what, e.token.Holder, e.token.Fence)
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+// Is makes every session end match ErrLeaseLost, and a release ErrReleased.
+func (e *sessionEnd) Is(target error) bool {
+	return target == ErrLeaseLost || e.released && target == ErrReleased
+}
+
+func (e *sessionEnd) Unwrap() error { return e.err }
+
+// sessionContext is Session.Context: a cancel-cause context of the
+// standard library whose Done and Err first read the session's clock.
+// Value goes to the embedded context, which is how context.Cause finds
+// the reason and how contexts derived from it attach to it directly.
+type sessionContext struct {
+	context.Context
+	s *Session
+}
+
+func (c sessionContext) Done() <-chan struct{} {
+	c.s.settle()
+	return c.Context.Done()
+}
+
+func (c sessionContext) Err() error {
+	c.s.settle()
+	return c.Context.Err()
+}
+
+func (c sessionContext) String() string {
+	return fmt.Sprintf("leasefence session context of %v", c.s.token)
 }
 
 type renewResult struct {
@@ -260,40 +265,31 @@ func (s *Session) run() {
 	results := make(chan renewResult, 1)
 	inFlight := false
 	defer func() {
-		s.cancel()
+		s.cancelRenew()
 		if inFlight {
 			<-results
 		}
 	}()
 
 	lease := s.Lease()
-	left, err := s.until(lease.Deadline)
-	if err != nil {
-		s.lose(err)
+	deadline, renewDue, ok := s.arm(lease)
+	if !ok {
 		return
 	}
-	deadline := s.timer(left)
-	untilRenew, err := s.until(s.renewAt(lease))
-	if err != nil {
-		s.lose(err)
-		return
-	}
-	renewDue := s.timer(untilRenew)
 	var backoff time.Duration
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-s.lost: // ended by a read (Lost, Err, ...) that found the deadline passed
+			return
 		case <-deadline:
 			// Timers run on real time; the client's clock decides. A clock
 			// slower than real time sends us back to wait the rest.
-			left, err := s.until(lease.Deadline)
-			if err != nil {
-				s.lose(err)
-				return
-			}
+			s.mu.Lock()
+			left := s.settleLocked()
+			s.mu.Unlock()
 			if left <= 0 {
-				s.lose(fmt.Errorf("%w: %v: deadline %v passed unrenewed", ErrLeaseLost, s.token, lease.Deadline))
 				return
 			}
 			deadline = s.after(left)
@@ -301,63 +297,84 @@ func (s *Session) run() {
 			renewDue = nil
 			req, err := s.client.BeginRenewal(&lease)
 			if err != nil {
-				s.lose(fmt.Errorf("%w: %v: %w", ErrLeaseLost, s.token, err))
+				s.lose(s.ended("lost: its renewal could not be sent", err))
 				return
 			}
 			inFlight = true
 			go func() {
-				out, err := s.svc.Renew(s.ctx, req)
+				out, err := s.svc.Renew(s.renewCtx, req)
 				results <- renewResult{req: req, out: out, err: err}
 			}()
 		case r := <-results:
 			inFlight = false
 			switch {
 			case errors.Is(r.err, ErrInvalidRequest):
-				s.lose(fmt.Errorf("%w: %v: %w", ErrLeaseLost, s.token, r.err))
+				s.lose(s.ended("lost: its renewal was refused as malformed", r.err))
 				return
 			case r.err != nil:
 				// No answer: try again soon, with a new send instant. The
 				// deadline timer still runs and decides loss.
-				backoff = nextBackoff(backoff, s.retryLimit(lease))
-				renewDue = s.timer(jitter(backoff, s.retryLimit(lease)))
+				limit := s.retryLimit(lease)
+				backoff = nextBackoff(backoff, limit)
+				renewDue = s.timer(jitter(backoff, limit))
 				continue
 			case !r.out.OK:
-				s.lose(fmt.Errorf("%w: %v: renewal refused: %s", ErrLeaseLost, s.token, r.out.Reason))
+				s.lose(s.ended(fmt.Sprintf("lost: its renewal was refused: %s", r.out.Reason), nil))
 				return
 			}
 			backoff = 0
 			renewed, err := s.client.CompleteRenewal(r.req, r.out.Grant)
 			if err != nil {
-				s.lose(fmt.Errorf("%w: %v: %w", ErrLeaseLost, s.token, err))
+				s.lose(s.ended("lost: its renewal's answer did not match", err))
+				return
+			}
+			if !s.install(*renewed) {
 				return
 			}
 			lease = *renewed
-			s.mu.Lock()
-			s.lease = lease
-			s.mu.Unlock()
-			// A renewal answered after its own deadline arms a timer that
-			// has already fired: the deadline case then reports the loss.
-			left, err := s.until(lease.Deadline)
-			if err == nil {
-				untilRenew, err = s.until(s.renewAt(lease))
-			}
-			if err != nil {
-				s.lose(err)
+			if deadline, renewDue, ok = s.arm(lease); !ok {
 				return
 			}
-			deadline, renewDue = s.timer(left), s.timer(untilRenew)
 		}
 	}
 }
 
-// renewAt is when the next renewal is due: RenewEvery after the send instant
-// the lease is anchored at (Deadline - TTL, give or take the client's skew).
-func (s *Session) renewAt(l Lease) Instant {
-	every := s.renewEvery
-	if every == 0 {
-		every = l.TTL / 3
+// install makes l the session's lease, unless the session has ended
+// meanwhile (a read found the old deadline passed): an end is for good.
+func (s *Session) install(l Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
 	}
-	return l.Deadline.Add(every - l.TTL)
+	s.lease = l
+	return true
+}
+
+// arm returns the timers of lease l: its deadline and its next renewal,
+// RenewEvery after the send instant l is anchored at. It ends the session
+// and returns false if the clock fails or l leaves no room to renew.
+func (s *Session) arm(l Lease) (deadline, renewDue <-chan time.Time, ok bool) {
+	every, err := renewPeriod(s.renewEvery, &l, s.client.skew)
+	if err != nil {
+		s.lose(s.ended("lost: its renewed lease leaves no room to renew", err))
+		return nil, nil, false
+	}
+	left, err := l.remaining()
+	if err != nil {
+		s.lose(s.ended("lost: the client's clock failed", err))
+		return nil, nil, false
+	}
+	if left <= 0 {
+		// A renewal answered after the deadline it earned: lost, and no
+		// renewal is sent for it.
+		s.settle()
+		return nil, nil, false
+	}
+	// The send instant: Deadline = sentAt + TTL - skew, so the renewal is
+	// due at sentAt + every = Deadline - (window - every).
+	untilRenew := left - (l.TTL - s.client.skew - every)
+	return s.timer(left), s.timer(untilRenew), true
 }
 
 // retryLimit caps the backoff between failed renewals: never longer than
@@ -367,25 +384,11 @@ func (s *Session) retryLimit(l Lease) time.Duration {
 	if limit == 0 {
 		limit = l.TTL
 	}
-	every := s.renewEvery
-	if every == 0 {
-		every = l.TTL / 3
+	every, err := renewPeriod(s.renewEvery, &l, s.client.skew)
+	if err != nil {
+		return limit
 	}
 	return min(limit, every)
-}
-
-// until returns how long remains until at on the client's clock (<= 0 once
-// reached). It reads the clock once.
-func (s *Session) until(at Instant) (time.Duration, error) {
-	now, err := s.client.clock.Now()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v: client clock: %w", ErrLeaseLost, s.token, err)
-	}
-	left, err := at.Sub(now)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v: %w", ErrLeaseLost, s.token, err)
-	}
-	return left, nil
 }
 
 // timer returns a channel that delivers once d has passed on the client's
@@ -403,40 +406,3 @@ var elapsed = func() <-chan time.Time {
 	close(c)
 	return c
 }()
-
-// waitCtx waits d on after's clock, or until ctx ends.
-func waitCtx(ctx context.Context, after func(time.Duration) <-chan time.Time, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	select {
-	case <-after(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// nextBackoff doubles the previous backoff, starting at limit/16 and capped
-// at limit.
-func nextBackoff(prev, limit time.Duration) time.Duration {
-	if prev == 0 {
-		return max(limit/16, time.Millisecond)
-	}
-	return min(2*prev, limit)
-}
-
-// jitter spreads a wait of base (capped at limit) by up to a quarter of it:
-// longer when that stays within limit, shorter otherwise, so waiters sent
-// away together do not come back together.
-func jitter(base, limit time.Duration) time.Duration {
-	base = min(base, limit)
-	if base <= 0 {
-		return 0
-	}
-	j := rand.N(base/4 + 1)
-	if base+j <= limit {
-		return base + j
-	}
-	return base - j
-}

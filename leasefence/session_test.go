@@ -270,7 +270,7 @@ func TestSessionLostExactlyAtItsOwnDeadline(t *testing.T) {
 	}
 	f.time.Advance(time.Nanosecond)
 	waitClosed(t, s.Lost(), "Lost at the deadline")
-	if err := s.Err(); !errors.Is(err, leasefence.ErrLeaseLost) || !strings.Contains(err.Error(), "passed unrenewed") {
+	if err := s.Err(); !errors.Is(err, leasefence.ErrLeaseLost) || !strings.Contains(err.Error(), "not renewed within its 3s deadline") {
 		t.Fatalf("Err = %v", err)
 	}
 	if n := f.svc.renews.Load(); n < 4 {
@@ -293,29 +293,27 @@ func TestHoldWaitsOutAHolder(t *testing.T) {
 		done <- result{s, err}
 	}()
 	// MaxWait 0 is one second before any grant: the 3 s RetryAfter is capped,
-	// so Hold asks again at most a second (and at least 3/4 s) later.
-	armed := 0
-	for step := 0; step < 5; step++ {
-		armed++
+	// so Hold asks again at most a second (and at least 3/4 s) later: at 0,
+	// 1 and 2 s it is told "held", at 3 s the lease has expired.
+	for armed := 1; armed <= 3; armed++ {
 		f.time.waitArmed(t, armed)
 		f.time.Advance(time.Second)
-		select {
-		case r := <-done:
-			if r.err != nil {
-				t.Fatalf("Hold: %v", r.err)
-			}
-			defer r.s.Release(context.Background())
-			if r.s.Token().Fence <= first.Token.Fence {
-				t.Fatalf("fence %d after %d", r.s.Token().Fence, first.Token.Fence)
-			}
-			if n := f.svc.acquires.Load(); n != 4 {
-				t.Fatalf("%d acquire attempts, want 4 (held at 0, 1, 2 s; granted at 3 s)", n)
-			}
-			return
-		default:
-		}
 	}
-	t.Fatal("Hold never acquired after the lease expired")
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Hold: %v", r.err)
+		}
+		defer r.s.Release(context.Background())
+		if r.s.Token().Fence <= first.Token.Fence {
+			t.Fatalf("fence %d after %d", r.s.Token().Fence, first.Token.Fence)
+		}
+		if n := f.svc.acquires.Load(); n != 4 {
+			t.Fatalf("%d acquire attempts, want 4 (held at 0, 1, 2 s; granted at 3 s)", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Hold never acquired after the lease expired (%d acquires)", f.svc.acquires.Load())
+	}
 }
 
 func TestHoldResendsTheSameRequestAfterALostReply(t *testing.T) {
@@ -412,7 +410,6 @@ func TestHoldBadArguments(t *testing.T) {
 		{"empty resource", t.Context(), f.svc, f.client, "", leasefence.HoldOptions{}},
 		{"negative RenewEvery", t.Context(), f.svc, f.client, "r", leasefence.HoldOptions{RenewEvery: -1}},
 		{"negative MaxWait", t.Context(), f.svc, f.client, "r", leasefence.HoldOptions{MaxWait: -1}},
-		{"RenewEvery not below the TTL", t.Context(), f.svc, f.client, "r", leasefence.HoldOptions{RenewEvery: 3 * time.Second}},
 		{"Local(nil)", t.Context(), leasefence.Local(nil), f.client, "r", leasefence.HoldOptions{}},
 	}
 	for _, tt := range tests {
@@ -423,8 +420,7 @@ func TestHoldBadArguments(t *testing.T) {
 			}
 		})
 	}
-	// The lease Hold got with a RenewEvery it cannot honour was released:
-	// nothing is left held.
+	// Nothing is left held.
 	other := newClient(t, f.time.client, "agent-b", 0)
 	acquireLease(t, other, f.coord, "r")
 }
@@ -513,7 +509,9 @@ func TestSessionReleaseCtx(t *testing.T) {
 // service stops answering, and leave no goroutine behind.
 func TestSessionRealTimeNoLeaks(t *testing.T) {
 	before := runtime.NumGoroutine()
-	const ttl = 150 * time.Millisecond
+	// Long enough that a renewing goroutine starved by a loaded machine
+	// (the race detector, parallel packages) still renews in time.
+	const ttl = 400 * time.Millisecond
 	coord := newCoordinator(t, leasefence.NewMonotonicClock("coordinator"), ttl)
 	svc := &countingService{svc: leasefence.Local(coord)}
 	var wg sync.WaitGroup
@@ -552,7 +550,7 @@ func TestSessionRealTimeNoLeaks(t *testing.T) {
 	case <-time.After(10 * ttl):
 		t.Fatal("not lost 10 TTLs after renewals stopped")
 	}
-	if !strings.Contains(s.Err().Error(), "passed unrenewed") {
+	if !strings.Contains(s.Err().Error(), "not renewed within") {
 		t.Fatalf("Err = %v (deadline %v)", s.Err(), deadline)
 	}
 	_, _ = s.Release(t.Context())

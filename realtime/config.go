@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // The backends and stores by name, as lab's --backend and --resource
@@ -88,7 +88,7 @@ func (c Config) store() string {
 // Check reports, before anything starts, why c cannot run sc: the first
 // problem, as one line naming the setting, wrapping ErrBadConfig (and
 // ErrUnmappable for a scenario etcd cannot play).
-func (c Config) Check(sc harness.Scenario) error {
+func (c Config) Check(sc spec.Scenario) error {
 	bad := func(setting, format string, args ...any) error {
 		return &ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
@@ -157,7 +157,7 @@ type Setup struct {
 	Backend Backend
 	Store   Store
 	// Scenario is the scenario as the run plays it: stretched by Scale.
-	Scenario harness.Scenario
+	Scenario spec.Scenario
 	Scale    float64
 
 	once sync.Once
@@ -166,7 +166,7 @@ type Setup struct {
 
 // Open checks c, starts the backend and the store, and maps sc onto them.
 // Close stops and removes everything it started.
-func Open(ctx context.Context, c Config, sc harness.Scenario) (*Setup, error) {
+func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 	if err := c.Check(sc); err != nil {
 		return nil, err
 	}
@@ -227,9 +227,16 @@ func (s *Setup) Close() error {
 	return s.err
 }
 
+// RunOptions are a run's modes (default both) and the subscribers that
+// receive its every event.
+type RunOptions struct {
+	Modes       []history.Mode
+	Subscribers []history.Subscriber
+}
+
 // RunScenario runs sc on a setup opened for it, closed after, with opts'
 // modes and subscribers: the whole real-time run in one call.
-func RunScenario(ctx context.Context, c Config, sc harness.Scenario, opts harness.RunOptions) (*Result, error) {
+func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts RunOptions) (*Result, error) {
 	s, err := Open(ctx, c, sc)
 	if err != nil {
 		return nil, err
@@ -240,7 +247,7 @@ func RunScenario(ctx context.Context, c Config, sc harness.Scenario, opts harnes
 
 // NewRunner prepares a run of the setup's scenario in opts' modes, with
 // its subscribers.
-func (s *Setup) NewRunner(opts harness.RunOptions) (*Runner, error) {
+func (s *Setup) NewRunner(opts RunOptions) (*Runner, error) {
 	return New(s.Scenario, Options{Modes: opts.Modes, Backend: s.Backend, Store: s.Store, Subscribers: opts.Subscribers})
 }
 
@@ -250,7 +257,7 @@ func (s *Setup) NewLive(modes []history.Mode) (*Live, error) {
 }
 
 // Run runs the setup's scenario once: NewRunner, then Runner.Run.
-func (s *Setup) Run(ctx context.Context, opts harness.RunOptions) (*Result, error) {
+func (s *Setup) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	r, err := s.NewRunner(opts)
 	if err != nil {
 		return nil, err

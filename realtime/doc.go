@@ -1,7 +1,10 @@
-// Package realtime runs a harness.Scenario in real time against real
+// Package realtime runs a spec.Scenario in real time against real
 // systems, and judges it by the same checker as the simulator.
 //
-// Agents are goroutines on real clocks. Each calls a leasefence.Service (a
+// Each agent is the same state machine the simulator drives (package
+// agent), driven here on goroutines and real clocks: its timers are real
+// sleeps, its requests real calls, its writes real commits. Each calls a
+// leasefence.Service (a
 // Backend: the in-memory coordinator behind leasefence.Local, or
 // etcdlease's Coordinator on an embedded or existing etcd) through a fault
 // layer, and writes to resources behind a real gate (a Store: in-memory
@@ -15,11 +18,14 @@
 //
 //   - A stall between the check and the write is a real sleep, in which
 //     the agent does nothing at all, renewals included.
-//   - Request and reply drops, delays and duplicates are the Faults layer
-//     around the Service calls. A dropped reply means the call happened and
-//     its answer was thrown away, so the retry of the same request tests the
+//   - Request and reply drops, delays and duplicates are the fault layer
+//     around the Service calls (net.go), their fates drawn by the agent as
+//     in the simulator. A dropped reply means the call happened and its
+//     answer was thrown away, so the retry of the same request tests the
 //     service's idempotency for real; a duplicate is delivered again after
 //     the original. Every fate is counted (FaultStats).
+//   - The gate push is the coordinator's: a fence is pushed when it is
+//     minted, whether or not the grant's reply then reaches the agent.
 //   - Clock drift and offset: each agent's leasefence.NewClock reads the
 //     monotonic clock since the run began, at the agent's rate, from its
 //     offset. On the in-memory backend the coordinator's drift is played
@@ -68,10 +74,9 @@
 //
 // Live is a run as the dashboard (tui.Source) sees it: snapshots folded
 // from the run's own events (history.AgentTrack, history.Reader), pause
-// (agents start no new work), drop rate and coordinator restarts. Steps,
-// speed, stalling an agent from outside and the gate push are refused
-// (ErrRealTime): real time cannot be stepped, and a goroutine cannot be
-// paused from outside.
+// (agents start no new work), drop rate, stalling an agent and coordinator
+// restarts. Steps, speed and toggling the gate push are refused
+// (ErrRealTime): real time cannot be stepped.
 //
 // # What it cannot fault
 //

@@ -16,13 +16,14 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/spec"
 )
 
 // short returns builtin name cut to at most d of scenario time and
 // stretched by k, so that a real-time run takes about d*k of wall time.
-func short(t *testing.T, name string, d time.Duration, k float64) harness.Scenario {
+func short(t *testing.T, name string, d time.Duration, k float64) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in %q", name)
 	}
@@ -40,7 +41,7 @@ func (r *recorder) Event(e history.Event) { r.enc.Event(e) }
 
 // runRecorded runs sc on setup-less options and returns the result and its
 // history file.
-func runRecorded(t *testing.T, sc harness.Scenario, opts realtime.Options) (*realtime.Result, []byte) {
+func runRecorded(t *testing.T, sc spec.Scenario, opts realtime.Options) (*realtime.Result, []byte) {
 	t.Helper()
 	rec := &recorder{}
 	opts.Subscribers = append(opts.Subscribers, rec)
@@ -98,7 +99,7 @@ func assertInvariants(t *testing.T, res *realtime.Result) {
 // file gives back the same report.
 func TestBuiltinsOnMemory(t *testing.T) {
 	t.Parallel() // real time mostly waits: the runs share the cores well
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sc := short(t, name, 12*time.Second, 0.1)
@@ -187,7 +188,7 @@ func TestPause(t *testing.T) {
 
 // etcdSetup opens an embedded etcd (and its gates) under a directory of the
 // test, closed at its end.
-func etcdSetup(t *testing.T, members int, sc harness.Scenario) *realtime.Setup {
+func etcdSetup(t *testing.T, members int, sc spec.Scenario) *realtime.Setup {
 	t.Helper()
 	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendEtcd, EtcdMembers: members, TempDir: t.TempDir()}, sc)
 	if err != nil {
@@ -207,7 +208,7 @@ func TestEtcdOverlap(t *testing.T) {
 		t.Skip("runs etcd for several seconds")
 	}
 	t.Parallel()
-	sc, _ := harness.Builtin("overlap")
+	sc, _ := spec.Builtin("overlap")
 	sc.Duration = 8 * time.Second
 	sc.Agent.Stall.TailP = 0.5
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -235,7 +236,7 @@ func TestEtcdLeaderStop(t *testing.T) {
 		t.Skip("runs a three-member etcd for several seconds")
 	}
 	t.Parallel()
-	sc, _ := harness.Builtin("overlap")
+	sc, _ := spec.Builtin("overlap")
 	sc.Duration = 7 * time.Second
 	sc.Agent.Stall.TailP = 0.5
 	s := etcdSetup(t, 3, sc)
@@ -263,7 +264,7 @@ func TestEtcdLeaderStop(t *testing.T) {
 // running, no port open and no directory behind.
 func TestEtcdInterruptLeavesNothing(t *testing.T) {
 	parent := t.TempDir()
-	sc, _ := harness.Builtin("overlap")
+	sc, _ := spec.Builtin("overlap")
 	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendEtcd, TempDir: parent}, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func TestEtcdInterruptLeavesNothing(t *testing.T) {
 	endpoint := e.Cluster().Endpoints()[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
-	res, err := s.Run(ctx, harness.RunOptions{})
+	res, err := s.Run(ctx, realtime.RunOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.Events == 0 {
 		t.Fatalf("interrupted run: %v, %v", res, err)
 	}
@@ -297,17 +298,17 @@ func TestEtcdInterruptLeavesNothing(t *testing.T) {
 
 // Config.Check refuses what cannot run, naming the setting.
 func TestConfigCheck(t *testing.T) {
-	overlap, _ := harness.Builtin("overlap")
+	overlap, _ := spec.Builtin("overlap")
 	tiny := overlap
 	tiny.TTL = 50 * time.Millisecond
 	tiny.ClockSkew = 0
-	lost, _ := harness.Builtin("restart-lost")
+	lost, _ := spec.Builtin("restart-lost")
 	drift := overlap
 	drift.Clocks.CoordinatorDriftPPM = 100
 	for _, tc := range []struct {
 		name    string
 		c       realtime.Config
-		sc      harness.Scenario
+		sc      spec.Scenario
 		setting string
 	}{
 		{"unknown backend", realtime.Config{Backend: "zookeeper"}, overlap, "backend"},
@@ -364,7 +365,7 @@ func TestWholeSecondScale(t *testing.T) {
 			t.Errorf("error %v does not match ErrUnmappable", err)
 		}
 	}
-	sc, _ := harness.Builtin("overlap")
+	sc, _ := spec.Builtin("overlap")
 	sc.TTL = 1500 * time.Millisecond
 	got, k, err := realtime.MapOntoEtcd(sc, time.Second, 0)
 	if err != nil || got.TTL != 2*time.Second || k != 4.0/3 {
@@ -393,13 +394,16 @@ func TestLive(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- live.Run(t.Context(), 0) }()
 	time.Sleep(500 * time.Millisecond)
-	if err := live.Intervene(harness.Intervention{Kind: harness.SetDropRate, Value: 1}); err != nil {
+	if err := live.Intervene(spec.Intervention{Kind: spec.SetDropRate, Value: 1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, iv := range []harness.Intervention{{Kind: harness.StallAgent, Agent: "agent-1", Duration: time.Second}, {Kind: harness.TogglePush}} {
-		if err := live.Intervene(iv); !errors.Is(err, realtime.ErrRealTime) {
-			t.Errorf("Intervene(%s) = %v, want ErrRealTime", iv.Kind, err)
-		}
+	// A live stall is the agent's own input, as in the simulator; the push
+	// is the coordinator's, and cannot be toggled in real time.
+	if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-1", Duration: time.Second}); err != nil {
+		t.Errorf("Intervene(stall-agent) = %v", err)
+	}
+	if err := live.Intervene(spec.Intervention{Kind: spec.TogglePush}); !errors.Is(err, realtime.ErrRealTime) {
+		t.Errorf("Intervene(toggle-push) = %v, want ErrRealTime", err)
 	}
 	if err := live.SetSpeed(2); !errors.Is(err, realtime.ErrRealTime) || live.Step() {
 		t.Errorf("SetSpeed(2) = %v; Step stepped", err)
@@ -436,13 +440,13 @@ func TestLiveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := live.Intervene(harness.Intervention{Kind: harness.RestartCoordinator}); !errors.Is(err, realtime.ErrRealTime) {
+	if err := live.Intervene(spec.Intervention{Kind: spec.RestartCoordinator}); !errors.Is(err, realtime.ErrRealTime) {
 		t.Errorf("a restart before the run: %v, want ErrRealTime", err)
 	}
 	done := make(chan error)
 	go func() { done <- live.Run(t.Context(), 0) }()
 	time.Sleep(600 * time.Millisecond)
-	if err := live.Intervene(harness.Intervention{Kind: harness.RestartCoordinator}); err != nil {
+	if err := live.Intervene(spec.Intervention{Kind: spec.RestartCoordinator}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {

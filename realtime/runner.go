@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // Options configures a Runner.
@@ -27,7 +27,7 @@ type Options struct {
 	// Subscribers receive every event, in history order, one at a time
 	// under the runner's history lock: they must be quick and must not
 	// call back into the runner.
-	Subscribers []harness.Subscriber
+	Subscribers []history.Subscriber
 	// CallTimeout bounds each call to the coordinator and each write; 0
 	// means the scenario's TTL (a reply later than a whole TTL is of no
 	// use to the holder anyway).
@@ -52,11 +52,11 @@ type Result struct {
 // writing to a Store's resources. Everything they do is an event of one
 // history, judged by history's checker, exactly as the simulator's is.
 type Runner struct {
-	sc      harness.Scenario
+	sc      spec.Scenario
 	h       history.Header
 	backend Backend
 	store   Store
-	subs    []harness.Subscriber
+	subs    []history.Subscriber
 	timeout time.Duration
 	start   time.Time
 
@@ -80,13 +80,13 @@ type Runner struct {
 
 // New prepares a real-time run of sc. It validates sc and opens nothing:
 // Run does.
-func New(sc harness.Scenario, opts Options) (*Runner, error) {
+func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
 	modes := opts.Modes
 	if len(modes) == 0 {
-		modes = harness.Modes
+		modes = []history.Mode{history.Naive, history.Fenced}
 	}
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
@@ -141,19 +141,20 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		r.worlds = append(r.worlds, w)
 	}
 	if openErr == nil {
+		// The run lasts its duration, whatever its agents do; and so the
+		// count of its goroutines is above zero whenever one is added.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-runCtx.Done()
+		}()
 		r.schedule(runCtx, wg)
 		for _, w := range r.worlds {
-			for _, a := range w.agents {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					a.run(runCtx)
-				}()
+			for _, d := range w.agents {
+				d.start(runCtx)
 			}
 		}
 	}
-	// Pushes are started by agents only, so the count is above zero
-	// whenever one is added.
 	wg.Wait()
 	r.mu.Lock()
 	r.stopped = true
@@ -180,8 +181,8 @@ func (r *Runner) result() *Result {
 	}
 	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall}
 	for _, w := range r.worlds {
-		for _, a := range w.agents {
-			res.Faults = res.Faults.Add(a.net.Stats())
+		for _, d := range w.agents {
+			res.Faults = res.Faults.Add(d.stats.stats())
 		}
 	}
 	return res
@@ -248,6 +249,31 @@ func (r *Runner) Done() bool {
 
 // now is true time since the run began.
 func (r *Runner) now() time.Duration { return time.Since(r.start) }
+
+// over reports whether the run has ended (or not begun).
+func (r *Runner) over() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped || r.runCtx == nil || r.runCtx.Err() != nil
+}
+
+// spawn runs f on a goroutine of the run, with the run's context, unless
+// the run is over. It is called from the run's goroutines only (or before
+// they wait), so the count it adds to is above zero.
+func (r *Runner) spawn(f func(ctx context.Context)) {
+	r.mu.Lock()
+	ctx := r.runCtx
+	if r.stopped || ctx == nil || ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		f(ctx)
+	}()
+}
 
 // emit stamps e with the mode, the instant and its sequence number, and
 // adds it to the history. Events emitted after the run stopped are
@@ -352,14 +378,14 @@ type world struct {
 
 	resources []Resource
 	resMu     []sync.Mutex // one write at a time per resource, so the history lists writes in the order they landed
-	agents    []*agent
+	agents    []*driver
 
 	gens        []genState // per resource: the newest generation the history has seen
 	incarnation int32
 	maxFence    leasefence.Fence
 
-	pushMu  sync.Mutex
-	pushRNG *rand.Rand
+	pushMu sync.Mutex
+	pushes *agent.Pushes
 }
 
 // genState is the newest lease generation of a resource, as the history
@@ -375,8 +401,7 @@ type genState struct {
 
 func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 	sc := &r.sc
-	w := &world{r: r, mode: mode, clock: newCoordClock(r.start, sc.Clocks.CoordinatorDriftPPM),
-		pushRNG: rand.New(rand.NewPCG(sc.Seed^0xbb67ae8584caa73b, 1))}
+	w := &world{r: r, mode: mode, clock: newCoordClock(r.start, sc.Clocks.CoordinatorDriftPPM), pushes: agent.NewPushes(sc)}
 	svc, err := r.backend.Open(ctx, mode, w.clock.Clock, sc.TTL)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", r.backend.Name(), mode, err)
@@ -391,16 +416,16 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 			return nil, fmt.Errorf("realtime: %s resource %s (%s): %w", r.store.Name(), name, mode, err)
 		}
 	}
-	scripted := make(map[string][]harness.Action)
+	scripted := make(map[string]bool)
 	for _, act := range sc.Script {
-		scripted[act.Agent] = append(scripted[act.Agent], act)
+		scripted[act.Agent] = true
 	}
 	for i, name := range r.h.Agents {
-		a, err := newAgent(w, i, name, scripted[name])
+		d, err := newDriver(w, i, scripted[name])
 		if err != nil {
 			return nil, err
 		}
-		w.agents = append(w.agents, a)
+		w.agents = append(w.agents, d)
 	}
 	return w, nil
 }
@@ -440,14 +465,30 @@ type coordSide struct {
 	mint sync.Mutex
 }
 
-func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+// Acquire passes an acquire to the coordinator, and returns its outcome
+// with the coordinator incarnation that granted it. A fence newly minted
+// is pushed to the resource's gate when the push is on, whatever becomes
+// of the reply: the coordinator pushes it, as in the simulator.
+func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
 	c.mint.Lock()
 	defer c.mint.Unlock()
 	out, err := c.w.svc().Acquire(ctx, req)
-	if err == nil && out.OK {
-		c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), agentIndex(c.w.r.h.Resources, req.Resource), out.Grant)
+	if _, etcd := c.w.r.backend.(*Etcd); etcd && err == nil && !out.OK {
+		// etcd's retry hints are whole seconds: agents that waited them
+		// out would miss every release and expiry in between, and poll in
+		// step. A hint of at most a quarter TTL keeps them as keen as the
+		// simulator's.
+		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
 	}
-	return out, err
+	if err != nil || !out.OK {
+		return out, 0, err
+	}
+	ri := agentIndex(c.w.r.h.Resources, req.Resource)
+	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
+	if fresh && c.w.r.sc.Push.Enabled {
+		c.w.push(ri, out.Grant.Token)
+	}
+	return out, epoch, nil
 }
 
 func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
@@ -473,17 +514,18 @@ func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence
 
 // granted records a grant: a new generation (and the end of the
 // resource's previous one, which a new grant proves), or nothing for an
-// answer replayed to a retried request.
-func (w *world) granted(agent, ri int, g leasefence.Grant) {
-	if agent < 0 || ri < 0 {
-		return
-	}
+// answer replayed to a retried request. It reports whether the grant is
+// fresh, and the incarnation that granted it.
+func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if holder < 0 || ri < 0 {
+		return false, w.incarnation
+	}
 	cur := &w.gens[ri]
 	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
-		return // a replayed grant: minted once, already in the history
+		return false, cur.incarnation // a replayed grant: minted once, already in the history
 	}
 	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
 		// The coordinator granted the resource again: the previous lease
@@ -492,21 +534,11 @@ func (w *world) granted(agent, ri int, g leasefence.Grant) {
 			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
-	*cur = genState{known: true, agent: agent, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
+	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
 	w.maxFence = max(w.maxFence, g.Token.Fence)
-	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: agent, Resource: ri, Fence: g.Token.Fence,
+	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end})
-}
-
-// incarnationOf is the coordinator incarnation that granted fence f on
-// resource ri, as far as the history knows: the agent's generation.
-func (w *world) incarnationOf(ri int, f leasefence.Fence) int32 {
-	w.r.mu.Lock()
-	defer w.r.mu.Unlock()
-	if cur := &w.gens[ri]; cur.known && cur.fence == f {
-		return cur.incarnation
-	}
-	return w.incarnation
+	return true, w.incarnation
 }
 
 // extended records a renewal the coordinator granted.
@@ -545,20 +577,11 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
 // (Admit), after the scenario's push delay, unless the push is lost. It
 // runs beside the agents, until the run ends.
 func (w *world) push(ri int, t leasefence.Token) {
-	r, sc := w.r, &w.r.sc
+	r := w.r
 	w.pushMu.Lock()
-	d, lost := sc.Push.Delay.Sample(w.pushRNG), w.pushRNG.Float64() < sc.Push.Drop
+	d, lost := w.pushes.Draw()
 	w.pushMu.Unlock()
-	r.mu.Lock()
-	ctx := r.runCtx
-	if r.stopped || ctx == nil {
-		r.mu.Unlock()
-		return
-	}
-	r.wg.Add(1)
-	r.mu.Unlock()
-	go func() {
-		defer r.wg.Done()
+	r.spawn(func(ctx context.Context) {
 		if sleep(ctx, d) != nil {
 			return
 		}
@@ -585,5 +608,5 @@ func (w *world) push(ri int, t leasefence.Token) {
 			e.Outcome = history.OutcomeBelowFloor
 		}
 		r.emit(w.mode, e)
-	}()
+	})
 }

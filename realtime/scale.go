@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // MaxTimeScale is the largest factor a scenario's times are stretched by to
@@ -23,12 +23,12 @@ var ErrUnmappable = errors.New("scenario cannot be mapped onto the backend")
 // retry wait, clock offsets, partitions, restarts, push delay, scripted
 // instants and interventions. Drift (a rate) is unchanged. With k = 1 it
 // returns sc unchanged.
-func Scale(sc harness.Scenario, k float64) harness.Scenario {
+func Scale(sc spec.Scenario, k float64) spec.Scenario {
 	if k == 1 {
 		return sc
 	}
 	d := func(x time.Duration) time.Duration { return time.Duration(math.Round(float64(x) * k)) }
-	dist := func(x harness.Dist) harness.Dist {
+	dist := func(x spec.Dist) spec.Dist {
 		x.Min, x.Max, x.TailMin, x.TailMax = d(x.Min), d(x.Max), d(x.TailMin), d(x.TailMax)
 		return x
 	}
@@ -38,23 +38,23 @@ func Scale(sc harness.Scenario, k float64) harness.Scenario {
 	sc.Network.RetryAfter = d(sc.Network.RetryAfter)
 	sc.Clocks.Offset.Min, sc.Clocks.Offset.Max = d(sc.Clocks.Offset.Min), d(sc.Clocks.Offset.Max)
 	if sc.Clocks.Agent != nil {
-		agents := make(map[string]harness.AgentClock, len(sc.Clocks.Agent))
+		agents := make(map[string]spec.AgentClock, len(sc.Clocks.Agent))
 		for name, ac := range sc.Clocks.Agent {
 			ac.Offset = d(ac.Offset)
 			agents[name] = ac
 		}
 		sc.Clocks.Agent = agents
 	}
-	sc.Partitions = append([]harness.Partition(nil), sc.Partitions...)
+	sc.Partitions = append([]spec.Partition(nil), sc.Partitions...)
 	for i := range sc.Partitions {
 		sc.Partitions[i].From, sc.Partitions[i].To = d(sc.Partitions[i].From), d(sc.Partitions[i].To)
 	}
-	sc.Restarts = append([]harness.Restart(nil), sc.Restarts...)
+	sc.Restarts = append([]spec.Restart(nil), sc.Restarts...)
 	for i := range sc.Restarts {
 		sc.Restarts[i].At = d(sc.Restarts[i].At)
 	}
 	sc.Push.Delay = dist(sc.Push.Delay)
-	sc.Script = append([]harness.Action(nil), sc.Script...)
+	sc.Script = append([]spec.Action(nil), sc.Script...)
 	for i := range sc.Script {
 		a := &sc.Script[i]
 		a.At, a.Duration = d(a.At), d(a.Duration)
@@ -67,7 +67,7 @@ func Scale(sc harness.Scenario, k float64) harness.Scenario {
 			a.ReplyDelay = &v
 		}
 	}
-	sc.Interventions = append([]harness.Intervention(nil), sc.Interventions...)
+	sc.Interventions = append([]spec.Intervention(nil), sc.Interventions...)
 	for i := range sc.Interventions {
 		sc.Interventions[i].At, sc.Interventions[i].Duration = d(sc.Interventions[i].At), d(sc.Interventions[i].Duration)
 	}
@@ -115,7 +115,7 @@ func ceilSecond(d time.Duration) time.Duration {
 // the smallest scale that makes its TTL whole seconds of at least minTTL
 // (WholeSecondScale), and the scale used. etcd keeps its own time, so a
 // coordinator drift cannot be played on it and is refused.
-func MapOntoEtcd(sc harness.Scenario, minTTL time.Duration, k float64) (harness.Scenario, float64, error) {
+func MapOntoEtcd(sc spec.Scenario, minTTL time.Duration, k float64) (spec.Scenario, float64, error) {
 	if sc.Clocks.CoordinatorDriftPPM != 0 {
 		return sc, 0, fmt.Errorf("%w: etcd keeps its own time: clocks.coordinator_drift_ppm must be 0 on etcd, got %v",
 			ErrUnmappable, sc.Clocks.CoordinatorDriftPPM)

@@ -167,7 +167,7 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 	for _, m := range modes {
 		data.ModeNames = append(data.ModeNames, string(m))
 	}
-	for _, row := range reportRows {
+	for _, row := range shownRows(res) {
 		pr := pageRow{Label: row.label}
 		for _, m := range modes {
 			v := row.get(res.Modes[m])
@@ -196,150 +196,188 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 }
 
 func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) modeView {
-	dur := h.Duration
-	agentName := func(i int) string { return h.Agents[i] }
-	resourceName := func(i int) string { return h.Resources[i] }
-	plotW := math.Min(math.Max(dur.Seconds()*pxPerSec, minPlotW), maxPlotW)
-	x := func(t time.Duration) float64 { return laneLabelW + float64(t)/float64(dur)*plotW }
-	laneTop := func(i int) float64 { return axisH + bandTop + float64(i)*(laneH+laneGap) }
-	height := laneTop(len(mt.agents)) + 4
+	g := newGeometry(h, len(mt.agents))
 	v := modeView{
-		Name: string(mt.mode), DurationNS: int64(dur), Width: int(laneLabelW + plotW + 36), Height: int(height),
-		PlotX0: px(laneLabelW), PlotW: px(plotW), LaneH: laneH,
+		Name: string(mt.mode), DurationNS: int64(g.dur), Width: int(laneLabelW + g.plotW + 36), Height: int(g.height),
+		PlotX0: px(laneLabelW), PlotW: px(g.plotW), LaneH: laneH,
 		FloorWord: "gate floor raised",
 	}
 	if mt.mode == history.Naive {
 		v.FloorWord = "newer write landed"
 	}
 	v.Summary = modeSummary(rep)
-
-	steps := tickSteps(dur)
-	base := steps[len(steps)-1]
-	for _, s := range steps {
-		if float64(s)/float64(dur)*plotW >= minTickGap {
-			base = s
-			break
-		}
-	}
-	for _, step := range steps {
-		for t := time.Duration(0); t <= dur; t += step {
-			v.Ticks = append(v.Ticks, tickView{X: px(x(t)), Label: history.FormatDuration(t), Step: int64(step), Base: step == base})
-		}
-	}
-
-	pos := make(map[string][2]float64) // mark id -> centre, for the links
+	v.Ticks = g.ticks()
 	for i := range mt.agents {
-		top := laneTop(i)
-		mid := top + laneH/2
-		name := agentName(i)
-		lane := laneView{Agent: name, Y: px(top), Mid: px(mid), Y2: px(top + laneH), LabelY: px(mid + 4)}
-		segs := mt.agents[i].segs
-		for k, s := range segs {
-			next := dur
-			if k+1 < len(segs) {
-				next = segs[k+1].from
-			}
-			if s.state == history.AgentIdle || next <= s.from {
-				continue
-			}
-			x0, x1 := x(s.from), x(min(next, dur))
-			sv := segView{X: px(x0), Y: px(top + 3), W: px(math.Max(x1-x0, 0.5)), H: px(laneH - 6),
-				Class: "st-" + stateClass(s.state), TextX: px((x0 + x1) / 2), TextY: px(mid + 4)}
-			what := stateWord(s.state)
-			if s.resource >= 0 {
-				what += fmt.Sprintf(" %s fence %d", resourceName(s.resource), s.fence)
-			}
-			sv.Title = fmt.Sprintf("%s %s, %s to %s", name, what, history.FormatDuration(s.from), history.FormatDuration(next))
-			if x1-x0 > float64(7*len(stateWord(s.state))+8) {
-				sv.Label = stateWord(s.state)
-			}
-			lane.Segs = append(lane.Segs, sv)
-		}
-		for _, st := range mt.agents[i].stalled {
-			x0, x1 := x(st[0]), x(min(st[1], dur))
-			lane.Stalls = append(lane.Stalls, segView{X: px(x0), Y: px(top + laneH - 5), W: px(math.Max(x1-x0, 1)), H: "5",
-				Class: "st-stalled", Title: fmt.Sprintf("%s stalled from %s to %s", name, history.FormatDuration(st[0]), history.FormatDuration(st[1]))})
-		}
-		for _, f := range mt.faults {
-			if f.agent != i {
-				continue
-			}
-			if f.to > f.from {
-				x0, x1 := x(f.from), x(f.to)
-				lane.Faults = append(lane.Faults, faultView{X: px(x0), Y: px(top - 3), W: px(x1 - x0), H: px(laneH + 6),
-					TextX: px(x0 + 3), TextY: px(top - 5), Label: fmt.Sprintf("%s %s to %s", f.label, history.FormatDuration(f.from), history.FormatDuration(f.to))})
-				continue
-			}
-			lane.Drops = append(lane.Drops, dropView{X: px(x(f.from)), Y1: px(top - 3), Y2: px(top + 5),
-				Title: fmt.Sprintf("%s: %s at %s", name, f.label, history.FormatDuration(f.from))})
-		}
-		lane.BottomOfLanes = px(height)
-		v.Lanes = append(v.Lanes, lane)
+		v.Lanes = append(v.Lanes, g.lane(mt, i))
 	}
-
-	rows := 0
-	for _, w := range mt.writes {
-		cx, cy := x(w.at), laneTop(w.agent)+laneH/2
-		pos[w.id] = [2]float64{cx, cy}
-		mv := markView{ID: w.id, X: px(cx), Y: px(cy), Link: w.link}
-		where := fmt.Sprintf("%s wrote %s with fence %d at %s", agentName(w.agent), resourceName(w.resource), w.fence, history.FormatDuration(w.at))
-		switch w.kind {
-		case history.MarkAdmitted:
-			mv.Kind, mv.Class = "admitted", "mark-admitted"
-			mv.Title = where + ": landed"
-		case history.MarkRefused:
-			mv.Kind, mv.Class = "refused", "mark-refused"
-			mv.Title = where + fmt.Sprintf(": REFUSED by the gate, whose floor %s had raised to fence %d", agentOrNone(h, w.other), w.otherFence)
-			const r = 5
-			mv.X1, mv.Y1, mv.X2, mv.Y2 = px(cx-r), px(cy-r), px(cx+r), px(cy+r)
-			mv.X3, mv.Y3, mv.X4, mv.Y4 = px(cx-r), px(cy+r), px(cx+r), px(cy-r)
-		case history.MarkStale:
-			mv.Kind, mv.Class = "stale", "mark-stale"
-			mv.Title = where + fmt.Sprintf(": STALE, landed after %s's fence %d, with no error", agentOrNone(h, w.other), w.otherFence)
-			mv.Points = fmt.Sprintf("%s,%s %s,%s %s,%s", px(cx), px(cy-7), px(cx-6), px(cy+5), px(cx+6), px(cy+5))
-		}
-		lane := &v.Lanes[w.agent]
-		lane.Marks = append(lane.Marks, mv)
-		if w.kind != history.MarkAdmitted {
-			if rows < maxTableRows {
-				row := refusalRow{ID: w.id + "-row", At: history.FormatDuration(w.at), Agent: agentName(w.agent),
-					Resource: resourceName(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
-				row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(h, w.other), w.otherFence)
-				v.Rows = append(v.Rows, row)
-			} else {
-				v.MoreRows++
-			}
-			rows++
-		}
-	}
-	v.RefusalsSummary = refusalsSummary(len(v.Rows), v.MoreRows)
-	for _, p := range mt.pushes {
-		if !p.applied {
-			continue
-		}
-		cx, cy := x(p.at), laneTop(p.agent)+3
-		pos[p.id] = [2]float64{cx, cy}
-		v.Lanes[p.agent].Pushes = append(v.Lanes[p.agent].Pushes, pushView{ID: p.id,
-			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", agentName(p.agent), p.fence, resourceName(p.resource), history.FormatDuration(p.at)),
-			Points: fmt.Sprintf("%s,%s %s,%s %s,%s %s,%s", px(cx), px(cy-4), px(cx+4), px(cy), px(cx), px(cy+4), px(cx-4), px(cy))})
-	}
+	pos := make(map[string][2]float64) // mark id -> centre, for the links
+	g.marks(&v, mt, pos)
+	g.pushes(&v, mt, pos)
 	for _, w := range mt.writes {
 		if w.link == "" {
 			continue
 		}
 		from, to := pos[w.id], pos[w.link]
 		v.Links = append(v.Links, linkView{X1: px(from[0]), Y1: px(from[1]), X2: px(to[0]), Y2: px(to[1]),
-			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", agentName(w.agent), w.fence, history.FormatDuration(w.at))})
+			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", g.agent(w.agent), w.fence, history.FormatDuration(w.at))})
 	}
 	for _, r := range mt.restarts {
 		label := "restart: fence counter lost"
 		if r.persist {
 			label = "restart: counter persisted"
 		}
-		v.Restarts = append(v.Restarts, restartView{X: px(x(r.at)), Y1: px(axisH + 2), Y2: px(height), TextY: px(axisH + 12),
+		v.Restarts = append(v.Restarts, restartView{X: px(g.x(r.at)), Y1: px(axisH + 2), Y2: px(g.height), TextY: px(axisH + 12),
 			Label: label + " at " + history.FormatDuration(r.at)})
 	}
 	return v
+}
+
+// geometry places a mode's timeline on the page: true time on x, one lane
+// per agent.
+type geometry struct {
+	h             *history.Header
+	dur           time.Duration
+	plotW, height float64
+}
+
+func newGeometry(h *history.Header, lanes int) *geometry {
+	g := &geometry{h: h, dur: h.Duration, plotW: math.Min(math.Max(h.Duration.Seconds()*pxPerSec, minPlotW), maxPlotW)}
+	g.height = g.laneTop(lanes) + 4
+	return g
+}
+
+func (g *geometry) x(t time.Duration) float64 { return laneLabelW + float64(t)/float64(g.dur)*g.plotW }
+
+func (g *geometry) laneTop(i int) float64 { return axisH + bandTop + float64(i)*(laneH+laneGap) }
+
+func (g *geometry) agent(i int) string { return g.h.Agents[i] }
+
+func (g *geometry) resource(i int) string { return g.h.Resources[i] }
+
+// ticks are the time axis's ticks at every step, the base step the first
+// one far enough apart to label.
+func (g *geometry) ticks() []tickView {
+	steps := tickSteps(g.dur)
+	base := steps[len(steps)-1]
+	for _, s := range steps {
+		if float64(s)/float64(g.dur)*g.plotW >= minTickGap {
+			base = s
+			break
+		}
+	}
+	var ticks []tickView
+	for _, step := range steps {
+		for t := time.Duration(0); t <= g.dur; t += step {
+			ticks = append(ticks, tickView{X: px(g.x(t)), Label: history.FormatDuration(t), Step: int64(step), Base: step == base})
+		}
+	}
+	return ticks
+}
+
+// lane draws agent i's lane: its states, stalls, partitions and lost
+// messages.
+func (g *geometry) lane(mt *modeTimeline, i int) laneView {
+	top := g.laneTop(i)
+	mid := top + laneH/2
+	name := g.agent(i)
+	lane := laneView{Agent: name, Y: px(top), Mid: px(mid), Y2: px(top + laneH), LabelY: px(mid + 4), BottomOfLanes: px(g.height)}
+	segs := mt.agents[i].segs
+	for k, s := range segs {
+		next := g.dur
+		if k+1 < len(segs) {
+			next = segs[k+1].from
+		}
+		if s.state == history.AgentIdle || next <= s.from {
+			continue
+		}
+		x0, x1 := g.x(s.from), g.x(min(next, g.dur))
+		sv := segView{X: px(x0), Y: px(top + 3), W: px(math.Max(x1-x0, 0.5)), H: px(laneH - 6),
+			Class: "st-" + stateClass(s.state), TextX: px((x0 + x1) / 2), TextY: px(mid + 4)}
+		what := stateWord(s.state)
+		if s.resource >= 0 {
+			what += fmt.Sprintf(" %s fence %d", g.resource(s.resource), s.fence)
+		}
+		sv.Title = fmt.Sprintf("%s %s, %s to %s", name, what, history.FormatDuration(s.from), history.FormatDuration(next))
+		if x1-x0 > float64(7*len(stateWord(s.state))+8) {
+			sv.Label = stateWord(s.state)
+		}
+		lane.Segs = append(lane.Segs, sv)
+	}
+	for _, st := range mt.agents[i].stalled {
+		x0, x1 := g.x(st[0]), g.x(min(st[1], g.dur))
+		lane.Stalls = append(lane.Stalls, segView{X: px(x0), Y: px(top + laneH - 5), W: px(math.Max(x1-x0, 1)), H: "5",
+			Class: "st-stalled", Title: fmt.Sprintf("%s stalled from %s to %s", name, history.FormatDuration(st[0]), history.FormatDuration(st[1]))})
+	}
+	for _, f := range mt.faults {
+		if f.agent != i {
+			continue
+		}
+		if f.to > f.from {
+			x0, x1 := g.x(f.from), g.x(f.to)
+			lane.Faults = append(lane.Faults, faultView{X: px(x0), Y: px(top - 3), W: px(x1 - x0), H: px(laneH + 6),
+				TextX: px(x0 + 3), TextY: px(top - 5), Label: fmt.Sprintf("%s %s to %s", f.label, history.FormatDuration(f.from), history.FormatDuration(f.to))})
+			continue
+		}
+		lane.Drops = append(lane.Drops, dropView{X: px(g.x(f.from)), Y1: px(top - 3), Y2: px(top + 5),
+			Title: fmt.Sprintf("%s: %s at %s", name, f.label, history.FormatDuration(f.from))})
+	}
+	return lane
+}
+
+// marks draws every write on its writer's lane, and lists the refused and
+// stale ones in the table below, recording each mark's centre in pos.
+func (g *geometry) marks(v *modeView, mt *modeTimeline, pos map[string][2]float64) {
+	rows := 0
+	for _, w := range mt.writes {
+		cx, cy := g.x(w.at), g.laneTop(w.agent)+laneH/2
+		pos[w.id] = [2]float64{cx, cy}
+		mv := markView{ID: w.id, X: px(cx), Y: px(cy), Link: w.link}
+		where := fmt.Sprintf("%s wrote %s with fence %d at %s", g.agent(w.agent), g.resource(w.resource), w.fence, history.FormatDuration(w.at))
+		switch w.kind {
+		case history.MarkAdmitted:
+			mv.Kind, mv.Class = "admitted", "mark-admitted"
+			mv.Title = where + ": landed"
+		case history.MarkRefused:
+			mv.Kind, mv.Class = "refused", "mark-refused"
+			mv.Title = where + fmt.Sprintf(": REFUSED by the gate, whose floor %s had raised to fence %d", agentOrNone(g.h, w.other), w.otherFence)
+			const r = 5
+			mv.X1, mv.Y1, mv.X2, mv.Y2 = px(cx-r), px(cy-r), px(cx+r), px(cy+r)
+			mv.X3, mv.Y3, mv.X4, mv.Y4 = px(cx-r), px(cy+r), px(cx+r), px(cy-r)
+		case history.MarkStale:
+			mv.Kind, mv.Class = "stale", "mark-stale"
+			mv.Title = where + fmt.Sprintf(": STALE, landed after %s's fence %d, with no error", agentOrNone(g.h, w.other), w.otherFence)
+			mv.Points = fmt.Sprintf("%s,%s %s,%s %s,%s", px(cx), px(cy-7), px(cx-6), px(cy+5), px(cx+6), px(cy+5))
+		}
+		lane := &v.Lanes[w.agent]
+		lane.Marks = append(lane.Marks, mv)
+		if w.kind == history.MarkAdmitted {
+			continue
+		}
+		if rows < maxTableRows {
+			row := refusalRow{ID: w.id + "-row", At: history.FormatDuration(w.at), Agent: g.agent(w.agent),
+				Resource: g.resource(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
+			row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(g.h, w.other), w.otherFence)
+			v.Rows = append(v.Rows, row)
+		} else {
+			v.MoreRows++
+		}
+		rows++
+	}
+	v.RefusalsSummary = refusalsSummary(len(v.Rows), v.MoreRows)
+}
+
+// pushes draws each push that raised a gate's floor on its holder's lane.
+func (g *geometry) pushes(v *modeView, mt *modeTimeline, pos map[string][2]float64) {
+	for _, p := range mt.pushes {
+		if !p.applied {
+			continue
+		}
+		cx, cy := g.x(p.at), g.laneTop(p.agent)+3
+		pos[p.id] = [2]float64{cx, cy}
+		v.Lanes[p.agent].Pushes = append(v.Lanes[p.agent].Pushes, pushView{ID: p.id,
+			Title:  fmt.Sprintf("push (Admit) of %s's fence %d reached %s's gate at %s", g.agent(p.agent), p.fence, g.resource(p.resource), history.FormatDuration(p.at)),
+			Points: fmt.Sprintf("%s,%s %s,%s %s,%s %s,%s", px(cx), px(cy-4), px(cx+4), px(cy), px(cx), px(cy+4), px(cx-4), px(cy))})
+	}
 }
 
 func agentOrNone(h *history.Header, i int) string {

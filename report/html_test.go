@@ -19,13 +19,14 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // renderPage runs a built-in with the timeline recorder and returns the
 // page and the result.
-func renderPage(t *testing.T, name string, change func(*harness.Scenario)) ([]byte, *harness.Result) {
+func renderPage(t *testing.T, name string, change func(*spec.Scenario)) ([]byte, *harness.Result) {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in %q", name)
 	}
@@ -115,7 +116,7 @@ func TestHTMLStructure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, res := renderPage(t, name, nil)
 			p := parsePage(t, b)
-			sc, _ := harness.Builtin(name)
+			sc, _ := spec.Builtin(name)
 			for _, m := range harness.Modes {
 				rep := res.Modes[m]
 				svg := "timeline-" + string(m)
@@ -127,7 +128,7 @@ func TestHTMLStructure(t *testing.T) {
 					t.Errorf("%s: %d lanes, want one per agent (%d)", m, len(lanes), sc.Agents)
 				}
 				for i, lane := range lanes {
-					if got, want := attr(lane, "data-agent"), harness.AgentName(i); got != want {
+					if got, want := attr(lane, "data-agent"), spec.AgentName(i); got != want {
 						t.Errorf("%s: lane %d is %q, want %q", m, i, got, want)
 					}
 				}
@@ -239,7 +240,7 @@ func newBrowserPage(t *testing.T) *browserPage {
 	if bp.browser == "" {
 		t.Skip("no headless browser: install Debian's chromium (apt-get install -y chromium) to run this test")
 	}
-	bp.page, _ = renderPage(t, harness.DefaultScenario, nil)
+	bp.page, _ = renderPage(t, spec.DefaultScenario, nil)
 	bp.pagePath = filepath.Join(bp.dir, "report.html")
 	if err := os.WriteFile(bp.pagePath, bp.page, 0o644); err != nil {
 		t.Fatal(err)
@@ -370,14 +371,14 @@ func pageDigest(page []byte) string {
 // no browser, so every test run catches a stale picture, and says how to
 // take a new one.
 func TestReadmeScreenshotIsCurrent(t *testing.T) {
-	b, _ := renderPage(t, harness.DefaultScenario, nil)
+	b, _ := renderPage(t, spec.DefaultScenario, nil)
 	stamp, err := os.ReadFile(screenshotStamp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := pageDigest(b), strings.TrimSpace(string(stamp)); got != want {
 		t.Errorf("testdata/report.png, the README's picture, shows another page than lab run %s --html draws now (page sha256 %s, picture of %s): "+
-			"retake it with Debian's chromium installed: go test ./report -run TestHTMLInBrowser -update", harness.DefaultScenario, got, want)
+			"retake it with Debian's chromium installed: go test ./report -run TestHTMLInBrowser -update", spec.DefaultScenario, got, want)
 	}
 }
 

@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,6 +35,10 @@ func TestCountsAgree(t *testing.T) {
 			return strings.Join(verdictParagraphs(res), "\n")
 		}, [3]string{"landed 0 stale writes; 0 of its overlaps were silent.", "landed 1 stale write; 1 of its overlaps was silent.",
 			"landed 2 stale writes; 2 of its overlaps were silent."}},
+		{"naive verdict on reissued fences", func(n int) string {
+			res := &history.Result{Modes: map[history.Mode]*history.Report{history.Naive: {ReissuedWritesLanded: n + 1}}}
+			return strings.Join(verdictParagraphs(res), "\n")
+		}, [3]string{"1 write landed under fences reissued", "2 writes landed under fences reissued", "3 writes landed under fences reissued"}},
 		{"page mode summary", func(n int) string {
 			return modeSummary(&history.Report{Acquisitions: n, CommitsAdmitted: n, CommitsRefused: n, StaleWritesLanded: n, Overlaps: n, SilentOverlaps: n})
 		}, [3]string{"0 acquisitions, 0 writes admitted, 0 refused, 0 stale writes landed, 0 overlaps (0 silent)",
@@ -55,6 +61,21 @@ func TestCountsAgree(t *testing.T) {
 			if got := m.text(n); !strings.Contains(got, m.want[n]) {
 				t.Errorf("%s at %d:\n%s\ndoes not contain %q", m.name, n, got, m.want[n])
 			}
+		}
+	}
+}
+
+// The row of writes under reissued fences is there when a mode counted
+// one, and only then.
+func TestReissuedRowOnlyWhenCounted(t *testing.T) {
+	for _, n := range []int{0, 3} {
+		var b bytes.Buffer
+		res := &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{
+			history.Naive: {ReissuedWritesLanded: n}, history.Fenced: {}}}
+		Text(&b, &history.Header{}, res, Stop{}, Runner{})
+		row := regexp.MustCompile(`(?m)^  reissued writes landed +(\d+) +0$`).FindStringSubmatch(b.String())
+		if (row != nil) != (n > 0) || row != nil && row[1] != strconv.Itoa(n) {
+			t.Errorf("with %d reissued writes, the row is %q:\n%s", n, row, b.String())
 		}
 	}
 }

@@ -16,28 +16,47 @@ import (
 type reportRow struct {
 	label string
 	get   func(*history.Report) int
+	// rare rows are shown only when a mode counted something: most runs
+	// never restart a coordinator, and a row of zeros says nothing.
+	rare bool
+}
+
+// shownRows returns the rows of the report's table for res.
+func shownRows(res *history.Result) []reportRow {
+	rows := make([]reportRow, 0, len(reportRows))
+	for _, row := range reportRows {
+		shown := !row.rare
+		for _, rep := range res.Modes {
+			shown = shown || row.get(rep) != 0
+		}
+		if shown {
+			rows = append(rows, row)
+		}
+	}
+	return rows
 }
 
 var reportRows = []reportRow{
-	{"acquisitions", func(r *history.Report) int { return r.Acquisitions }},
-	{"renewals", func(r *history.Report) int { return r.Renewals }},
-	{"denials", func(r *history.Report) int { return r.Denials }},
-	{"expiries", func(r *history.Report) int { return r.Expiries }},
-	{"releases", func(r *history.Report) int { return r.Releases }},
-	{"fences minted", func(r *history.Report) int { return r.FencesMinted }},
-	{"retries", func(r *history.Report) int { return r.Retries }},
-	{"messages lost", func(r *history.Report) int { return r.MessagesLost }},
-	{"checks failed", func(r *history.Report) int { return r.ChecksFailed }},
-	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }},
-	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }},
-	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }},
-	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }},
-	{"overlaps", func(r *history.Report) int { return r.Overlaps }},
-	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }},
-	{"refused overlaps", func(r *history.Report) int { return r.RefusedOverlaps }},
-	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }},
-	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }},
-	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }},
+	{"acquisitions", func(r *history.Report) int { return r.Acquisitions }, false},
+	{"renewals", func(r *history.Report) int { return r.Renewals }, false},
+	{"denials", func(r *history.Report) int { return r.Denials }, false},
+	{"expiries", func(r *history.Report) int { return r.Expiries }, false},
+	{"releases", func(r *history.Report) int { return r.Releases }, false},
+	{"fences minted", func(r *history.Report) int { return r.FencesMinted }, false},
+	{"retries", func(r *history.Report) int { return r.Retries }, false},
+	{"messages lost", func(r *history.Report) int { return r.MessagesLost }, false},
+	{"checks failed", func(r *history.Report) int { return r.ChecksFailed }, false},
+	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }, false},
+	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }, false},
+	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }, false},
+	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false},
+	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true},
+	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false},
+	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }, false},
+	{"refused overlaps", func(r *history.Report) int { return r.RefusedOverlaps }, false},
+	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }, false},
+	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }, false},
+	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }, false},
 }
 
 // maxShownCounterexamples is how many counterexamples per mode the text
@@ -81,7 +100,7 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 		fmt.Fprintf(w, " %8s", m)
 	}
 	fmt.Fprintln(w)
-	for _, row := range reportRows {
+	for _, row := range shownRows(res) {
 		fmt.Fprintf(w, "  %-22s", row.label)
 		for _, m := range modes {
 			fmt.Fprintf(w, " %8d", row.get(res.Modes[m]))
@@ -183,6 +202,10 @@ func verdictParagraphs(res *history.Result) []string {
 	if n, ok := res.Modes[history.Naive]; ok {
 		ps = append(ps, fmt.Sprintf("The naive mode landed %s; %s silent.", history.Plural(n.StaleWritesLanded, "stale write", "stale writes"),
 			history.Plural(n.SilentOverlaps, "of its overlaps was", "of its overlaps were")))
+		if n.ReissuedWritesLanded > 0 {
+			ps = append(ps, fmt.Sprintf("%s under fences reissued by a coordinator that lost its counter: "+
+				"not stale, each was its resource's newest lease generation.", history.Plural(n.ReissuedWritesLanded, "write landed", "writes landed")))
+		}
 	}
 	return ps
 }

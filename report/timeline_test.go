@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 func recordTimeline(t *testing.T, name string) *Timeline {
 	t.Helper()
-	sc, _ := harness.Builtin(name)
+	sc, _ := spec.Builtin(name)
 	rec := NewTimeline(sc.Header(harness.Modes))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
@@ -58,7 +60,7 @@ func TestTimelineDesignNote(t *testing.T) {
 		{"renewal", harness.Fenced, 0, "holding@0s idle@1.1s"},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%s/%s", tt.scenario, tt.mode, harness.AgentName(tt.agent)), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", tt.scenario, tt.mode, spec.AgentName(tt.agent)), func(t *testing.T) {
 			rec := recordTimeline(t, tt.scenario)
 			if got := lane(rec.modes[tt.mode], tt.agent); got != tt.want {
 				t.Errorf("lane\n got %s\nwant %s", got, tt.want)
@@ -74,14 +76,14 @@ func TestTimelineWritesAndLinks(t *testing.T) {
 		t.Fatalf("writes = %+v", f.writes)
 	}
 	floor, refused := f.writes[0], f.writes[1]
-	if floor.kind != harness.MarkAdmitted || floor.agent != 1 || floor.at != 1010*time.Millisecond {
+	if floor.kind != liveview.MarkAdmitted || floor.agent != 1 || floor.at != 1010*time.Millisecond {
 		t.Errorf("first write = %+v", floor)
 	}
-	if refused.kind != harness.MarkRefused || refused.agent != 0 || refused.at != 1400*time.Millisecond || refused.link != floor.id {
+	if refused.kind != liveview.MarkRefused || refused.agent != 0 || refused.at != 1400*time.Millisecond || refused.link != floor.id {
 		t.Errorf("refused write = %+v, want a link to %s", refused, floor.id)
 	}
 	n := rec.modes[harness.Naive]
-	if stale := n.writes[1]; stale.kind != harness.MarkStale || stale.link != n.writes[0].id || stale.otherFence != 2 {
+	if stale := n.writes[1]; stale.kind != liveview.MarkStale || stale.link != n.writes[0].id || stale.otherFence != 2 {
 		t.Errorf("naive stale write = %+v", stale)
 	}
 }

@@ -1,13 +1,13 @@
 // Package scenario reads and writes the lab's YAML files: scenario files,
-// which describe one harness.Scenario, and fixture files, which add seeds
+// which describe one spec.Scenario, and fixture files, which add seeds
 // and assertions on the report and are run as tests (`lab fixtures`,
 // `go test ./fixtures/...`).
 //
 // # Scenario files
 //
 // A scenario file is a mapping whose keys are the JSON names of
-// harness.Scenario's fields (the names of the JSON report and of
-// harness.FieldError). It either starts from a built-in scenario and
+// spec.Scenario's fields (the names of the JSON report and of
+// spec.FieldError). It either starts from a built-in scenario and
 // changes what it names, or spells the whole scenario out:
 //
 //	builtin: crowd          # start from a built-in (see `lab scenarios`)
@@ -32,7 +32,7 @@
 // Loading is strict: an unknown key, a value of the wrong type, a YAML
 // feature the format has no use for (tags, anchors, aliases, merge keys),
 // a key given twice, a null value, and a value out of range (everything
-// harness.Scenario.Validate refuses) are errors. Each is a *FileError that
+// spec.Scenario.Validate refuses) are errors. Each is a *FileError that
 // names the file, the line and the field as written in the file:
 //
 //	fixtures/gap.yaml:7: scenario.network.drop_replies: must be a probability in [0, 1], got 1.5

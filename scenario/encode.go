@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // Format writes sc as a scenario file that Parse reads back to the same
@@ -18,7 +18,7 @@ import (
 // is not zero, in the order of the Scenario type, with durations as Go
 // strings ("950ms") and distributions in their one-line form when it holds
 // them exactly; it never writes `builtin:`, so the file stands alone.
-func Format(sc harness.Scenario) []byte {
+func Format(sc spec.Scenario) []byte {
 	var b bytes.Buffer
 	e := encoder{w: &b}
 	e.fields(reflect.ValueOf(sc), 0)
@@ -119,18 +119,18 @@ func scalar(v reflect.Value) (string, bool) {
 	case durationType:
 		return time.Duration(v.Int()).String(), true
 	case distType:
-		if s, ok := FormatDist(v.Interface().(harness.Dist)); ok {
+		if s, ok := FormatDist(v.Interface().(spec.Dist)); ok {
 			return quote(s), true
 		}
 		return flow(v), true
 	case rangeType:
-		r := v.Interface().(harness.Range)
+		r := v.Interface().(spec.Range)
 		if r.Min == r.Max {
 			return FormatRange(r), true
 		}
 		return quote(FormatRange(r)), true
 	case durationRangeType:
-		return quote(FormatDurationRange(v.Interface().(harness.DurationRange))), true
+		return quote(FormatDurationRange(v.Interface().(spec.DurationRange))), true
 	}
 	switch v.Kind() {
 	case reflect.Pointer:

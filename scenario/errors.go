@@ -19,7 +19,7 @@ type FileError struct {
 	Line    int    // 1-based; 0 when the problem has no line (an empty file)
 	Field   string // dotted path, with [i] for list entries; "" for the file as a whole
 	Problem string
-	// Err is the underlying error, if any: a *harness.FieldError for a
+	// Err is the underlying error, if any: a *spec.FieldError for a
 	// value out of range, a goccy/go-yaml error for bad syntax.
 	Err error
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 const gapFixture = `name: gap
@@ -150,7 +151,7 @@ func TestLoadReadsFixtureScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := harness.Builtin("gap")
+	want, _ := spec.Builtin("gap")
 	want.Seed = 5
 	if sc.Name != "f" || sc.Description != want.Description || sc.Seed != 5 || len(sc.Script) != len(want.Script) {
 		t.Errorf("got %+v", sc)
@@ -161,7 +162,7 @@ func TestLoadReadsFixtureScenario(t *testing.T) {
 // description, and a built-in it changes is described as changed, never
 // with the built-in's words alone.
 func TestFixtureScenarioDescribesItself(t *testing.T) {
-	overlap, _ := harness.Builtin("overlap")
+	overlap, _ := spec.Builtin("overlap")
 	for _, tt := range []struct {
 		name, yaml         string
 		wantName, wantDesc string
@@ -256,7 +257,7 @@ func TestFixtureBackend(t *testing.T) {
 		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
 	}
 	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		ran = append(ran, backend)
 		return harness.Run(ctx, sc, opts)
 	}})

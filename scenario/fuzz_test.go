@@ -4,16 +4,16 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 // FuzzParse checks that the loader never panics, and that whatever it
 // accepts survives Format and Parse again unchanged. Fixture files go
 // through the same decoder, so ParseFixture must not panic either.
 func FuzzParse(f *testing.F) {
-	for _, name := range harness.BuiltinNames() {
-		sc, _ := harness.Builtin(name)
+	for _, name := range spec.BuiltinNames() {
+		sc, _ := spec.Builtin(name)
 		f.Add(scenario.Format(sc))
 		f.Add([]byte("builtin: " + name + "\n"))
 	}

@@ -7,17 +7,17 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // Load reads the scenario of a file: a scenario file, or a fixture file
 // (one with a top-level `scenario:` key), whose scenario it returns with the
 // fixture's first seed. Every problem is a *FileError naming the file, the
 // line and the field.
-func Load(path string) (harness.Scenario, error) {
+func Load(path string) (spec.Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return harness.Scenario{}, err
+		return spec.Scenario{}, err
 	}
 	return Parse(path, data)
 }
@@ -25,24 +25,24 @@ func Load(path string) (harness.Scenario, error) {
 // Parse reads a scenario file's bytes; file names it in errors. See Load.
 //
 // A scenario file is a mapping whose keys are the json names of
-// harness.Scenario's fields. It either starts from a built-in scenario
+// spec.Scenario's fields. It either starts from a built-in scenario
 // (`builtin: gap`) and changes what it names, or spells the whole scenario
 // out. Without a `name:` the scenario is named after the file. The result
 // has passed Scenario.Validate.
-func Parse(file string, data []byte) (harness.Scenario, error) {
+func Parse(file string, data []byte) (spec.Scenario, error) {
 	d := newDecoder(file)
 	root, ok := d.parseRoot(data)
 	if !ok {
-		return harness.Scenario{}, d.err()
+		return spec.Scenario{}, d.err()
 	}
 	if isFixture(root) {
 		fx, err := parseFixture(d, root)
 		if err != nil {
-			return harness.Scenario{}, err
+			return spec.Scenario{}, err
 		}
 		return fx.Scenario, nil
 	}
-	var sc harness.Scenario
+	var sc spec.Scenario
 	d.decodeScenario(root, "", &sc)
 	if sc.Name == "" {
 		sc.Name = baseName(file)
@@ -51,7 +51,7 @@ func Parse(file string, data []byte) (harness.Scenario, error) {
 		d.validate(&sc, "")
 	}
 	if len(d.errs) > 0 {
-		return harness.Scenario{}, d.err()
+		return spec.Scenario{}, d.err()
 	}
 	return sc, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // RunOptions configures Fixture.Run.
@@ -21,7 +22,7 @@ type RunOptions struct {
 	// Runner runs a fixture whose Backend is not the simulator: one seed's
 	// scenario, in opts' modes, with opts' subscribers. Such fixtures
 	// fail with ErrNoRunner without one; their seeds run one at a time.
-	Runner func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error)
+	Runner func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
 }
 
 // ErrNoRunner: a fixture names a real-time backend and RunOptions has no
@@ -104,7 +105,7 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 // runSeed runs one seed and checks it; it records the events of the kinds
 // the timeline expectations read, and only those.
 func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind,
-	runner func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
+	runner func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
 	sc := fx.Scenario
 	sc.Seed = seed
 	var events []history.Event
@@ -121,7 +122,7 @@ func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kin
 		if runner == nil {
 			return nil, fmt.Errorf("%s: backend %s: %w", fx.Name, fx.Backend, ErrNoRunner)
 		}
-		run = func(ctx context.Context, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		run = func(ctx context.Context, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 			return runner(ctx, fx.Backend, sc, opts)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 func TestParseBuiltinOverrides(t *testing.T) {
@@ -30,15 +30,15 @@ partitions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := harness.Builtin("crowd")
+	want, _ := spec.Builtin("crowd")
 	want.Duration = 30 * time.Second
 	want.Seed = 7
 	want.Network.DropReplies = 0.1
-	want.Agent.Stall = harness.Dist{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.05,
+	want.Agent.Stall = spec.Dist{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.05,
 		TailMin: 1500 * time.Millisecond, TailMax: 4 * time.Second}
-	want.Clocks.DriftPPM = harness.Range{Min: -5000, Max: 5000}
-	want.Clocks.Offset = harness.DurationRange{Min: -50 * time.Millisecond, Max: 50 * time.Millisecond}
-	want.Partitions = []harness.Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second}}
+	want.Clocks.DriftPPM = spec.Range{Min: -5000, Max: 5000}
+	want.Clocks.Offset = spec.DurationRange{Min: -50 * time.Millisecond, Max: 50 * time.Millisecond}
+	want.Partitions = []spec.Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second}}
 	// No longer the built-in: its description says so.
 	want.Description += " (the built-in crowd with duration, network, agent, clocks, partitions changed)"
 	if !reflect.DeepEqual(sc, want) {
@@ -80,9 +80,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad dist", "builtin: gap\nagent:\n  stall: 10ms-fast\n",
 			[]string{`f.yaml:3: agent.stall: "fast" is not a duration (write e.g. 950ms or 1.5s)`}},
 		{"unknown builtin", "builtin: nope\n",
-			[]string{`f.yaml:1: builtin: no built-in scenario is called "nope" (they are: ` + strings.Join(harness.BuiltinNames(), ", ") + ")"}},
+			[]string{`f.yaml:1: builtin: no built-in scenario is called "nope" (they are: ` + strings.Join(spec.BuiltinNames(), ", ") + ")"}},
 		{"every problem at once", "builtin: gap\nagents: 0\nttl: -1s\nbogus: 1\n",
-			[]string{"f.yaml:2: agents: must be in [1, 100000], got 0", "f.yaml:3: ttl: must be > 0, got -1s",
+			[]string{"f.yaml:2: agents: must be in [1, 100000], got 0", "f.yaml:3: ttl: must be in (0, 24h0m0s], got -1s",
 				"f.yaml:4: bogus: unknown key"}},
 		{"list entry", "builtin: gap\npartitions:\n  - {agent: agent-1, from: 1s, to: 2s}\n  - {agent: agent-9, from: 1s, to: 2s}\n",
 			[]string{`f.yaml:4: partitions[1].agent: names no agent: "agent-9"`}},
@@ -122,9 +122,9 @@ func TestParseErrors(t *testing.T) {
 
 func TestRangeErrorsUnwrapToFieldErrors(t *testing.T) {
 	_, err := scenario.Parse("f.yaml", []byte("builtin: gap\nnetwork: {duplicate: 2}\n"))
-	var fe *harness.FieldError
+	var fe *spec.FieldError
 	if !errors.As(err, &fe) || fe.Field != "network.duplicate" {
-		t.Fatalf("want a *harness.FieldError for network.duplicate, got %v", err)
+		t.Fatalf("want a *spec.FieldError for network.duplicate, got %v", err)
 	}
 	var fileErr *scenario.FileError
 	if !errors.As(err, &fileErr) || fileErr.Line != 2 || fileErr.File != "f.yaml" {
@@ -134,11 +134,11 @@ func TestRangeErrorsUnwrapToFieldErrors(t *testing.T) {
 
 // TestFormatRoundTripsBuiltins writes every built-in and reads it back.
 func TestFormatRoundTripsBuiltins(t *testing.T) {
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
-			want, _ := harness.Builtin(name)
-			want.Clocks.Agent = map[string]harness.AgentClock{"agent-1": {}, "agent-2": {DriftPPM: -3, Offset: time.Millisecond}}
-			want.Interventions = []harness.Intervention{{At: time.Second, Kind: harness.SetDropRate, Value: 0.25}}
+			want, _ := spec.Builtin(name)
+			want.Clocks.Agent = map[string]spec.AgentClock{"agent-1": {}, "agent-2": {DriftPPM: -3, Offset: time.Millisecond}}
+			want.Interventions = []spec.Intervention{{At: time.Second, Kind: spec.SetDropRate, Value: 0.25}}
 			text := scenario.Format(want)
 			got, err := scenario.Parse(name+".yaml", text)
 			if err != nil {
@@ -154,14 +154,14 @@ func TestFormatRoundTripsBuiltins(t *testing.T) {
 func TestShorthands(t *testing.T) {
 	dists := []struct {
 		in   string
-		want harness.Dist
+		want spec.Dist
 	}{
-		{"50ms", harness.Const(50 * time.Millisecond)},
-		{"0", harness.Dist{}},
-		{"10ms-50ms", harness.Uniform(10*time.Millisecond, 50*time.Millisecond)},
-		{"10ms-50ms,5%:1.5s-4s", harness.Dist{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.05,
+		{"50ms", spec.Const(50 * time.Millisecond)},
+		{"0", spec.Dist{}},
+		{"10ms-50ms", spec.Uniform(10*time.Millisecond, 50*time.Millisecond)},
+		{"10ms-50ms,5%:1.5s-4s", spec.Dist{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond, TailP: 0.05,
 			TailMin: 1500 * time.Millisecond, TailMax: 4 * time.Second}},
-		{" 1s , 0.25 : 2s ", harness.Dist{Min: time.Second, Max: time.Second, TailP: 0.25, TailMin: 2 * time.Second, TailMax: 2 * time.Second}},
+		{" 1s , 0.25 : 2s ", spec.Dist{Min: time.Second, Max: time.Second, TailP: 0.25, TailMin: 2 * time.Second, TailMax: 2 * time.Second}},
 	}
 	for _, tt := range dists {
 		got, err := scenario.ParseDist(tt.in)
@@ -179,10 +179,10 @@ func TestShorthands(t *testing.T) {
 			t.Errorf("ParseDist(%q) = %+v, want an error", bad, d)
 		}
 	}
-	if r, err := scenario.ParseRange("-5000:5000"); err != nil || r != (harness.Range{Min: -5000, Max: 5000}) {
+	if r, err := scenario.ParseRange("-5000:5000"); err != nil || r != (spec.Range{Min: -5000, Max: 5000}) {
 		t.Errorf("ParseRange = %+v, %v", r, err)
 	}
-	if r, err := scenario.ParseRange("-20000"); err != nil || r != (harness.Range{Min: -20000, Max: -20000}) {
+	if r, err := scenario.ParseRange("-20000"); err != nil || r != (spec.Range{Min: -20000, Max: -20000}) {
 		t.Errorf("ParseRange one value = %+v, %v", r, err)
 	}
 	for _, bad := range []string{"", "a:b", "NaN", "1:Inf"} {
@@ -190,7 +190,7 @@ func TestShorthands(t *testing.T) {
 			t.Errorf("ParseRange(%q) = %+v, want an error", bad, r)
 		}
 	}
-	if r, err := scenario.ParseDurationRange("-50ms:50ms"); err != nil || r != (harness.DurationRange{Min: -50 * time.Millisecond, Max: 50 * time.Millisecond}) {
+	if r, err := scenario.ParseDurationRange("-50ms:50ms"); err != nil || r != (spec.DurationRange{Min: -50 * time.Millisecond, Max: 50 * time.Millisecond}) {
 		t.Errorf("ParseDurationRange = %+v, %v", r, err)
 	}
 }

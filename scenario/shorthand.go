@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // ParseDist reads the one-line form of a distribution of durations, the
@@ -20,25 +20,25 @@ import (
 //	0                       always 0
 //
 // It checks the syntax only; Scenario.Validate checks the ranges.
-func ParseDist(s string) (harness.Dist, error) {
-	var d harness.Dist
+func ParseDist(s string) (spec.Dist, error) {
+	var d spec.Dist
 	base, tail, hasTail := strings.Cut(strings.TrimSpace(s), ",")
 	var err error
 	if d.Min, d.Max, err = parseSpan(base); err != nil {
-		return harness.Dist{}, err
+		return spec.Dist{}, err
 	}
 	if !hasTail {
 		return d, nil
 	}
 	p, span, ok := strings.Cut(tail, ":")
 	if !ok {
-		return harness.Dist{}, fmt.Errorf("the tail %q needs the form P:MIN-MAX, e.g. 5%%:1.5s-4s", tail)
+		return spec.Dist{}, fmt.Errorf("the tail %q needs the form P:MIN-MAX, e.g. 5%%:1.5s-4s", tail)
 	}
 	if d.TailP, err = parseProbability(p); err != nil {
-		return harness.Dist{}, err
+		return spec.Dist{}, err
 	}
 	if d.TailMin, d.TailMax, err = parseSpan(span); err != nil {
-		return harness.Dist{}, err
+		return spec.Dist{}, err
 	}
 	return d, nil
 }
@@ -97,7 +97,7 @@ func parseFinite(s string) (float64, error) {
 // FormatDist writes d in the form ParseDist reads, and false if that form
 // cannot hold it exactly (a negative duration, or a tail probability that
 // is not finite).
-func FormatDist(d harness.Dist) (string, bool) {
+func FormatDist(d spec.Dist) (string, bool) {
 	if d.Min < 0 || d.Max < 0 || d.TailMin < 0 || d.TailMax < 0 || math.IsNaN(d.TailP) || math.IsInf(d.TailP, 0) {
 		return "", false
 	}
@@ -127,24 +127,24 @@ func formatProbability(p float64) string {
 // ParseRange reads a closed interval of numbers: "MIN:MAX", or one number
 // for an interval of one point. Drift in ppm is written this way:
 // "-5000:5000", "-20000".
-func ParseRange(s string) (harness.Range, error) {
+func ParseRange(s string) (spec.Range, error) {
 	a, b, isRange := strings.Cut(s, ":")
 	lo, err := parseFinite(a)
 	if err != nil {
-		return harness.Range{}, err
+		return spec.Range{}, err
 	}
 	if !isRange {
-		return harness.Range{Min: lo, Max: lo}, nil
+		return spec.Range{Min: lo, Max: lo}, nil
 	}
 	hi, err := parseFinite(b)
 	if err != nil {
-		return harness.Range{}, err
+		return spec.Range{}, err
 	}
-	return harness.Range{Min: lo, Max: hi}, nil
+	return spec.Range{Min: lo, Max: hi}, nil
 }
 
 // FormatRange writes r in the form ParseRange reads.
-func FormatRange(r harness.Range) string {
+func FormatRange(r spec.Range) string {
 	if r.Min == r.Max {
 		return strconv.FormatFloat(r.Min, 'g', -1, 64)
 	}
@@ -153,24 +153,24 @@ func FormatRange(r harness.Range) string {
 
 // ParseDurationRange reads a closed interval of durations: "MIN:MAX", or
 // one duration. Clock offsets are written this way: "-50ms:50ms".
-func ParseDurationRange(s string) (harness.DurationRange, error) {
+func ParseDurationRange(s string) (spec.DurationRange, error) {
 	a, b, isRange := strings.Cut(s, ":")
 	lo, err := parseDuration(a)
 	if err != nil {
-		return harness.DurationRange{}, err
+		return spec.DurationRange{}, err
 	}
 	if !isRange {
-		return harness.DurationRange{Min: lo, Max: lo}, nil
+		return spec.DurationRange{Min: lo, Max: lo}, nil
 	}
 	hi, err := parseDuration(b)
 	if err != nil {
-		return harness.DurationRange{}, err
+		return spec.DurationRange{}, err
 	}
-	return harness.DurationRange{Min: lo, Max: hi}, nil
+	return spec.DurationRange{Min: lo, Max: hi}, nil
 }
 
 // FormatDurationRange writes r in the form ParseDurationRange reads.
-func FormatDurationRange(r harness.DurationRange) string {
+func FormatDurationRange(r spec.DurationRange) string {
 	if r.Min == r.Max {
 		return r.Min.String()
 	}

@@ -16,7 +16,7 @@ type config struct {
 	provider trace.TracerProvider
 }
 
-// Option configures a SimRecorder or NewHooks.
+// Option configures a Recorder or NewHooks.
 type Option interface {
 	apply(*config)
 }

@@ -1,11 +1,13 @@
-// Package tracing turns leasefence's observation hooks and the harness's
-// simulation events into OpenTelemetry traces. The library itself never
-// imports OpenTelemetry: everything here sits on the hooks in
-// leasefence/trace.go and on harness.Subscriber.
+// Package tracing turns leasefence's observation hooks and a run's history
+// into OpenTelemetry traces. The library itself never imports
+// OpenTelemetry: everything here sits on the hooks in leasefence/trace.go
+// and on package history (a Header and its events, read through a
+// history.Reader); it knows no runner, so a simulated run, a real-time run
+// and a history file read back are traced alike.
 //
 // # Two ways in
 //
-//   - SimRecorder is a harness.Subscriber. It records a simulated run as one
+//   - Recorder is a subscriber of a run's events. It records a run as one
 //     trace per lease generation (a resource, a fence and the coordinator
 //     incarnation that minted it): a root span "lease" from the acquire's
 //     send to the last thing that happened under that fence, which carries
@@ -17,7 +19,7 @@
 //     because the lease was held is an "acquire denied" event on the
 //     holder's "lease" span, not a trace of its own. A refused commit is an
 //     error span linked to the "lease" span of the holder that raised the
-//     floor. Every timestamp is t0 plus the simulated instant, so a run
+//     floor. Every timestamp is t0 plus the run's instant, so a run
 //     recorded now is found by a time-window search now; with
 //     NewIDGenerator the same scenario, seed and t0 give the same trace and
 //     span ids. The spans are made on the recorder's own goroutine, beside
@@ -33,7 +35,7 @@
 // its trace and attribute packages): both ways in take a
 // trace.TracerProvider (WithTracerProvider, the global provider by
 // default), never an exporter, so importing it links neither the SDK nor
-// gRPC. IDGenerator, the SDK id generator that gives a SimRecorder's spans
+// gRPC. IDGenerator, the SDK id generator that gives a Recorder's spans
 // their derived ids, is written on the API's types for the same reason.
 // The export pipeline, which builds an SDK provider wired to OTLP over
 // HTTP or gRPC or to a file of OTLP-JSON lines and counts the spans it
@@ -43,9 +45,9 @@
 //
 // The hooks carry no context.Context, so spans from NewHooks are roots: they
 // are not parented under a caller's request span, and the "lease" root and
-// the link from a refused commit to the newer holder exist only in simulated
-// runs, where one observer sees the whole system. Tracing never changes a
-// run: a SimRecorder only reads events, and a collector that is down or slow
+// the link from a refused commit to the newer holder exist only in traces
+// made from a history, where one observer sees the whole system. Tracing never changes a
+// run: a Recorder only reads events, and a collector that is down or slow
 // costs dropped spans (counted by otelexport's Pipeline.Dropped), never a
 // blocked or failed run. It is not free: the SDK makes, snapshots and exports every
 // span, and on the "crowd" scenario that costs more than the simulation

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
 
@@ -69,12 +70,12 @@ func ExampleHooks() {
 // no time (here every acquire, answered at once, and agent-2's write at
 // the instant of its check) is an event on the "lease" span instead. The
 // provider otelexport.Setup builds would export them.
-func ExampleNewSimRecorder() {
+func ExampleNewRecorder() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
-	sc, _ := harness.Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	t0 := time.Now()
-	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(tp))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(tp))
 	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []harness.Mode{harness.Fenced}, Subscribers: []harness.Subscriber{rec}})
 	rec.Close()
 

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// IDGenerator gives spans the trace and span ids a SimRecorder chose for
+// IDGenerator gives spans the trace and span ids a Recorder chose for
 // them, and random ids to every other span. Its method set is the SDK's
 // sdktrace.IDGenerator: pass it to sdktrace.WithIDGenerator. It is defined
 // here, on the OpenTelemetry API's types alone, so that instrumenting does
@@ -17,15 +17,15 @@ import (
 // The zero IDGenerator is ready to use and safe for concurrent use.
 type IDGenerator struct{}
 
-// NewIDGenerator returns an IDGenerator: with it, a SimRecorder's spans get
-// the ids it derived. A SimRecorder derives its ids from the scenario's
+// NewIDGenerator returns an IDGenerator: with it, a Recorder's spans get
+// the ids it derived. A Recorder derives its ids from the scenario's
 // name and seed, the mode, t0 and the lease generation, so with this
 // generator the same run recorded twice with the same t0 gives the same
 // ids, and a run recorded at another t0 gives other ids (so two runs sent
 // to one collector are never merged into one trace).
 func NewIDGenerator() IDGenerator { return IDGenerator{} }
 
-// idSlot holds the ids a SimRecorder wants for the span it is about to
+// idSlot holds the ids a Recorder wants for the span it is about to
 // start. The recorder puts a pointer to its slot in the context once and
 // fills the slot before each Start (under its lock), which costs no
 // allocation per span; the generator takes the ids and empties the slot, so
@@ -48,7 +48,7 @@ func slotOf(ctx context.Context) *idSlot {
 	return s
 }
 
-// NewIDs returns the ids the SimRecorder set in ctx for the span being
+// NewIDs returns the ids the Recorder set in ctx for the span being
 // started, or random ones.
 func (IDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if s := slotOf(ctx); s != nil && s.trace.IsValid() && s.span.IsValid() {
@@ -64,7 +64,7 @@ func (IDGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	return t, randomSpanID()
 }
 
-// NewSpanID returns the span id the SimRecorder set in ctx for a span of
+// NewSpanID returns the span id the Recorder set in ctx for a span of
 // trace t, or a random one.
 func (IDGenerator) NewSpanID(ctx context.Context, t trace.TraceID) trace.SpanID {
 	// Ids chosen for another trace are not for this span: the SDK takes the

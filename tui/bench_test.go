@@ -5,7 +5,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // BenchmarkView1000Agents measures one frame of a crowd of 1,000 agents on
@@ -19,7 +19,7 @@ func BenchmarkView1000Agents(b *testing.B) {
 		name string
 		w, h int
 	}{{"100x30", 100, 30}, {"200x60", 200, 60}} {
-		live := newLive(b, "crowd", func(sc *harness.Scenario) { sc.Agents, sc.Resources = 1000, 100 })
+		live := newLive(b, "crowd", func(sc *spec.Scenario) { sc.Agents, sc.Resources = 1000, 100 })
 		live.Advance(5 * time.Second)
 		m := settle(b, manual(live), tea.WindowSizeMsg{Width: size.w, Height: size.h}, frameMsg{})
 		// An op forces the snapshots even though virtual time stands still.

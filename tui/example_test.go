@@ -8,13 +8,14 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
 // A Model is built without a terminal; it draws what the last window size
 // allows.
 func ExampleNew() {
-	sc, _ := harness.Builtin(harness.DefaultScenario)
+	sc, _ := spec.Builtin(spec.DefaultScenario)
 	live, err := harness.NewLive(sc, nil, 1)
 	if err != nil {
 		fmt.Println(err)
@@ -35,7 +36,7 @@ func ExampleOptions_Validate() {
 
 // Run shows the dashboard until the person presses q.
 func ExampleRun() {
-	sc, _ := harness.Builtin("crowd")
+	sc, _ := spec.Builtin("crowd")
 	live, err := harness.NewLive(sc, nil, 2) // both modes, at twice wall speed
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

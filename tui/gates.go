@@ -5,7 +5,9 @@ import (
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/table"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // gatesPane is every resource's FenceGate: the floor (the highest fence it
@@ -16,8 +18,8 @@ type gatesPane struct {
 	tbl           table.Model
 	width, height int
 	want          int // the width the table needs
-	mode          harness.Mode
-	gates         []harness.GateView
+	mode          history.Mode
+	gates         []liveview.GateView
 	sel           int
 	view          string
 }
@@ -25,8 +27,8 @@ type gatesPane struct {
 // newGatesPane sizes the columns for the longest names and a four-digit
 // fence, so the layout does not shift as fences grow.
 func newGatesPane(st *styles, agents, resources int) gatesPane {
-	res := max(len(harness.ResourceName(resources-1))+2, len("resource"))
-	floor := len(harness.AgentName(agents-1)) + 5
+	res := max(len(spec.ResourceName(resources-1))+2, len("resource"))
+	floor := len(spec.AgentName(agents-1)) + 5
 	cols := []table.Column{{Title: "resource", Width: res}, {Title: "floor", Width: floor}, {Title: "admitted", Width: 8}, {Title: "refused", Width: 7}}
 	w := 0
 	for _, c := range cols {
@@ -37,7 +39,7 @@ func newGatesPane(st *styles, agents, resources int) gatesPane {
 
 // gatesLines is the height that shows every gate of snap, or, in naive
 // mode, why there are none.
-func gatesLines(snap *harness.Snapshot) int {
+func gatesLines(snap *liveview.Snapshot) int {
 	if snap.Gates == nil {
 		return 1 + len(naiveGatesNote)
 	}
@@ -57,7 +59,7 @@ func (p *gatesPane) SetSize(width, height int) {
 	p.render()
 }
 
-func (p *gatesPane) setSnapshot(snap *harness.Snapshot, sel selection) {
+func (p *gatesPane) setSnapshot(snap *liveview.Snapshot, sel selection) {
 	p.mode, p.gates, p.sel = snap.Mode, snap.Gates, sel.res
 	p.render()
 }

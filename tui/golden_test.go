@@ -8,7 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // requireGolden compares got with testdata/<name>.golden, rewriting the
@@ -50,7 +50,7 @@ func TestViewGolden(t *testing.T) {
 	tests := []struct {
 		name     string
 		scenario string
-		edit     func(*harness.Scenario)
+		edit     func(*spec.Scenario)
 		advance  time.Duration
 		w, h     int
 		keys     []string
@@ -64,7 +64,7 @@ func TestViewGolden(t *testing.T) {
 		{name: "crowd_10s", scenario: "crowd", advance: 10 * time.Second, w: 120, h: 40},
 		{name: "crowd_80x24", scenario: "crowd", advance: 10 * time.Second, w: 80, h: 24},
 		// 1,000 agents: the lists scroll with the selection.
-		{name: "crowd_1000_agents", scenario: "crowd", edit: func(sc *harness.Scenario) { sc.Agents, sc.Resources = 1000, 100 },
+		{name: "crowd_1000_agents", scenario: "crowd", edit: func(sc *spec.Scenario) { sc.Agents, sc.Resources = 1000, 100 },
 			advance: 3 * time.Second, w: 100, h: 30, keys: []string{"j", "j", "j", "j", "j", "j", "j", "j", "j", "j", "j", "j"}},
 		{name: "crowd_filtered_log", scenario: "crowd", advance: 10 * time.Second, w: 100, h: 30, keys: []string{"f", "f", "f"}},
 		{name: "too_small", scenario: "gap", w: 79, h: 24},
@@ -78,7 +78,7 @@ func TestViewGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var edits []func(*harness.Scenario)
+			var edits []func(*spec.Scenario)
 			if tt.edit != nil {
 				edits = append(edits, tt.edit)
 			}

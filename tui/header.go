@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 )
 
 // runInfo is what does not change during a run.
@@ -16,7 +16,7 @@ type runInfo struct {
 	agents    int
 	resources int
 	ttl       time.Duration
-	modes     []harness.Mode
+	modes     []history.Mode
 }
 
 // headerPane is three lines: the scenario; the clock, the pace and the
@@ -37,7 +37,7 @@ func (p *headerPane) SetSize(width, _ int) {
 }
 
 // set rebuilds the lines from the focused snapshot and the Live's pace.
-func (p *headerPane) set(snap *harness.Snapshot, focus harness.Mode, paused, done bool, speed float64) {
+func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, done bool, speed float64) {
 	st, info := p.st, p.info
 	p.lines[0] = st.Title.Render("leasefence lab") + "  " + st.Value.Render(info.name) +
 		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %s", info.seed,
@@ -98,19 +98,19 @@ func (p *stripPane) SetSize(width, _ int) {
 	p.view = cut(p.line, p.width)
 }
 
-func (p *stripPane) set(modes []harness.Mode, snaps []harness.Snapshot) {
+func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot) {
 	st := p.st
 	var naive, fenced string
 	for i, m := range modes {
 		t := snaps[i].Totals
 		switch m {
-		case harness.Naive:
+		case history.Naive:
 			s := st.Good
 			if t.StaleWritesLanded > 0 {
 				s = st.Stale
 			}
 			naive = st.Value.Render("naive: ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
-		case harness.Fenced:
+		case history.Fenced:
 			s := st.Muted
 			if t.CommitsRefused > 0 {
 				s = st.Refused

@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/spec"
 	"github.com/muesli/termenv"
 )
 
@@ -27,9 +29,9 @@ func update() bool {
 
 // newLive is a paused-pace Live of a built-in scenario in both modes:
 // nothing moves unless the test advances it.
-func newLive(t testing.TB, name string, edit ...func(*harness.Scenario)) *harness.Live {
+func newLive(t testing.TB, name string, edit ...func(*spec.Scenario)) *harness.Live {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
@@ -96,3 +98,9 @@ func press(names ...string) []tea.Msg {
 	}
 	return msgs
 }
+
+// Both runners' paced runs are sources.
+var (
+	_ Source = (*harness.Live)(nil)
+	_ Source = (*realtime.Live)(nil)
+)

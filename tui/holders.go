@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/table"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/liveview"
 )
 
 // holderRow is one line of the holders table: the coordinator's holder of
@@ -20,7 +20,7 @@ type holderRow struct {
 	fence  leasefence.Fence
 	coord  time.Duration // time left at the coordinator
 	belief time.Duration // time left in the agent's own belief
-	state  harness.AgentState
+	state  liveview.AgentState
 	zombie bool // listed because it believes past the coordinator's expiry
 }
 
@@ -33,7 +33,7 @@ type holdersPane struct {
 	st            *styles
 	tbl           table.Model
 	width, height int
-	mode          harness.Mode
+	mode          history.Mode
 	rows          []holderRow
 	cursor        int
 	zombies       int
@@ -73,12 +73,12 @@ func (p *holdersPane) visible() int { return max(p.height-2, 1) }
 
 // setSnapshot rebuilds the rows from snap and puts the cursor back on sel.
 // It returns the selection as it now stands.
-func (p *holdersPane) setSnapshot(snap *harness.Snapshot, sel selection) selection {
+func (p *holdersPane) setSnapshot(snap *liveview.Snapshot, sel selection) selection {
 	p.mode = snap.Mode
-	zombies := make(map[string][]harness.AgentView)
+	zombies := make(map[string][]liveview.AgentView)
 	p.zombies = 0
 	for _, a := range snap.Agents {
-		if a.State == harness.AgentZombie && a.Resource != "" {
+		if a.State == liveview.AgentZombie && a.Resource != "" {
 			zombies[a.Resource] = append(zombies[a.Resource], a)
 			p.zombies++
 		}

@@ -10,6 +10,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // These tests run the dashboard as a program (teatest) with frame-locked
@@ -77,7 +80,7 @@ func TestPauseStopsVirtualTime(t *testing.T) {
 
 func TestStallMakesRefusal(t *testing.T) {
 	// No long stalls of its own, so any refusal is the one the person made.
-	live := newLive(t, "overlap", func(sc *harness.Scenario) { sc.Agent.Stall.TailP = 0 })
+	live := newLive(t, "overlap", func(sc *spec.Scenario) { sc.Agent.Stall.TailP = 0 })
 	holder := advanceUntilStalled(t, live)
 
 	tm := startProgram(t, live)
@@ -94,7 +97,7 @@ func TestStallMakesRefusal(t *testing.T) {
 	if len(snap.Refusals) != 1 || snap.Refusals[0].Holder != holder.Holder {
 		t.Fatalf("refusals after stalling %s: %+v, want exactly its write", holder.Holder, snap.Refusals)
 	}
-	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != harness.StallAgent ||
+	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != spec.StallAgent ||
 		sc.Interventions[0].Agent != holder.Holder || sc.Interventions[0].Duration != 2*sc.TTL {
 		t.Errorf("recorded interventions %+v, want one 2xTTL stall of %s", sc.Interventions, holder.Holder)
 	}
@@ -103,17 +106,17 @@ func TestStallMakesRefusal(t *testing.T) {
 // advanceUntilStalled moves live on until res-1's holder is between its
 // check and its write (the moment a stall turns into a stale write), and
 // returns that holder.
-func advanceUntilStalled(t *testing.T, live *harness.Live) harness.HolderView {
+func advanceUntilStalled(t *testing.T, live *harness.Live) liveview.HolderView {
 	t.Helper()
 	for range 2000 {
 		live.Advance(5 * time.Millisecond)
-		s, _ := live.Snapshot(harness.Fenced)
-		if h := s.Holders[0]; h.State == harness.AgentStalled && s.Totals.CommitsAdmitted > 0 {
+		s, _ := live.Snapshot(history.Fenced)
+		if h := s.Holders[0]; h.State == liveview.AgentStalled && s.Totals.CommitsAdmitted > 0 {
 			return h
 		}
 	}
 	t.Fatal("no holder was ever caught between its check and its write")
-	return harness.HolderView{}
+	return liveview.HolderView{}
 }
 
 func TestQuitEndsProgram(t *testing.T) {

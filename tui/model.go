@@ -12,8 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // Smallest terminal the dashboard draws in.
@@ -39,8 +40,8 @@ type Model struct {
 	width, height int
 	sized         bool
 
-	snaps  []harness.Snapshot // one per mode of info.modes, nil before the first
-	focus  int                // the mode in view, an index into info.modes
+	snaps  []liveview.Snapshot // one per mode of info.modes, nil before the first
+	focus  int                 // the mode in view, an index into info.modes
 	paused bool
 	done   bool
 	speed  float64
@@ -91,7 +92,7 @@ func New(live Source, opts Options) Model {
 	m.header = headerPane{st: st, info: m.info}
 	m.strip = stripPane{st: st}
 	for i, md := range m.info.modes {
-		if md == harness.Fenced {
+		if md == history.Fenced {
 			m.focus = i // fenced first: it is the mode with something to show
 		}
 	}
@@ -179,7 +180,7 @@ func (m *Model) absorb(msg workMsg) {
 
 func hasDropOp(ops []op) bool {
 	for _, o := range ops {
-		if o.kind == opIntervene && o.iv.Kind == harness.SetDropRate {
+		if o.kind == opIntervene && o.iv.Kind == spec.SetDropRate {
 			return true
 		}
 	}
@@ -224,7 +225,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			step = -step
 		}
 		m.drop = math.Round(min(max(m.drop+step, 0), 1)*100) / 100
-		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.SetDropRate, Value: m.drop},
+		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.SetDropRate, Value: m.drop},
 			what: fmt.Sprintf("drop rate set to %.2f", m.drop)})
 	case key.Matches(msg, k.Restart), key.Matches(msg, k.RestartKeep):
 		persist := key.Matches(msg, k.RestartKeep)
@@ -232,9 +233,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		if persist {
 			what = "coordinator restarted from its last fence"
 		}
-		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.RestartCoordinator, Persist: persist}, what: what})
+		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.RestartCoordinator, Persist: persist}, what: what})
 	case key.Matches(msg, k.Push):
-		return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.TogglePush}, what: "gate push toggled"})
+		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.TogglePush}, what: "gate push toggled"})
 	case key.Matches(msg, k.View):
 		m.focus = (m.focus + 1) % len(m.info.modes)
 		m.status, m.statusErr = "view: "+string(m.info.modes[m.focus]), false
@@ -269,7 +270,7 @@ func (m Model) stall() (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	d := 2 * m.info.ttl
-	return m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.StallAgent, Agent: row.agent, Duration: d},
+	return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.StallAgent, Agent: row.agent, Duration: d},
 		what: fmt.Sprintf("stalled %s (%s@%d) for %s", row.agent, row.name, row.fence, history.FormatDuration(d))})
 }
 

@@ -10,11 +10,13 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 // started is a manual model of scenario advanced by d, sized and given its
 // first snapshot.
-func started(t *testing.T, scenario string, d time.Duration, edit ...func(*harness.Scenario)) (Model, *harness.Live) {
+func started(t *testing.T, scenario string, d time.Duration, edit ...func(*spec.Scenario)) (Model, *harness.Live) {
 	t.Helper()
 	live := newLive(t, scenario, edit...)
 	live.Advance(d)
@@ -62,7 +64,7 @@ func TestControls(t *testing.T) {
 				twin := newLive(t, "gap")
 				twin.Advance(0)
 				twin.Step()
-				want, _ := twin.Snapshot(harness.Fenced)
+				want, _ := twin.Snapshot(history.Fenced)
 				got := m.snaps[m.focus]
 				if !live.Paused() || got.Now != want.Now || got.Events != want.Events || got.Now == 0 {
 					t.Errorf("after n: paused %v, at %v with %d events; one Step goes to %v with %d",
@@ -82,7 +84,7 @@ func TestControls(t *testing.T) {
 		{name: "r restarts the coordinator without its fences, R with them", scenario: "overlap", keys: []string{"r", "R"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
 				iv := live.Scenario().Interventions
-				if len(iv) != 2 || iv[0].Kind != harness.RestartCoordinator || iv[0].Persist || !iv[1].Persist {
+				if len(iv) != 2 || iv[0].Kind != spec.RestartCoordinator || iv[0].Persist || !iv[1].Persist {
 					t.Errorf("interventions %+v, want a restart without and then with persistence", iv)
 				}
 			}},
@@ -94,11 +96,11 @@ func TestControls(t *testing.T) {
 			}},
 		{name: "tab switches the view and back", scenario: "gap", at: 1500 * time.Millisecond, keys: []string{"tab"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
-				if m.info.modes[m.focus] != harness.Naive || !strings.Contains(m.View(), "holders · naive") {
+				if m.info.modes[m.focus] != history.Naive || !strings.Contains(m.View(), "holders · naive") {
 					t.Error("tab did not bring naive into view")
 				}
 				m = settle(t, m, press("v")...)
-				if m.info.modes[m.focus] != harness.Fenced {
+				if m.info.modes[m.focus] != history.Fenced {
 					t.Error("v did not go back to fenced")
 				}
 			}},
@@ -192,7 +194,7 @@ func TestLogScrolls(t *testing.T) {
 
 func TestInterventionErrorShowsInStatus(t *testing.T) {
 	m, live := started(t, "gap", 0)
-	next, cmd := m.enqueue(op{kind: opIntervene, iv: harness.Intervention{Kind: harness.StallAgent, Agent: "agent-99", Duration: time.Second}})
+	next, cmd := m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.StallAgent, Agent: "agent-99", Duration: time.Second}})
 	m = settle(t, next, cmd())
 	if !m.statusErr || !strings.Contains(m.status, "agent-99") {
 		t.Errorf("status %q, want the Live's error naming agent-99", m.status)
@@ -219,8 +221,8 @@ func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 }
 
 func TestSingleModeRun(t *testing.T) {
-	sc, _ := harness.Builtin("gap")
-	live, err := harness.NewLive(sc, []harness.Mode{harness.Naive}, 1)
+	sc, _ := spec.Builtin("gap")
+	live, err := harness.NewLive(sc, []history.Mode{history.Naive}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestSingleModeRun(t *testing.T) {
 // TestEverySizeFits draws 1,000 agents at many terminal sizes: the view is
 // always exactly the terminal's height and never wider than it.
 func TestEverySizeFits(t *testing.T) {
-	m, _ := started(t, "crowd", 3*time.Second, func(sc *harness.Scenario) { sc.Agents, sc.Resources = 1000, 100 })
+	m, _ := started(t, "crowd", 3*time.Second, func(sc *spec.Scenario) { sc.Agents, sc.Resources = 1000, 100 })
 	for _, help := range []bool{false, true} {
 		for _, w := range []int{80, 81, 99, 120, 200} {
 			for _, h := range []int{24, 25, 31, 50, 80} {
@@ -292,7 +294,7 @@ func TestOpsApplyInOrder(t *testing.T) {
 	if live.Now() != 0 || !msg.paused {
 		t.Errorf("an advance queued after a pause moved time to %v", live.Now())
 	}
-	if _, err := (op{kind: 99}).apply(live); err == nil || errors.Is(err, harness.ErrInvalidScenario) {
+	if _, err := (op{kind: 99}).apply(live); err == nil || errors.Is(err, spec.ErrInvalidScenario) {
 		t.Errorf("an unknown op gave %v, want a plain error", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
 )
 
 // pane is one part of the screen, in the manner of soft-serve's
@@ -60,15 +60,15 @@ func renderLines(style lipgloss.Style, lines ...string) string {
 
 // stateWord is a state as the holders table says it: the glyph and a word,
 // so it reads without colour.
-func stateWord(s harness.AgentState) string {
+func stateWord(s liveview.AgentState) string {
 	switch s {
-	case harness.AgentHolding:
+	case liveview.AgentHolding:
 		return "# live"
-	case harness.AgentStalled:
+	case liveview.AgentStalled:
 		return "~ stalled"
-	case harness.AgentZombie:
+	case liveview.AgentZombie:
 		return "! believes-expired"
-	case harness.AgentWaiting:
+	case liveview.AgentWaiting:
 		return "? waiting"
 	}
 	return ". idle"

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 )
 
 // Every dashboard line that prints a count agrees with it, at 0, 1 and 2.
@@ -13,23 +14,23 @@ func TestCountsAgree(t *testing.T) {
 	st := defaultStyles()
 	lines := map[string]func(n int) string{
 		"header totals": func(n int) string {
-			p := headerPane{st: st, width: 200, info: runInfo{name: "x", agents: n, resources: n, modes: []harness.Mode{harness.Fenced}}}
-			p.set(&harness.Snapshot{Mode: harness.Fenced, Events: uint64(n)}, harness.Fenced, false, false, 1)
+			p := headerPane{st: st, width: 200, info: runInfo{name: "x", agents: n, resources: n, modes: []history.Mode{history.Fenced}}}
+			p.set(&liveview.Snapshot{Mode: history.Fenced, Events: uint64(n)}, history.Fenced, false, false, 1)
 			return p.View()
 		},
 		"strip, both modes": func(n int) string {
 			p := stripPane{st: st, width: 200}
-			p.set([]harness.Mode{harness.Naive, harness.Fenced}, []harness.Snapshot{
-				{Totals: harness.Totals{StaleWritesLanded: n}}, {Totals: harness.Totals{CommitsRefused: n}}})
+			p.set([]history.Mode{history.Naive, history.Fenced}, []liveview.Snapshot{
+				{Totals: liveview.Totals{StaleWritesLanded: n}}, {Totals: liveview.Totals{CommitsRefused: n}}})
 			return p.view
 		},
 		"strip, fenced alone": func(n int) string {
 			p := stripPane{st: st, width: 200}
-			p.set([]harness.Mode{harness.Fenced}, []harness.Snapshot{{Totals: harness.Totals{StaleWritesLanded: n}}})
+			p.set([]history.Mode{history.Fenced}, []liveview.Snapshot{{Totals: liveview.Totals{StaleWritesLanded: n}}})
 			return p.view
 		},
 		"holders title": func(n int) string {
-			p := holdersPane{st: st, mode: harness.Fenced, zombies: n, height: 10}
+			p := holdersPane{st: st, mode: history.Fenced, zombies: n, height: 10}
 			return p.title()
 		},
 	}

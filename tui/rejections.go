@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/viewport"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
 )
 
 // logPane is the rejection log: every write a gate refused, newest last:
@@ -21,7 +21,7 @@ type logPane struct {
 	vp            viewport.Model
 	ready         bool
 	width, height int
-	mode          harness.Mode
+	mode          history.Mode
 	filter        string // a resource name, or "" for all
 	shown         int    // refusals shown after filtering
 	total         int    // refusals in the snapshot
@@ -35,7 +35,7 @@ type logPane struct {
 }
 
 type logKey struct {
-	mode   harness.Mode
+	mode   history.Mode
 	filter string
 	n      int
 	last   time.Duration
@@ -68,7 +68,7 @@ func (p *logPane) SetSize(width, height int) {
 // column headers and a line each), or the note that stands in for them.
 func (p *logPane) lines() int {
 	switch {
-	case p.mode == harness.Naive:
+	case p.mode == history.Naive:
 		return 1 + 4
 	case p.total == 0:
 		return 1 + 2
@@ -80,7 +80,7 @@ func (p *logPane) lines() int {
 
 // setSnapshot rebuilds the content if the refusals, the filter or the mode
 // changed.
-func (p *logPane) setSnapshot(snap *harness.Snapshot, filter string) {
+func (p *logPane) setSnapshot(snap *liveview.Snapshot, filter string) {
 	p.mode, p.filter, p.total, p.stale = snap.Mode, filter, len(snap.Refusals), snap.Totals.StaleWritesLanded
 	p.refused = snap.Totals.CommitsRefused
 	k := logKey{mode: snap.Mode, filter: filter, n: len(snap.Refusals)}
@@ -143,7 +143,7 @@ func (p *logPane) draw() string {
 	switch {
 	case !p.ready:
 		body = ""
-	case p.mode == harness.Naive:
+	case p.mode == history.Naive:
 		body = renderLines(p.st.Muted, "naive mode has no gate: nothing is", "refused, nothing is logged, and") + "\n" +
 			p.st.Stale.Render(history.Plural(p.stale, "stale write", "stale writes")+" landed silently") + "\n" +
 			p.st.Muted.Render("(S in the timeline)")

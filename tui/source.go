@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // Source is a run the dashboard shows and steers: the simulator paced by
@@ -15,12 +17,12 @@ type Source interface {
 	// Run runs until the run is done or ctx ends, pacing at tick where
 	// pacing applies.
 	Run(ctx context.Context, tick time.Duration) error
-	Scenario() harness.Scenario
-	Modes() []harness.Mode
+	Scenario() spec.Scenario
+	Modes() []history.Mode
 	// Now is the run's time: virtual for the simulator, true time since
 	// the start for a real-time run.
 	Now() time.Duration
-	Snapshot(m harness.Mode) (harness.Snapshot, bool)
+	Snapshot(m history.Mode) (liveview.Snapshot, bool)
 	Paused() bool
 	// SetPaused pauses or resumes the run. A real-time run cannot stop
 	// time: paused, its agents start no new work.
@@ -34,7 +36,5 @@ type Source interface {
 	// Advance moves a paused run d ahead, where it can.
 	Advance(d time.Duration)
 	// Intervene applies a live intervention, or says why it cannot.
-	Intervene(iv harness.Intervention) error
+	Intervene(iv spec.Intervention) error
 }
-
-var _ Source = (*harness.Live)(nil)

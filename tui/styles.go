@@ -4,7 +4,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/table"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
 )
 
 // styles is every style the dashboard draws with, in one place. Colour
@@ -67,16 +67,16 @@ func defaultStyles() *styles {
 	h.ShortDesc, h.FullDesc = fg("250"), fg("250")
 	s.Help = h
 	s.States = [5]lipgloss.Style{
-		harness.AgentIdle:    fg("240"),
-		harness.AgentWaiting: fg("11"),
-		harness.AgentHolding: fg("10"),
-		harness.AgentStalled: fg("14"),
-		harness.AgentZombie:  lipgloss.NewStyle().Bold(true).Foreground(c("9")),
+		liveview.AgentIdle:    fg("240"),
+		liveview.AgentWaiting: fg("11"),
+		liveview.AgentHolding: fg("10"),
+		liveview.AgentStalled: fg("14"),
+		liveview.AgentZombie:  lipgloss.NewStyle().Bold(true).Foreground(c("9")),
 	}
 	s.Marks = [3]lipgloss.Style{
-		harness.MarkAdmitted: lipgloss.NewStyle().Bold(true).Foreground(c("10")),
-		harness.MarkRefused:  lipgloss.NewStyle().Bold(true).Foreground(c("9")).Reverse(true),
-		harness.MarkStale:    lipgloss.NewStyle().Bold(true).Foreground(c("13")).Reverse(true),
+		liveview.MarkAdmitted: lipgloss.NewStyle().Bold(true).Foreground(c("10")),
+		liveview.MarkRefused:  lipgloss.NewStyle().Bold(true).Foreground(c("9")).Reverse(true),
+		liveview.MarkStale:    lipgloss.NewStyle().Bold(true).Foreground(c("13")).Reverse(true),
 	}
 	return s
 }

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // rank names what a timeline cell shows, one glyph each.
@@ -29,11 +30,11 @@ const (
 
 var rankGlyphs = [numRanks]byte{' ', '.', '?', '#', '~', '+', '!', 'x', 'S'}
 
-func markRank(k harness.MarkKind) rank {
+func markRank(k liveview.MarkKind) rank {
 	switch k {
-	case harness.MarkRefused:
+	case liveview.MarkRefused:
 		return rankRefused
-	case harness.MarkStale:
+	case liveview.MarkStale:
 		return rankStale
 	}
 	return rankAdmitted
@@ -58,16 +59,16 @@ func (c *cell) glyph(perResource bool) rank {
 		return c.mark
 	case c.mark == rankAdmitted && !perResource:
 		return rankAdmitted
-	case c.t[harness.AgentZombie] > 0:
+	case c.t[liveview.AgentZombie] > 0:
 		return rankZombie
-	case c.t[harness.AgentHolding]+c.t[harness.AgentStalled] > 0:
-		if c.t[harness.AgentStalled] > c.t[harness.AgentHolding] {
+	case c.t[liveview.AgentHolding]+c.t[liveview.AgentStalled] > 0:
+		if c.t[liveview.AgentStalled] > c.t[liveview.AgentHolding] {
 			return rankStalled
 		}
 		return rankHolding
-	case c.t[harness.AgentWaiting] > 0:
+	case c.t[liveview.AgentWaiting] > 0:
 		return rankWaiting
-	case c.t[harness.AgentIdle] > 0:
+	case c.t[liveview.AgentIdle] > 0:
 		return rankIdle
 	}
 	return rankNone
@@ -85,11 +86,11 @@ func newGlyphRuns(st *styles) glyphRuns {
 		case rankNone:
 			continue
 		case rankAdmitted:
-			s = st.Marks[harness.MarkAdmitted].Render("X")
+			s = st.Marks[liveview.MarkAdmitted].Render("X")
 		case rankRefused:
-			s = st.Marks[harness.MarkRefused].Render("X")
+			s = st.Marks[liveview.MarkRefused].Render("X")
 		case rankStale:
-			s = st.Marks[harness.MarkStale].Render("X")
+			s = st.Marks[liveview.MarkStale].Render("X")
 		default:
 			s = st.States[rankState(r)].Render("X")
 		}
@@ -99,18 +100,18 @@ func newGlyphRuns(st *styles) glyphRuns {
 	return g
 }
 
-func rankState(r rank) harness.AgentState {
+func rankState(r rank) liveview.AgentState {
 	switch r {
 	case rankWaiting:
-		return harness.AgentWaiting
+		return liveview.AgentWaiting
 	case rankHolding:
-		return harness.AgentHolding
+		return liveview.AgentHolding
 	case rankStalled:
-		return harness.AgentStalled
+		return liveview.AgentStalled
 	case rankZombie:
-		return harness.AgentZombie
+		return liveview.AgentZombie
 	}
-	return harness.AgentIdle
+	return liveview.AgentIdle
 }
 
 // timelinePane draws recent history as lanes of glyphs, one cell per slice
@@ -125,7 +126,7 @@ type timelinePane struct {
 	st            *styles
 	runs          glyphRuns
 	width, height int
-	mode          harness.Mode
+	mode          history.Mode
 	perResource   bool
 	first, total  int // lanes first..first+len(lanes) of total
 	from, span    time.Duration
@@ -156,16 +157,16 @@ func (p *timelinePane) rows() int { return max(p.height-2, 1) }
 // setSnapshot rebuilds the visible lanes. The cells cover the last
 // TimelineWindow of virtual time, or the whole run when it is shorter; a
 // run younger than that fills the lanes from the left.
-func (p *timelinePane) setSnapshot(snap *harness.Snapshot, sel selection) {
+func (p *timelinePane) setSnapshot(snap *liveview.Snapshot, sel selection) {
 	p.mode = snap.Mode
 	p.span = min(snap.Window, snap.Duration)
 	p.from = max(snap.Now-p.span, 0)
 	p.perResource = len(snap.Lanes) > p.rows()
-	names := len(harness.AgentName(len(snap.Agents) - 1))
+	names := len(spec.AgentName(len(snap.Agents) - 1))
 	selIdx := agentIndex(sel.agent)
 	if p.perResource {
 		p.total = len(snap.Holders)
-		names = len(harness.ResourceName(len(snap.Holders) - 1))
+		names = len(spec.ResourceName(len(snap.Holders) - 1))
 		selIdx = sel.res
 	} else {
 		p.total = len(snap.Lanes)
@@ -220,7 +221,7 @@ func (p *timelinePane) setSnapshot(snap *harness.Snapshot, sel selection) {
 // paintResources folds every agent's lane into the visible resources'
 // lanes, and marks as idle the cells where data is complete and nobody
 // acted on the resource.
-func (p *timelinePane) paintResources(cells [][]cell, snap *harness.Snapshot, c cellMap) {
+func (p *timelinePane) paintResources(cells [][]cell, snap *liveview.Snapshot, c cellMap) {
 	// Data is complete from the latest first segment of any lane on: before
 	// it, some agent's older states have left its ring.
 	known := c.from
@@ -233,7 +234,7 @@ func (p *timelinePane) paintResources(cells [][]cell, snap *harness.Snapshot, c 
 	for i := range snap.Lanes {
 		l := &snap.Lanes[i]
 		for k, seg := range l.Segments {
-			if seg.Resource < lo || seg.Resource >= hi || seg.State == harness.AgentIdle {
+			if seg.Resource < lo || seg.Resource >= hi || seg.State == liveview.AgentIdle {
 				continue
 			}
 			end := c.now
@@ -249,7 +250,7 @@ func (p *timelinePane) paintResources(cells [][]cell, snap *harness.Snapshot, c 
 		}
 	}
 	for _, row := range cells {
-		c.span(row, known, c.now, harness.AgentIdle)
+		c.span(row, known, c.now, liveview.AgentIdle)
 	}
 }
 
@@ -270,7 +271,7 @@ func (c cellMap) edge(i int) time.Duration {
 }
 
 // span adds the time spent in state s over [a, b) to the cells it covers.
-func (c cellMap) span(row []cell, a, b time.Duration, s harness.AgentState) {
+func (c cellMap) span(row []cell, a, b time.Duration, s liveview.AgentState) {
 	a, b = max(a, c.from), min(b, c.now)
 	if b <= a || c.width <= 0 {
 		return
@@ -296,7 +297,7 @@ func (c cellMap) mark(row []cell, t time.Duration, r rank) {
 }
 
 // paintLane draws one agent's lane.
-func (c cellMap) paintLane(row []cell, l *harness.Lane) {
+func (c cellMap) paintLane(row []cell, l *liveview.Lane) {
 	for k, seg := range l.Segments {
 		end := c.now
 		if k+1 < len(l.Segments) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -20,42 +20,42 @@ func glyphs(row []cell, perResource bool) string {
 }
 
 func TestLaneCells(t *testing.T) {
-	seg := func(from int, s harness.AgentState) harness.Segment {
-		return harness.Segment{From: ms(from), State: s, Resource: 0}
+	seg := func(from int, s liveview.AgentState) liveview.Segment {
+		return liveview.Segment{From: ms(from), State: s, Resource: 0}
 	}
-	mark := func(at int, k harness.MarkKind) harness.Mark { return harness.Mark{At: ms(at), Kind: k} }
+	mark := func(at int, k liveview.MarkKind) liveview.Mark { return liveview.Mark{At: ms(at), Kind: k} }
 	// Ten cells of 100ms over [0, 1s).
 	tests := []struct {
 		name  string
 		now   int
-		segs  []harness.Segment
-		marks []harness.Mark
+		segs  []liveview.Segment
+		marks []liveview.Mark
 		want  string
 	}{
-		{name: "one state to now", now: 1000, segs: []harness.Segment{seg(0, harness.AgentIdle)}, want: ".........."},
-		{name: "nothing drawn after now", now: 450, segs: []harness.Segment{seg(0, harness.AgentHolding)}, want: "#####     "},
-		{name: "nothing before the first segment", now: 1000, segs: []harness.Segment{seg(300, harness.AgentWaiting)}, want: "   ???????"},
+		{name: "one state to now", now: 1000, segs: []liveview.Segment{seg(0, liveview.AgentIdle)}, want: ".........."},
+		{name: "nothing drawn after now", now: 450, segs: []liveview.Segment{seg(0, liveview.AgentHolding)}, want: "#####     "},
+		{name: "nothing before the first segment", now: 1000, segs: []liveview.Segment{seg(300, liveview.AgentWaiting)}, want: "   ???????"},
 		{name: "a state ending on a cell edge does not spill into the next", now: 1000,
-			segs: []harness.Segment{seg(0, harness.AgentHolding), seg(500, harness.AgentIdle)}, want: "#####....."},
+			segs: []liveview.Segment{seg(0, liveview.AgentHolding), seg(500, liveview.AgentIdle)}, want: "#####....."},
 		{name: "a brief hold beats idle", now: 1000,
-			segs: []harness.Segment{seg(0, harness.AgentIdle), seg(410, harness.AgentHolding), seg(420, harness.AgentIdle)}, want: "....#....."},
+			segs: []liveview.Segment{seg(0, liveview.AgentIdle), seg(410, liveview.AgentHolding), seg(420, liveview.AgentIdle)}, want: "....#....."},
 		{name: "holding or stalled: the longer wins", now: 1000,
-			segs: []harness.Segment{seg(0, harness.AgentHolding), seg(140, harness.AgentStalled), seg(200, harness.AgentHolding), seg(260, harness.AgentStalled)},
+			segs: []liveview.Segment{seg(0, liveview.AgentHolding), seg(140, liveview.AgentStalled), seg(200, liveview.AgentHolding), seg(260, liveview.AgentStalled)},
 			want: "#~#~~~~~~~"},
 		{name: "believing an expired lease is never hidden", now: 1000,
-			segs: []harness.Segment{seg(0, harness.AgentStalled), seg(590, harness.AgentZombie), seg(600, harness.AgentIdle)}, want: "~~~~~!...."},
+			segs: []liveview.Segment{seg(0, liveview.AgentStalled), seg(590, liveview.AgentZombie), seg(600, liveview.AgentIdle)}, want: "~~~~~!...."},
 		{name: "writes mark their cell; refused and stale beat admitted", now: 1000,
-			segs:  []harness.Segment{seg(0, harness.AgentHolding)},
-			marks: []harness.Mark{mark(50, harness.MarkAdmitted), mark(250, harness.MarkAdmitted), mark(260, harness.MarkRefused), mark(999, harness.MarkStale)},
+			segs:  []liveview.Segment{seg(0, liveview.AgentHolding)},
+			marks: []liveview.Mark{mark(50, liveview.MarkAdmitted), mark(250, liveview.MarkAdmitted), mark(260, liveview.MarkRefused), mark(999, liveview.MarkStale)},
 			want:  "+#x######S"},
-		{name: "a mark at now is drawn", now: 300, segs: []harness.Segment{seg(0, harness.AgentHolding)},
-			marks: []harness.Mark{mark(300, harness.MarkRefused)}, want: "###x      "},
+		{name: "a mark at now is drawn", now: 300, segs: []liveview.Segment{seg(0, liveview.AgentHolding)},
+			marks: []liveview.Mark{mark(300, liveview.MarkRefused)}, want: "###x      "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			row := make([]cell, 10)
 			c := cellMap{from: 0, width: time.Second, now: ms(tt.now), cols: 10}
-			c.paintLane(row, &harness.Lane{Segments: tt.segs, Marks: tt.marks})
+			c.paintLane(row, &liveview.Lane{Segments: tt.segs, Marks: tt.marks})
 			if got := glyphs(row, false); got != tt.want {
 				t.Errorf("lane %q, want %q", got, tt.want)
 			}
@@ -68,18 +68,18 @@ func TestResourceLanesFoldAgents(t *testing.T) {
 	// expired lease while agent-2 holds; agent-2's admitted write is left
 	// out of the folded lane, agent-1's refused write is not. A third
 	// agent waits on res-2 the whole time.
-	snap := &harness.Snapshot{
-		Now: time.Second, Duration: time.Second, Window: harness.TimelineWindow,
-		Holders: []harness.HolderView{{Resource: "res-1"}, {Resource: "res-2"}},
-		Agents:  make([]harness.AgentView, 3),
-		Lanes: []harness.Lane{
-			{Agent: "agent-1", Segments: []harness.Segment{{From: 0, State: harness.AgentHolding, Resource: 0},
-				{From: ms(400), State: harness.AgentZombie, Resource: 0}, {From: ms(700), State: harness.AgentIdle, Resource: -1}},
-				Marks: []harness.Mark{{At: ms(650), Kind: harness.MarkRefused, Resource: 0}}},
-			{Agent: "agent-2", Segments: []harness.Segment{{From: 0, State: harness.AgentIdle, Resource: -1},
-				{From: ms(400), State: harness.AgentHolding, Resource: 0}},
-				Marks: []harness.Mark{{At: ms(450), Kind: harness.MarkAdmitted, Resource: 0}}},
-			{Agent: "agent-3", Segments: []harness.Segment{{From: 0, State: harness.AgentWaiting, Resource: 1}}},
+	snap := &liveview.Snapshot{
+		Now: time.Second, Duration: time.Second, Window: liveview.TimelineWindow,
+		Holders: []liveview.HolderView{{Resource: "res-1"}, {Resource: "res-2"}},
+		Agents:  make([]liveview.AgentView, 3),
+		Lanes: []liveview.Lane{
+			{Agent: "agent-1", Segments: []liveview.Segment{{From: 0, State: liveview.AgentHolding, Resource: 0},
+				{From: ms(400), State: liveview.AgentZombie, Resource: 0}, {From: ms(700), State: liveview.AgentIdle, Resource: -1}},
+				Marks: []liveview.Mark{{At: ms(650), Kind: liveview.MarkRefused, Resource: 0}}},
+			{Agent: "agent-2", Segments: []liveview.Segment{{From: 0, State: liveview.AgentIdle, Resource: -1},
+				{From: ms(400), State: liveview.AgentHolding, Resource: 0}},
+				Marks: []liveview.Mark{{At: ms(450), Kind: liveview.MarkAdmitted, Resource: 0}}},
+			{Agent: "agent-3", Segments: []liveview.Segment{{From: 0, State: liveview.AgentWaiting, Resource: 1}}},
 		},
 	}
 	p := newTimelinePane(defaultStyles())

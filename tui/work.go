@@ -5,8 +5,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
 )
 
 // This file is the only place the dashboard touches the Live. Update never
@@ -31,7 +32,7 @@ type op struct {
 	kind   opKind
 	d      time.Duration
 	factor float64
-	iv     harness.Intervention
+	iv     spec.Intervention
 	what   string // the intervention, for the status line
 }
 
@@ -43,7 +44,7 @@ type frameMsg struct{ advance time.Duration }
 // workMsg is what one round of work saw: the snapshots of every mode (nil
 // when nothing changed), the Live's pace, and what the ops did.
 type workMsg struct {
-	snaps  []harness.Snapshot
+	snaps  []liveview.Snapshot
 	paused bool
 	speed  float64
 	now    time.Duration
@@ -54,7 +55,7 @@ type workMsg struct {
 // work applies ops to live in order, then snapshots every mode. With no ops
 // and virtual time still at last, it skips the snapshot: a paused or
 // finished run costs nothing per frame.
-func work(live Source, modes []harness.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
+func work(live Source, modes []history.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
 	return func() tea.Msg {
 		var r workMsg
 		for _, o := range ops {
@@ -69,7 +70,7 @@ func work(live Source, modes []harness.Mode, ops []op, last time.Duration, have 
 		if len(ops) == 0 && have && r.now == last {
 			return r
 		}
-		r.snaps = make([]harness.Snapshot, len(modes))
+		r.snaps = make([]liveview.Snapshot, len(modes))
 		for i, m := range modes {
 			r.snaps[i], _ = live.Snapshot(m)
 		}
@@ -93,7 +94,7 @@ func (o op) apply(live Source) (string, error) {
 		}
 		return "resumed at " + history.FormatDuration(live.Now()), nil
 	case opSpeed:
-		x := min(max(live.Speed()*o.factor, harness.MinSpeed), harness.MaxSpeed)
+		x := min(max(live.Speed()*o.factor, liveview.MinSpeed), liveview.MaxSpeed)
 		if err := live.SetSpeed(x); err != nil {
 			return "", err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
@@ -99,7 +100,7 @@ Commands:
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-With no command, lab runs "watch" on the default scenario (`+harness.DefaultScenario+`).
+With no command, lab runs "watch" on the default scenario (`+spec.DefaultScenario+`).
 Run "lab <command> --help" for a command's flags. Exit status: 0 when the
 fenced mode held its invariants (and every fixture passed), 1 when it did
 not (a bug in the library) or a fixture failed, 2 for bad input, 130 when

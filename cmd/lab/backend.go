@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
+	"github.com/leasefence/lab/spec"
 )
 
 // backendSim is the deterministic simulator, the default backend.
@@ -71,7 +72,7 @@ func (bf *backendFlags) validate() error {
 // config checks the flags against sc and returns the real-time runner's
 // configuration; for the simulator, nil. Every problem is one line naming
 // the flag.
-func (bf *backendFlags) config(sc harness.Scenario) (*realtime.Config, error) {
+func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
@@ -115,13 +116,13 @@ type realRun struct {
 
 // open starts the backend and prepares the runner, so that its header is
 // known before the first event.
-func (rr *realRun) open(ctx context.Context, sc harness.Scenario, modes []harness.Mode, subs []harness.Subscriber) error {
+func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []harness.Mode, subs []harness.Subscriber) error {
 	s, err := realtime.Open(ctx, rr.config, sc)
 	if err != nil {
 		return err
 	}
 	rr.setup = s
-	r, err := s.NewRunner(harness.RunOptions{Modes: modes, Subscribers: subs})
+	r, err := s.NewRunner(realtime.RunOptions{Modes: modes, Subscribers: subs})
 	if err != nil {
 		s.Close()
 		return err
@@ -145,18 +146,18 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
 // flags' configuration with the fixture's backend, a fresh setup per seed.
 // The flags must make sense for every backend a fixture may name.
-func (bf *backendFlags) fixtureRunner() (func(context.Context, string, harness.Scenario, harness.RunOptions) (*harness.Result, error), error) {
+func (bf *backendFlags) fixtureRunner() (func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, backend string, sc harness.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	return func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		flags := *bf
 		flags.backend = backend
 		c, err := flags.config(sc)
 		if err != nil {
 			return nil, err
 		}
-		res, err := realtime.RunScenario(ctx, *c, sc, opts)
+		res, err := realtime.RunScenario(ctx, *c, sc, realtime.RunOptions{Modes: opts.Modes, Subscribers: opts.Subscribers})
 		if res == nil {
 			return nil, err
 		}

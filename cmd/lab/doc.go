@@ -71,7 +71,9 @@
 //
 // --swarm runs the scenario `lab swarm` runs for the seed: the base scenario
 // (the argument and the knob flags) with its fault knobs drawn from --seed
-// by harness.SwarmScenario. It is how a failing swarm seed is reproduced.
+// by harness.SwarmScenario, but for the knobs a flag fixed. It is how a
+// failing swarm seed is reproduced; the report's description ends with what
+// the seed drew.
 //
 // # Real backends
 //
@@ -120,7 +122,7 @@
 //
 // # Knob flags
 //
-// watch, run and swarm take a flag for every knob of harness.Scenario.
+// watch, run and swarm take a flag for every knob of spec.Scenario.
 // Flags are applied after the file or built-in, in the order given, so a
 // flag always wins; a value out of range is an error naming the flag.
 //
@@ -141,7 +143,7 @@
 //
 // # Scenario and fixture files
 //
-// A scenario file is YAML whose keys are harness.Scenario's JSON names,
+// A scenario file is YAML whose keys are spec.Scenario's JSON names,
 // starting from a built-in (`builtin: crowd`) or spelled out in full; a
 // fixture file adds seeds and expectations on the report. Both are strict:
 // unknown keys, wrong types and values out of range are errors naming the
@@ -179,22 +181,30 @@
 // Runs N seeds, both modes each, on J goroutines (all cores by default),
 // each seed with its own fault mix drawn from the seed (drops, duplicates,
 // delays, drift and whether the skew budget covers it, long stalls,
-// restarts, the push). It prints each seed whose fenced mode broke an
-// invariant, with the command that reproduces it (`lab run ... --seed=S
-// --swarm`), then the seeds run, the fenced failures, the naive stale
-// writes, the fenced refusals and the events per second. A progress bar is
-// drawn on standard error when it is a terminal.
+// restarts, the push). A knob flag of one of those knobs fixes it for
+// every seed, and the others are still drawn (each seed drawing them as it
+// would have); --seed is refused (the seeds are --first-seed and after).
+// It prints each seed whose fenced mode broke an invariant, with the
+// command that reproduces it (`lab run ... --seed=S --swarm`), then a
+// summary: the knobs fixed and the knobs drawn (--json: "fixed", the
+// flags, and "drawn", the knobs), the seeds run, the fenced failures, the
+// naive stale writes, the fenced refusals and the events per second. A
+// progress bar is drawn on standard error when it is a terminal.
 //
 // # lab check
 //
-//	lab check PATH [--json] [--html PATH]
+//	lab check PATH [--json] [--html PATH] [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none]
 //
 // Judges a history file with the checker alone, from its header and events:
 // no scenario, no simulator, no gate. It prints the report `lab run` prints
 // (the same counters, counterexamples, verdict and digest; --json the same
 // JSON), so `lab check` of what `lab run --events` wrote agrees with the run
 // byte for byte; a history from another runner is judged the same way.
-// --html draws the page of `lab run --html` from the file alone. Exit
+// --html draws the page of `lab run --html` from the file alone, and
+// --trace sends its traces as `lab run --trace` sends a run's (package
+// tracing reads only the history, so a real-time run's file traces too).
+// An event that names no agent or resource where its kind names one, or
+// one the header does not list, is a line that cannot be read. Exit
 // status as for lab run: 0 the fenced mode held its invariants, 1 it broke
 // one (or the history records a library error), 2 the file cannot be read.
 // A line that cannot be read is named as FILE:LINE; the events before it are
@@ -287,14 +297,18 @@
 // counters: acquisitions, renewals, denials, expiries, releases,
 // fences_minted, retries, messages_lost, checks_failed, pushes_applied,
 // commits_admitted, commits_refused, stale_writes_landed (a write landed
-// after a higher fence's; fenced promises 0), overlaps (two holders acting
-// on one resource at one instant), silent_overlaps (the older write landed
-// last, with no error), refused_overlaps, containment_breaches (a holder
-// believed after the coordinator's expiry; fenced promises 0 while drift is
-// within the skew budget), fence_reuses (only a restart that lost the
-// counter), unexplained_refusals (always 0 unless the gate is wrong). Then
-// "per_resource" (a list of {resource, commits_admitted, commits_refused,
-// stale_writes_landed, overlaps, silent_overlaps, floor_fence,
+// after a write of a newer lease generation, one minted later; fenced
+// promises 0), reissued_writes_landed (a write of the resource's newest
+// generation under a fence no higher than one landed before: a fence
+// reissued by a restart that lost the counter; not stale), overlaps (two
+// holders acting on one resource at one instant), silent_overlaps (the
+// older write landed last, with no error), refused_overlaps,
+// containment_breaches (a holder believed after the coordinator's expiry;
+// fenced promises 0 while drift is within the skew budget), fence_reuses
+// (only a restart that lost the counter), unexplained_refusals (always 0
+// unless the gate is wrong). Then "per_resource" (a list of {resource,
+// commits_admitted, commits_refused, stale_writes_landed,
+// reissued_writes_landed, overlaps, silent_overlaps, floor_fence,
 // floor_holder}), "counterexamples" (a list, at most 5 of each kind, of
 // {kind, at_ms, resource, holder, fence, other, other_fence, detail}, kind
 // one of stale-write, silent-overlap, refused-write, containment-breach,

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 const fixturesAbout = `Runs every fixture file (*.yaml, *.yml) of a directory (default ./fixtures), or
@@ -90,6 +92,21 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	}
 
 	start := time.Now()
+	runs := a.runFixtures(ctx, files, &bf, runner, *jobs, *verbose)
+	if junitFile != nil {
+		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
+		} else if err := junitFile.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
+		}
+	}
+	return a.fixturesSummary(runs, len(files), ctx.Err() != nil)
+}
+
+// runFixtures loads and runs each file in turn until ctx ends, printing
+// each one's line as it ends.
+func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
+	runner func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), jobs int, verbose bool) []*fixtureRun {
 	var runs []*fixtureRun
 	for _, f := range files {
 		if ctx.Err() != nil {
@@ -109,13 +126,18 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 			}
 		}
 		prog := a.newProgress(r.fixture.Name)
-		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: *jobs, Runner: runner, Progress: func(done, total int) {
+		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: jobs, Runner: runner, Progress: func(done, total int) {
 			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
 		}})
 		prog.clear()
-		a.printFixture(r, *verbose)
+		a.printFixture(r, verbose)
 	}
+	return runs
+}
 
+// fixturesSummary prints the closing lines of `lab fixtures` and returns
+// its exit code.
+func (a *app) fixturesSummary(runs []*fixtureRun, files int, interrupted bool) int {
 	passed, failed, broken, skipped := 0, 0, 0, 0
 	for _, r := range runs {
 		switch {
@@ -130,19 +152,11 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 			failed++
 		}
 	}
-	interrupted := ctx.Err() != nil
-	if junitFile != nil {
-		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
-			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
-		} else if err := junitFile.Close(); err != nil {
-			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
-		}
-	}
 	if broken > 0 {
 		fmt.Fprintf(a.stdout, "%d of them could not be loaded (BROKEN above).\n", broken)
 	}
 	if interrupted {
-		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %s ran.\n", len(runs), history.Plural(len(files), "fixture file", "fixture files"))
+		fmt.Fprintf(a.stdout, "INTERRUPTED: %d of %s ran.\n", len(runs), history.Plural(files, "fixture file", "fixture files"))
 	}
 	if skipped > 0 {
 		fmt.Fprintf(a.stdout, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)

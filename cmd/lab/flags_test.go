@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // badFlags gives every flag of every command a bad value and the one line
@@ -21,7 +21,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"resources":             {"0", `--resources: must be in [1, 100000], got 0`},
 		"duration":              {"3", `--duration: must be a duration such as 950ms or 1.5s, got "3"`},
 		"pick":                  {"first", `--pick: must be random, fixed or round-robin, got "first"`},
-		"ttl":                   {"-1s", `--ttl: must be > 0, got -1s`},
+		"ttl":                   {"-1s", `--ttl: must be in (0, 24h0m0s], got -1s`},
 		"skew":                  {"soon", `--skew: must be a duration such as 950ms or 1.5s, got "soon"`},
 		"think":                 {"10ms-fast", `--think: "fast" is not a duration (write e.g. 950ms or 1.5s)`},
 		"stall":                 {"10ms-50ms,5%", `--stall: the tail "5%" needs the form P:MIN-MAX, e.g. 5%:1.5s-4s`},
@@ -34,7 +34,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"drop-requests":         {"2", `--drop-requests: must be a probability in [0, 1], got 2`},
 		"drop-replies":          {"1.5", `--drop-replies: must be a probability in [0, 1], got 1.5`},
 		"duplicate":             {"often", `--duplicate: must be a finite number, got "often"`},
-		"retry-after":           {"-1s", `--retry-after: must be >= 0, got -1s`},
+		"retry-after":           {"-1s", `--retry-after: must be in [0, 24h0m0s], got -1s`},
 		"max-retries":           {"-1", `--max-retries: must be >= 0, got -1`},
 		"drift-ppm":             {"a:b", `--drift-ppm: "a" is not a finite number`},
 		"offset":                {"1s:x", `--offset: "x" is not a duration (write e.g. 950ms or 1.5s)`},
@@ -68,8 +68,9 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"json":       {"nope", `--json: must be true or false, got "nope"`},
 	},
 	"check": {
-		"json": {"nope", `--json: must be true or false, got "nope"`},
-		"html": {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
+		"json":  {"nope", `--json: must be true or false, got "nope"`},
+		"html":  {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
+		"trace": {"carrier-pigeon", `--trace: otelexport: bad exporter "carrier-pigeon": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none`},
 	},
 	"fixtures": {
 		"backend":        {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},
@@ -155,7 +156,7 @@ func TestCommandLineErrors(t *testing.T) {
 		{[]string{"run", "--agents", "0", "--drop-replies", "2"},
 			"lab run: --agents: must be in [1, 100000], got 0\nlab run: --drop-replies: must be a probability in [0, 1], got 2\nrun 'lab run --help' for usage\n"},
 		// Not the command line: no pointer to the usage.
-		{[]string{"run", "nope"}, "lab run: no built-in scenario or file is called \"nope\" (the built-ins are: " + strings.Join(harness.BuiltinNames(), ", ") + "; run lab scenarios)\n"},
+		{[]string{"run", "nope"}, "lab run: no built-in scenario or file is called \"nope\" (the built-ins are: " + strings.Join(spec.BuiltinNames(), ", ") + "; run lab scenarios)\n"},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runLab(tt.args...)

@@ -7,12 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 // knob is a flag that changes one harness knob of the scenario. Knobs are
@@ -25,145 +27,148 @@ type knob struct {
 	field string
 	// parse reads the flag's text into a change of the scenario; it checks
 	// syntax, and Validate checks the range.
-	parse  func(s string) (func(*harness.Scenario), error)
+	parse  func(s string) (func(*spec.Scenario), error)
 	isBool bool
 	// list knobs (partitions, restarts) replace the scenario's list on
 	// their first use and append on the next; "none" empties it.
 	list bool
+	// swarm is the knob a swarm draws per seed that the flag fixes for
+	// every seed instead, or "".
+	swarm harness.SwarmKnob
 }
 
 // knobs lists every harness knob a flag can set.
 func knobs() []knob {
 	return []knob{
 		{name: "seed", metavar: "N", usage: "the run's seed (the same seed gives the same run, event for event)", field: "seed",
-			parse: uintKnob(func(sc *harness.Scenario, v uint64) { sc.Seed = v })},
+			parse: uintKnob(func(sc *spec.Scenario, v uint64) { sc.Seed = v })},
 		{name: "agents", metavar: "N", usage: "how many agents", field: "agents",
-			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Agents = v })},
+			parse: intKnob(func(sc *spec.Scenario, v int) { sc.Agents = v })},
 		{name: "resources", metavar: "N", usage: "how many resources", field: "resources",
-			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Resources = v })},
+			parse: intKnob(func(sc *spec.Scenario, v int) { sc.Resources = v })},
 		{name: "duration", metavar: "D", usage: "how long the run lasts in virtual time, e.g. 30s", field: "duration",
-			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.Duration = v })},
+			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.Duration = v })},
 		{name: "pick", metavar: "POLICY", usage: "how an agent picks a resource: random, fixed or round-robin", field: "pick",
-			parse: func(s string) (func(*harness.Scenario), error) {
-				return func(sc *harness.Scenario) { sc.Pick = harness.PickPolicy(s) }, nil
+			parse: func(s string) (func(*spec.Scenario), error) {
+				return func(sc *spec.Scenario) { sc.Pick = spec.PickPolicy(s) }, nil
 			}},
 		{name: "ttl", metavar: "D", usage: "the lease TTL", field: "ttl",
-			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.TTL = v })},
-		{name: "skew", metavar: "D", usage: "every client's ClockSkew: the drift budget taken off each deadline", field: "clock_skew",
-			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.ClockSkew = v })},
+			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.TTL = v })},
+		{name: "skew", swarm: harness.SwarmSkew, metavar: "D", usage: "every client's ClockSkew: the drift budget taken off each deadline", field: "clock_skew",
+			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.ClockSkew = v })},
 		{name: "think", metavar: "DIST", usage: "an agent's pause between attempts, e.g. 50ms-300ms", field: "agent.think",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.Think = d })},
-		{name: "stall", metavar: "DIST", usage: "the stall between the validity check and the write, e.g. 10ms-50ms,5%:1.5s-4s", field: "agent.stall",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.Stall = d })},
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.Think = d })},
+		{name: "stall", swarm: harness.SwarmStall, metavar: "DIST", usage: "the stall between the validity check and the write, e.g. 10ms-50ms,5%:1.5s-4s", field: "agent.stall",
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.Stall = d })},
 		{name: "work-gap", metavar: "DIST", usage: "the pause between two writes of one lease", field: "agent.work_gap",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Agent.WorkGap = d })},
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Agent.WorkGap = d })},
 		{name: "writes", metavar: "N", usage: "writes per lease", field: "agent.writes_per_lease",
-			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Agent.WritesPerLease = v })},
+			parse: intKnob(func(sc *spec.Scenario, v int) { sc.Agent.WritesPerLease = v })},
 		{name: "renew-at", metavar: "F", usage: "renew when this fraction of the TTL has passed (0 never renews)", field: "agent.renew_at",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Agent.RenewAt = v })},
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Agent.RenewAt = v })},
 		{name: "release", usage: "release the lease after the last write (--release=false lets it expire)", field: "agent.release", isBool: true,
-			parse: boolKnob(func(sc *harness.Scenario, v bool) { sc.Agent.Release = v })},
-		{name: "request-delay", metavar: "DIST", usage: "network delay agent -> coordinator", field: "network.request_delay",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Network.RequestDelay = d })},
-		{name: "reply-delay", metavar: "DIST", usage: "network delay coordinator -> agent", field: "network.reply_delay",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Network.ReplyDelay = d })},
-		{name: "drop-requests", metavar: "P", usage: "probability a request is lost, in [0, 1]", field: "network.drop_requests",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.DropRequests = v })},
-		{name: "drop-replies", metavar: "P", usage: "probability a reply is lost, in [0, 1]", field: "network.drop_replies",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.DropReplies = v })},
-		{name: "duplicate", metavar: "P", usage: "probability a request is delivered twice, in [0, 1]", field: "network.duplicate",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Network.Duplicate = v })},
-		{name: "retry-after", metavar: "D", usage: "resend an unanswered acquire (same request id) after D; 0 never retries", field: "network.retry_after",
-			parse: durKnob(func(sc *harness.Scenario, v time.Duration) { sc.Network.RetryAfter = v })},
-		{name: "max-retries", metavar: "N", usage: "how many times an acquire is resent", field: "network.max_retries",
-			parse: intKnob(func(sc *harness.Scenario, v int) { sc.Network.MaxRetries = v })},
-		{name: "drift-ppm", metavar: "MIN:MAX", usage: "agent clock drift in ppm, drawn per agent; one value for all, e.g. -20000", field: "clocks.drift_ppm",
-			parse: func(s string) (func(*harness.Scenario), error) {
+			parse: boolKnob(func(sc *spec.Scenario, v bool) { sc.Agent.Release = v })},
+		{name: "request-delay", swarm: harness.SwarmRequestDelay, metavar: "DIST", usage: "network delay agent -> coordinator", field: "network.request_delay",
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Network.RequestDelay = d })},
+		{name: "reply-delay", swarm: harness.SwarmReplyDelay, metavar: "DIST", usage: "network delay coordinator -> agent", field: "network.reply_delay",
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Network.ReplyDelay = d })},
+		{name: "drop-requests", swarm: harness.SwarmDropRequests, metavar: "P", usage: "probability a request is lost, in [0, 1]", field: "network.drop_requests",
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.DropRequests = v })},
+		{name: "drop-replies", swarm: harness.SwarmDropReplies, metavar: "P", usage: "probability a reply is lost, in [0, 1]", field: "network.drop_replies",
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.DropReplies = v })},
+		{name: "duplicate", swarm: harness.SwarmDuplicate, metavar: "P", usage: "probability a request is delivered twice, in [0, 1]", field: "network.duplicate",
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Network.Duplicate = v })},
+		{name: "retry-after", swarm: harness.SwarmRetry, metavar: "D", usage: "resend an unanswered acquire (same request id) after D; 0 never retries", field: "network.retry_after",
+			parse: durKnob(func(sc *spec.Scenario, v time.Duration) { sc.Network.RetryAfter = v })},
+		{name: "max-retries", swarm: harness.SwarmRetry, metavar: "N", usage: "how many times an acquire is resent", field: "network.max_retries",
+			parse: intKnob(func(sc *spec.Scenario, v int) { sc.Network.MaxRetries = v })},
+		{name: "drift-ppm", swarm: harness.SwarmDrift, metavar: "MIN:MAX", usage: "agent clock drift in ppm, drawn per agent; one value for all, e.g. -20000", field: "clocks.drift_ppm",
+			parse: func(s string) (func(*spec.Scenario), error) {
 				r, err := scenario.ParseRange(s)
-				return func(sc *harness.Scenario) { sc.Clocks.DriftPPM = r }, err
+				return func(sc *spec.Scenario) { sc.Clocks.DriftPPM = r }, err
 			}},
 		{name: "offset", metavar: "MIN:MAX", usage: "agent clock offset, drawn per agent, e.g. -50ms:50ms", field: "clocks.offset",
-			parse: func(s string) (func(*harness.Scenario), error) {
+			parse: func(s string) (func(*spec.Scenario), error) {
 				r, err := scenario.ParseDurationRange(s)
-				return func(sc *harness.Scenario) { sc.Clocks.Offset = r }, err
+				return func(sc *spec.Scenario) { sc.Clocks.Offset = r }, err
 			}},
 		{name: "coordinator-drift-ppm", metavar: "PPM", usage: "the coordinator's own clock drift", field: "clocks.coordinator_drift_ppm",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Clocks.CoordinatorDriftPPM = v })},
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Clocks.CoordinatorDriftPPM = v })},
 		{name: "partition", metavar: "AGENT@FROM-TO", usage: "cut an agent off the coordinator, e.g. agent-1@5s-15s (repeatable; none for no partitions)", field: "partitions", list: true,
 			parse: partitionKnob},
-		{name: "restart", metavar: "AT[:persist]", usage: "restart the coordinator at AT, keeping its fence counter with :persist (repeatable; none for no restarts)", field: "restarts", list: true,
+		{name: "restart", swarm: harness.SwarmRestarts, metavar: "AT[:persist]", usage: "restart the coordinator at AT, keeping its fence counter with :persist (repeatable; none for no restarts)", field: "restarts", list: true,
 			parse: restartKnob},
-		{name: "push", usage: "the coordinator pushes each new fence to the gate (Admit)", field: "push.enabled", isBool: true,
-			parse: boolKnob(func(sc *harness.Scenario, v bool) { sc.Push.Enabled = v })},
-		{name: "push-delay", metavar: "DIST", usage: "how long the push takes to reach the gate", field: "push.delay",
-			parse: distKnob(func(sc *harness.Scenario, d harness.Dist) { sc.Push.Delay = d })},
+		{name: "push", swarm: harness.SwarmPush, usage: "the coordinator pushes each new fence to the gate (Admit)", field: "push.enabled", isBool: true,
+			parse: boolKnob(func(sc *spec.Scenario, v bool) { sc.Push.Enabled = v })},
+		{name: "push-delay", swarm: harness.SwarmPushDelay, metavar: "DIST", usage: "how long the push takes to reach the gate", field: "push.delay",
+			parse: distKnob(func(sc *spec.Scenario, d spec.Dist) { sc.Push.Delay = d })},
 		{name: "push-drop", metavar: "P", usage: "probability a push is lost", field: "push.drop",
-			parse: floatKnob(func(sc *harness.Scenario, v float64) { sc.Push.Drop = v })},
+			parse: floatKnob(func(sc *spec.Scenario, v float64) { sc.Push.Drop = v })},
 	}
 }
 
-func uintKnob(set func(*harness.Scenario, uint64)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func uintKnob(set func(*spec.Scenario, uint64)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			return nil, errors.New("must be an integer >= 0")
 		}
-		return func(sc *harness.Scenario) { set(sc, v) }, nil
+		return func(sc *spec.Scenario) { set(sc, v) }, nil
 	}
 }
 
-func intKnob(set func(*harness.Scenario, int)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func intKnob(set func(*spec.Scenario, int)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		v, err := strconv.Atoi(s)
 		if err != nil {
 			return nil, errors.New("must be an integer")
 		}
-		return func(sc *harness.Scenario) { set(sc, v) }, nil
+		return func(sc *spec.Scenario) { set(sc, v) }, nil
 	}
 }
 
-func floatKnob(set func(*harness.Scenario, float64)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func floatKnob(set func(*spec.Scenario, float64)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, errors.New("must be a finite number")
 		}
-		return func(sc *harness.Scenario) { set(sc, v) }, nil
+		return func(sc *spec.Scenario) { set(sc, v) }, nil
 	}
 }
 
-func boolKnob(set func(*harness.Scenario, bool)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func boolKnob(set func(*spec.Scenario, bool)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		v, err := strconv.ParseBool(s)
 		if err != nil {
 			return nil, errors.New("must be true or false")
 		}
-		return func(sc *harness.Scenario) { set(sc, v) }, nil
+		return func(sc *spec.Scenario) { set(sc, v) }, nil
 	}
 }
 
-func durKnob(set func(*harness.Scenario, time.Duration)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func durKnob(set func(*spec.Scenario, time.Duration)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		v, err := time.ParseDuration(s)
 		if err != nil {
 			return nil, errors.New("must be a duration such as 950ms or 1.5s")
 		}
-		return func(sc *harness.Scenario) { set(sc, v) }, nil
+		return func(sc *spec.Scenario) { set(sc, v) }, nil
 	}
 }
 
-func distKnob(set func(*harness.Scenario, harness.Dist)) func(string) (func(*harness.Scenario), error) {
-	return func(s string) (func(*harness.Scenario), error) {
+func distKnob(set func(*spec.Scenario, spec.Dist)) func(string) (func(*spec.Scenario), error) {
+	return func(s string) (func(*spec.Scenario), error) {
 		d, err := scenario.ParseDist(s)
 		if err != nil {
 			return nil, err
 		}
-		return func(sc *harness.Scenario) { set(sc, d) }, nil
+		return func(sc *spec.Scenario) { set(sc, d) }, nil
 	}
 }
 
 // partitionKnob reads AGENT@FROM-TO.
-func partitionKnob(s string) (func(*harness.Scenario), error) {
+func partitionKnob(s string) (func(*spec.Scenario), error) {
 	agent, span, ok := strings.Cut(s, "@")
 	from, to, ok2 := strings.Cut(span, "-")
 	if !ok || !ok2 || agent == "" {
@@ -174,18 +179,18 @@ func partitionKnob(s string) (func(*harness.Scenario), error) {
 	if err1 != nil || err2 != nil {
 		return nil, errors.New("FROM and TO must be durations, e.g. agent-1@5s-15s")
 	}
-	p := harness.Partition{Agent: agent, From: f, To: t}
-	return func(sc *harness.Scenario) { sc.Partitions = append(sc.Partitions, p) }, nil
+	p := spec.Partition{Agent: agent, From: f, To: t}
+	return func(sc *spec.Scenario) { sc.Partitions = append(sc.Partitions, p) }, nil
 }
 
 // restartKnob reads AT, AT:persist or AT:lost.
-func restartKnob(s string) (func(*harness.Scenario), error) {
+func restartKnob(s string) (func(*spec.Scenario), error) {
 	at, mode, hasMode := strings.Cut(s, ":")
 	d, err := time.ParseDuration(at)
 	if err != nil {
 		return nil, errors.New("must be AT[:persist], e.g. 10s or 10s:persist")
 	}
-	r := harness.Restart{At: d}
+	r := spec.Restart{At: d}
 	switch {
 	case !hasMode || mode == "lost":
 	case mode == "persist":
@@ -193,7 +198,7 @@ func restartKnob(s string) (func(*harness.Scenario), error) {
 	default:
 		return nil, fmt.Errorf("%q must be persist or lost", mode)
 	}
-	return func(sc *harness.Scenario) { sc.Restarts = append(sc.Restarts, r) }, nil
+	return func(sc *spec.Scenario) { sc.Restarts = append(sc.Restarts, r) }, nil
 }
 
 // scenarioFlags chooses and changes the scenario of watch, run and swarm.
@@ -205,7 +210,7 @@ type scenarioFlags struct {
 
 type change struct {
 	knob  *knob
-	apply func(*harness.Scenario)
+	apply func(*spec.Scenario)
 }
 
 type givenFlag struct{ name, value string }
@@ -229,9 +234,9 @@ func (v *knobValue) IsBoolFlag() bool { return v.k != nil && v.k.isBool }
 
 func (v *knobValue) Set(s string) error {
 	k, sf := v.k, v.sf
-	var apply func(*harness.Scenario)
+	var apply func(*spec.Scenario)
 	if k.list && s == "none" {
-		apply = func(*harness.Scenario) {}
+		apply = func(*spec.Scenario) {}
 	} else {
 		var err error
 		if apply, err = k.parse(s); err != nil {
@@ -241,7 +246,7 @@ func (v *knobValue) Set(s string) error {
 	if k.list && !sf.listUsed[k.name] {
 		sf.listUsed[k.name] = true
 		add := apply
-		apply = func(sc *harness.Scenario) {
+		apply = func(sc *spec.Scenario) {
 			switch k.field {
 			case "partitions":
 				sc.Partitions = nil
@@ -261,7 +266,7 @@ func (v *knobValue) Set(s string) error {
 //
 // The description then says which flags changed the scenario, so that a
 // report never describes a scenario by what it was before the flags.
-func (sf *scenarioFlags) apply(sc *harness.Scenario, source string) error {
+func (sf *scenarioFlags) apply(sc *spec.Scenario, source string) error {
 	for _, c := range sf.changes {
 		c.apply(sc)
 	}
@@ -282,7 +287,7 @@ func (sf *scenarioFlags) apply(sc *harness.Scenario, source string) error {
 	return sf.validate(sc, source)
 }
 
-func (sf *scenarioFlags) validate(sc *harness.Scenario, source string) error {
+func (sf *scenarioFlags) validate(sc *spec.Scenario, source string) error {
 	err := sc.Validate()
 	if err == nil {
 		return nil
@@ -295,7 +300,7 @@ func (sf *scenarioFlags) validate(sc *harness.Scenario, source string) error {
 		all = []error{err}
 	}
 	for _, e := range all {
-		var fe *harness.FieldError
+		var fe *spec.FieldError
 		if !errors.As(e, &fe) {
 			errs = append(errs, e)
 			continue
@@ -321,6 +326,31 @@ func (sf *scenarioFlags) knobFor(field string) *knob {
 	return nil
 }
 
+// swarmRanges are the swarm's ranges with the knobs the flags set fixed:
+// a swarm draws the others per seed and keeps these as given.
+func (sf *scenarioFlags) swarmRanges() harness.SwarmRanges {
+	ranges := harness.DefaultSwarmRanges
+	ranges.Fixed = nil
+	for _, c := range sf.changes {
+		if k := c.knob.swarm; k != "" && !slices.Contains(ranges.Fixed, k) {
+			ranges.Fixed = append(ranges.Fixed, k)
+		}
+	}
+	return ranges
+}
+
+// swarmArgs renders the knob flags given that fix a knob a swarm would
+// otherwise draw.
+func (sf *scenarioFlags) swarmArgs() []string {
+	var out []string
+	for i, g := range sf.given {
+		if sf.changes[i].knob.swarm != "" {
+			out = append(out, "--"+g.name+"="+g.value)
+		}
+	}
+	return out
+}
+
 // args renders the knob flags as given, for a command line that
 // reproduces the run.
 func (sf *scenarioFlags) args() []string {
@@ -334,17 +364,17 @@ func (sf *scenarioFlags) args() []string {
 // loadScenario resolves a scenario argument: a built-in name, or a
 // scenario or fixture file. The empty argument is the default scenario.
 // It returns the scenario and how to name its source in messages.
-func loadScenario(arg string) (harness.Scenario, string, error) {
+func loadScenario(arg string) (spec.Scenario, string, error) {
 	if arg == "" {
-		arg = harness.DefaultScenario
+		arg = spec.DefaultScenario
 	}
-	if sc, ok := harness.Builtin(arg); ok && !looksLikePath(arg) {
+	if sc, ok := spec.Builtin(arg); ok && !looksLikePath(arg) {
 		return sc, arg, nil
 	}
 	if !looksLikePath(arg) {
 		if _, err := os.Stat(arg); err != nil {
-			return harness.Scenario{}, arg, fmt.Errorf("no built-in scenario or file is called %q (the built-ins are: %s; run lab scenarios)",
-				arg, strings.Join(harness.BuiltinNames(), ", "))
+			return spec.Scenario{}, arg, fmt.Errorf("no built-in scenario or file is called %q (the built-ins are: %s; run lab scenarios)",
+				arg, strings.Join(spec.BuiltinNames(), ", "))
 		}
 	}
 	sc, err := scenario.Load(arg)

@@ -16,6 +16,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 )
 
 func parseKnobs(t *testing.T, args ...string) (*scenarioFlags, []string, error) {
@@ -34,44 +35,44 @@ func TestKnobs(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {
 		args []string
-		want func(*harness.Scenario)
+		want func(*spec.Scenario)
 	}{
-		{[]string{"--seed", "9"}, func(s *harness.Scenario) { s.Seed = 9 }},
-		{[]string{"--agents", "3"}, func(s *harness.Scenario) { s.Agents = 3 }},
-		{[]string{"--resources", "2"}, func(s *harness.Scenario) { s.Resources = 2 }},
-		{[]string{"--duration", "5s"}, func(s *harness.Scenario) { s.Duration = 5 * time.Second }},
-		{[]string{"--pick", "fixed"}, func(s *harness.Scenario) { s.Pick = harness.PickFixed }},
-		{[]string{"--ttl", "2s"}, func(s *harness.Scenario) { s.TTL = 2 * time.Second }},
-		{[]string{"--skew", "20ms"}, func(s *harness.Scenario) { s.ClockSkew = 20 * ms }},
-		{[]string{"--think", "50ms-300ms"}, func(s *harness.Scenario) { s.Agent.Think = harness.Uniform(50*ms, 300*ms) }},
-		{[]string{"--stall", "10ms-50ms,5%:1.5s-4s"}, func(s *harness.Scenario) {
-			s.Agent.Stall = harness.Dist{Min: 10 * ms, Max: 50 * ms, TailP: 0.05, TailMin: 1500 * ms, TailMax: 4 * time.Second}
+		{[]string{"--seed", "9"}, func(s *spec.Scenario) { s.Seed = 9 }},
+		{[]string{"--agents", "3"}, func(s *spec.Scenario) { s.Agents = 3 }},
+		{[]string{"--resources", "2"}, func(s *spec.Scenario) { s.Resources = 2 }},
+		{[]string{"--duration", "5s"}, func(s *spec.Scenario) { s.Duration = 5 * time.Second }},
+		{[]string{"--pick", "fixed"}, func(s *spec.Scenario) { s.Pick = spec.PickFixed }},
+		{[]string{"--ttl", "2s"}, func(s *spec.Scenario) { s.TTL = 2 * time.Second }},
+		{[]string{"--skew", "20ms"}, func(s *spec.Scenario) { s.ClockSkew = 20 * ms }},
+		{[]string{"--think", "50ms-300ms"}, func(s *spec.Scenario) { s.Agent.Think = spec.Uniform(50*ms, 300*ms) }},
+		{[]string{"--stall", "10ms-50ms,5%:1.5s-4s"}, func(s *spec.Scenario) {
+			s.Agent.Stall = spec.Dist{Min: 10 * ms, Max: 50 * ms, TailP: 0.05, TailMin: 1500 * ms, TailMax: 4 * time.Second}
 		}},
-		{[]string{"--work-gap", "5ms"}, func(s *harness.Scenario) { s.Agent.WorkGap = harness.Const(5 * ms) }},
-		{[]string{"--writes", "4"}, func(s *harness.Scenario) { s.Agent.WritesPerLease = 4 }},
-		{[]string{"--renew-at", "0.4"}, func(s *harness.Scenario) { s.Agent.RenewAt = 0.4 }},
-		{[]string{"--release"}, func(s *harness.Scenario) { s.Agent.Release = true }},
-		{[]string{"--release=false"}, func(s *harness.Scenario) { s.Agent.Release = false }},
-		{[]string{"--request-delay", "1ms-2ms"}, func(s *harness.Scenario) { s.Network.RequestDelay = harness.Uniform(ms, 2*ms) }},
-		{[]string{"--reply-delay", "3ms"}, func(s *harness.Scenario) { s.Network.ReplyDelay = harness.Const(3 * ms) }},
-		{[]string{"--drop-requests", "0.1"}, func(s *harness.Scenario) { s.Network.DropRequests = 0.1 }},
-		{[]string{"--drop-replies", "0.2"}, func(s *harness.Scenario) { s.Network.DropReplies = 0.2 }},
-		{[]string{"--duplicate", "0.3"}, func(s *harness.Scenario) { s.Network.Duplicate = 0.3 }},
-		{[]string{"--retry-after", "50ms"}, func(s *harness.Scenario) { s.Network.RetryAfter = 50 * ms }},
-		{[]string{"--max-retries", "5"}, func(s *harness.Scenario) { s.Network.MaxRetries = 5 }},
-		{[]string{"--drift-ppm", "-5000:5000"}, func(s *harness.Scenario) { s.Clocks.DriftPPM = harness.Range{Min: -5000, Max: 5000} }},
-		{[]string{"--drift-ppm", "-20000"}, func(s *harness.Scenario) { s.Clocks.DriftPPM = harness.Range{Min: -20000, Max: -20000} }},
-		{[]string{"--offset", "-5ms:5ms"}, func(s *harness.Scenario) { s.Clocks.Offset = harness.DurationRange{Min: -5 * ms, Max: 5 * ms} }},
-		{[]string{"--coordinator-drift-ppm", "100"}, func(s *harness.Scenario) { s.Clocks.CoordinatorDriftPPM = 100 }},
-		{[]string{"--partition", "agent-1@5s-15s", "--partition", "agent-2@1s-2s"}, func(s *harness.Scenario) {
-			s.Partitions = []harness.Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second},
+		{[]string{"--work-gap", "5ms"}, func(s *spec.Scenario) { s.Agent.WorkGap = spec.Const(5 * ms) }},
+		{[]string{"--writes", "4"}, func(s *spec.Scenario) { s.Agent.WritesPerLease = 4 }},
+		{[]string{"--renew-at", "0.4"}, func(s *spec.Scenario) { s.Agent.RenewAt = 0.4 }},
+		{[]string{"--release"}, func(s *spec.Scenario) { s.Agent.Release = true }},
+		{[]string{"--release=false"}, func(s *spec.Scenario) { s.Agent.Release = false }},
+		{[]string{"--request-delay", "1ms-2ms"}, func(s *spec.Scenario) { s.Network.RequestDelay = spec.Uniform(ms, 2*ms) }},
+		{[]string{"--reply-delay", "3ms"}, func(s *spec.Scenario) { s.Network.ReplyDelay = spec.Const(3 * ms) }},
+		{[]string{"--drop-requests", "0.1"}, func(s *spec.Scenario) { s.Network.DropRequests = 0.1 }},
+		{[]string{"--drop-replies", "0.2"}, func(s *spec.Scenario) { s.Network.DropReplies = 0.2 }},
+		{[]string{"--duplicate", "0.3"}, func(s *spec.Scenario) { s.Network.Duplicate = 0.3 }},
+		{[]string{"--retry-after", "50ms"}, func(s *spec.Scenario) { s.Network.RetryAfter = 50 * ms }},
+		{[]string{"--max-retries", "5"}, func(s *spec.Scenario) { s.Network.MaxRetries = 5 }},
+		{[]string{"--drift-ppm", "-5000:5000"}, func(s *spec.Scenario) { s.Clocks.DriftPPM = spec.Range{Min: -5000, Max: 5000} }},
+		{[]string{"--drift-ppm", "-20000"}, func(s *spec.Scenario) { s.Clocks.DriftPPM = spec.Range{Min: -20000, Max: -20000} }},
+		{[]string{"--offset", "-5ms:5ms"}, func(s *spec.Scenario) { s.Clocks.Offset = spec.DurationRange{Min: -5 * ms, Max: 5 * ms} }},
+		{[]string{"--coordinator-drift-ppm", "100"}, func(s *spec.Scenario) { s.Clocks.CoordinatorDriftPPM = 100 }},
+		{[]string{"--partition", "agent-1@5s-15s", "--partition", "agent-2@1s-2s"}, func(s *spec.Scenario) {
+			s.Partitions = []spec.Partition{{Agent: "agent-1", From: 5 * time.Second, To: 15 * time.Second},
 				{Agent: "agent-2", From: time.Second, To: 2 * time.Second}}
 		}},
-		{[]string{"--restart", "10s:persist", "--restart", "20s"}, func(s *harness.Scenario) {
-			s.Restarts = []harness.Restart{{At: 10 * time.Second, Persist: true}, {At: 20 * time.Second}}
+		{[]string{"--restart", "10s:persist", "--restart", "20s"}, func(s *spec.Scenario) {
+			s.Restarts = []spec.Restart{{At: 10 * time.Second, Persist: true}, {At: 20 * time.Second}}
 		}},
-		{[]string{"--push", "--push-delay", "2ms", "--push-drop", "0.5"}, func(s *harness.Scenario) {
-			s.Push = harness.Push{Enabled: true, Delay: harness.Const(2 * ms), Drop: 0.5}
+		{[]string{"--push", "--push-delay", "2ms", "--push-drop", "0.5"}, func(s *spec.Scenario) {
+			s.Push = spec.Push{Enabled: true, Delay: spec.Const(2 * ms), Drop: 0.5}
 		}},
 	}
 	for _, tt := range tests {
@@ -80,8 +81,8 @@ func TestKnobs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := harness.Builtin("crowd")
-			want, _ := harness.Builtin("crowd")
+			got, _ := spec.Builtin("crowd")
+			want, _ := spec.Builtin("crowd")
 			tt.want(&want)
 			if err := sf.apply(&got, "crowd"); err != nil {
 				t.Fatal(err)
@@ -107,15 +108,15 @@ func TestKnobListsReplaceThenAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, _ := harness.Builtin("restart-lost") // restarts at 10s
+	sc, _ := spec.Builtin("restart-lost") // restarts at 10s
 	if err := sf.apply(&sc, "restart-lost"); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(sc.Restarts, []harness.Restart{{At: 3 * time.Second}}) {
+	if !reflect.DeepEqual(sc.Restarts, []spec.Restart{{At: 3 * time.Second}}) {
 		t.Errorf("restarts = %+v, want the file's list replaced", sc.Restarts)
 	}
 	sf, _, _ = parseKnobs(t, "--restart", "none")
-	sc, _ = harness.Builtin("restart-lost")
+	sc, _ = spec.Builtin("restart-lost")
 	if err := sf.apply(&sc, "restart-lost"); err != nil || sc.Restarts != nil {
 		t.Errorf("--restart none left %+v (%v)", sc.Restarts, err)
 	}
@@ -137,8 +138,8 @@ func TestKnobErrorsNameTheFlag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc, _ := harness.Builtin("crowd")
-		sc.Clocks.Agent = map[string]harness.AgentClock{"agent-2": {}}
+		sc, _ := spec.Builtin("crowd")
+		sc.Clocks.Agent = map[string]spec.AgentClock{"agent-2": {}}
 		err = sf.apply(&sc, "crowd")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: err = %v, want %q", tt.args, err, tt.want)
@@ -175,12 +176,12 @@ func TestSwarmReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := harness.Builtin("overlap")
+	base, _ := spec.Builtin("overlap")
 	if err := sf.apply(&base, "overlap"); err != nil {
 		t.Fatal(err)
 	}
 	for _, seed := range []uint64{1, 17, 12345} {
-		want := harness.SwarmScenario(base, harness.DefaultSwarmRanges, seed)
+		want := harness.SwarmScenario(base, sf.swarmRanges(), seed)
 		// The printed line: lab run overlap <flags as given> --seed=S --swarm.
 		line := append([]string{"overlap"}, sf.args()...)
 		line = append(line, "--seed="+strconv.FormatUint(seed, 10), "--swarm")
@@ -205,7 +206,7 @@ func TestSwarmReproduces(t *testing.T) {
 // TestJSONSchema pins the JSON report's fields: adding one is fine,
 // renaming or removing one breaks the documented schema.
 func TestJSONSchema(t *testing.T) {
-	sc, _ := harness.Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func TestCountsAgree(t *testing.T) {
 		}, [3]string{"interrupted after 0 of 1 seed\n", "interrupted after 0 of 2 seeds", "interrupted after 0 of 3 seeds"}},
 		{"swarm summary", func(n int) string {
 			var b bytes.Buffer
-			writeSwarmReport(&b, "x", 1, n, &harness.SwarmResult{Seeds: n, NaiveSeedsStale: n}, func(uint64) string { return "" }, true)
+			writeSwarmReport(&b, "x", 1, n, &harness.SwarmResult{Seeds: n, NaiveSeedsStale: n}, func(uint64) string { return "" }, true, nil, nil)
 			return b.String()
 		}, [3]string{"(in 0 of 0 seeds)", "(in 1 of 1 seed)", "(in 2 of 2 seeds)"}},
 	}

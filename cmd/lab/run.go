@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/report"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
 
@@ -19,7 +21,7 @@ faults, and prints a report: a column of counters per mode, the first
 counterexamples with their times, holders and fences, the verdict and the digest.
 
 The scenario is a built-in name (see lab scenarios), a scenario file or a
-fixture file (its scenario, with its first seed); the default is ` + harness.DefaultScenario + `.
+fixture file (its scenario, with its first seed); the default is ` + spec.DefaultScenario + `.
 Every harness knob can be set by a flag; flags win over the file.
 
 --json prints the JSON report instead (schema: go doc ./cmd/lab). --html writes
@@ -35,7 +37,7 @@ bad input, 130 when interrupted.`
 
 // runConfig is everything a run needs, checked before it starts.
 type runConfig struct {
-	sc      harness.Scenario
+	sc      spec.Scenario
 	modes   []harness.Mode
 	json    bool
 	trace   otelexport.Config
@@ -88,7 +90,7 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, ht
 		return nil, err
 	}
 	if swarm {
-		sc = harness.SwarmScenario(sc, harness.DefaultSwarmRanges, sc.Seed)
+		sc = harness.SwarmScenario(sc, sf.swarmRanges(), sc.Seed)
 		if err := sc.Validate(); err != nil {
 			return nil, fmt.Errorf("the swarm's scenario for seed %d: %w", sc.Seed, err)
 		}
@@ -140,73 +142,31 @@ func (cfg *runConfig) removeOutputs() {
 
 // execute runs cfg, reports, and returns the exit code.
 func (a *app) execute(ctx context.Context, cfg *runConfig) int {
-	sc, header := cfg.sc, cfg.sc.Header(cfg.modes)
-	run := func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
-		return harness.Run(ctx, sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	rn, err := a.startRunner(ctx, cfg)
+	if err != nil {
+		cfg.removeOutputs()
+		return a.badInput("run", err)
 	}
-	info := report.Runner{Backend: backendSim}
-	if rr := cfg.real; rr != nil {
-		// The runner is made before the outputs that need its header; the
-		// subscribers join it before it runs.
-		fan := &fanout{}
-		if err := rr.open(ctx, cfg.sc, cfg.modes, []harness.Subscriber{fan}); err != nil {
-			cfg.removeOutputs()
-			return a.badInput("run", err)
-		}
-		defer func() {
-			if err := rr.setup.Close(); err != nil {
-				fmt.Fprintf(a.stderr, "lab run: --backend %s: %v\n", rr.config.Backend, err)
-			}
-		}()
-		sc, header = rr.setup.Scenario, rr.header()
-		info.Backend = header.Backend
-		run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
-			fan.subs = subs
-			res, err := rr.runner.Run(ctx)
-			if res == nil {
-				return nil, err
-			}
-			info.Real = rr.figures(res)
-			return res.Result, err
-		}
-	}
-	sink, err := startTracing(ctx, cfg.trace, sc)
+	defer rn.close()
+	out, err := a.openOutputs(ctx, cfg, rn)
 	if err != nil {
 		cfg.removeOutputs() // nothing ran
-		return a.badInput("run", fmt.Errorf("--trace: %w", err))
+		return a.badInput("run", err)
 	}
 	if cfg.html != nil {
 		defer cfg.html.Close()
 	}
-	var subs []harness.Subscriber
-	if sink != nil {
-		subs = append(subs, sink.rec)
-	}
-	var events *history.Encoder
 	if cfg.events != nil {
 		defer cfg.events.Close()
-		// Only a run that asks for its history pays for writing it.
-		events, err = history.NewEncoder(cfg.events, header)
-		if err != nil {
-			cfg.removeOutputs()
-			return a.badInput("run", fmt.Errorf("--events: %w", err))
-		}
-		subs = append(subs, events)
-	}
-	var timeline *report.Timeline
-	if cfg.html != nil {
-		timeline = report.NewTimeline(header)
-		subs = append(subs, timeline)
 	}
 	prog := a.newProgress("run " + cfg.sc.Name)
-	watcher := newRunWatcher(sc, cfg.modes, prog)
-	subs = append(subs, watcher)
+	out.watcher = newRunWatcher(rn.sc, cfg.modes, prog)
 
-	res, runErr := run(ctx, subs)
+	res, runErr := rn.run(ctx, out.subscribers())
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
 	if runErr != nil && !interrupted {
-		sink.finish(a.stderr, watcher.lastAt)
+		out.sink.finish(a.stderr, out.watcher.lastAt)
 		return a.badInput("run", runErr)
 	}
 	if a.afterRun != nil {
@@ -214,35 +174,16 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 	stopped := cfg.sc.Duration
 	if interrupted {
-		stopped = watcher.lastAt
+		stopped = out.watcher.lastAt
 	}
-	sink.finish(a.stderr, stopped)
-	stop := report.Stop{Interrupted: interrupted, At: watcher.lastAt}
-	eventsFailed := false
-	if events != nil {
-		err := events.Flush()
-		if err == nil {
-			err = cfg.events.Close()
-		}
-		if err != nil {
-			fmt.Fprintf(a.stderr, "lab run: --events: %v\n", err)
-			eventsFailed = true
-		}
-	}
-
-	if timeline != nil {
-		if err := report.HTML(cfg.html, res, timeline, stop); err != nil {
-			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
-		} else if err := cfg.html.Close(); err != nil {
-			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
-		}
-	}
+	stop := report.Stop{Interrupted: interrupted, At: out.watcher.lastAt}
+	eventsFailed := a.closeOutputs(cfg, out, res, stopped, stop)
 	if cfg.json {
-		if err := report.JSON(a.stdout, res, stop, info); err != nil {
+		if err := report.JSON(a.stdout, res, stop, rn.info); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 		}
 	} else {
-		report.Text(a.stdout, &header, res, stop, info)
+		report.Text(a.stdout, &rn.header, res, stop, rn.info)
 	}
 	switch {
 	case res.Failed():
@@ -257,14 +198,131 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	return exitOK
 }
 
+// runner is the runner a run goes on: the simulator, or a real-time runner
+// made before the outputs that need its header (its subscribers join it
+// before it runs).
+type runner struct {
+	sc     spec.Scenario // what runs: a real backend may scale the times
+	header history.Header
+	info   report.Runner
+	run    func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error)
+	close  func()
+}
+
+func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) {
+	rn := &runner{sc: cfg.sc, header: cfg.sc.Header(cfg.modes), info: report.Runner{Backend: backendSim}, close: func() {}}
+	rn.run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+		return harness.Run(ctx, cfg.sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
+	}
+	rr := cfg.real
+	if rr == nil {
+		return rn, nil
+	}
+	fan := &fanout{}
+	if err := rr.open(ctx, cfg.sc, cfg.modes, []harness.Subscriber{fan}); err != nil {
+		return nil, err
+	}
+	rn.close = func() {
+		if err := rr.setup.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --backend %s: %v\n", rr.config.Backend, err)
+		}
+	}
+	rn.sc, rn.header = rr.setup.Scenario, rr.header()
+	rn.info.Backend = rn.header.Backend
+	rn.run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+		fan.subs = subs
+		res, err := rr.runner.Run(ctx)
+		if res == nil {
+			return nil, err
+		}
+		rn.info.Real = rr.figures(res)
+		return res.Result, err
+	}
+	return rn, nil
+}
+
+// runOutputs are what a run writes besides its report, each a subscriber
+// of the run: the trace, the history file, the page's timeline, and the
+// progress line's watcher.
+type runOutputs struct {
+	sink     *traceSink
+	events   *history.Encoder
+	timeline *report.Timeline
+	watcher  *runWatcher
+}
+
+func (a *app) openOutputs(ctx context.Context, cfg *runConfig, rn *runner) (*runOutputs, error) {
+	sink, err := startTracing(ctx, cfg.trace, rn.header)
+	if err != nil {
+		return nil, fmt.Errorf("--trace: %w", err)
+	}
+	out := &runOutputs{sink: sink}
+	if cfg.events != nil {
+		// Only a run that asks for its history pays for writing it.
+		out.events, err = history.NewEncoder(cfg.events, rn.header)
+		if err != nil {
+			return nil, fmt.Errorf("--events: %w", err)
+		}
+	}
+	if cfg.html != nil {
+		out.timeline = report.NewTimeline(rn.header)
+	}
+	return out, nil
+}
+
+func (out *runOutputs) subscribers() []harness.Subscriber {
+	var subs []harness.Subscriber
+	if out.sink != nil {
+		subs = append(subs, out.sink.rec)
+	}
+	if out.events != nil {
+		subs = append(subs, out.events)
+	}
+	if out.timeline != nil {
+		subs = append(subs, out.timeline)
+	}
+	return append(subs, out.watcher)
+}
+
+// closeOutputs ends the trace at the instant the run stopped, and writes
+// the history file and the page. It reports whether the history file
+// failed: the run's history is lost, an error of the command.
+func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *harness.Result, stopped time.Duration, stop report.Stop) (eventsFailed bool) {
+	out.sink.finish(a.stderr, stopped)
+	if out.events != nil {
+		err := out.events.Flush()
+		if err == nil {
+			err = cfg.events.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --events: %v\n", err)
+			eventsFailed = true
+		}
+	}
+	if out.timeline != nil {
+		if err := report.HTML(cfg.html, res, out.timeline, stop); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+		} else if err := cfg.html.Close(); err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+		}
+	}
+	return eventsFailed
+}
+
 // reportBug says, loudly and on stderr (so --json output stays
 // parseable), that the library broke a promise, and how to reproduce it.
 func (a *app) reportBug(res *harness.Result, reproduce string) {
+	whose, wrong := "LEASEFENCE", "the library"
+	if slices.ContainsFunc(res.Violations(), func(v string) bool { return strings.Contains(v, history.UnreadableViolation) }) {
+		// The runner recorded what no history may hold: the lab is wrong,
+		// whatever the library did.
+		whose, wrong = "THE LAB", "the runner"
+	}
 	fmt.Fprintf(a.stderr, `
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
-!!  BUG IN LEASEFENCE: %s.
-!!  This is not a problem with your scenario: the library is wrong.
-`, bugSummary(res))
+!!  BUG IN %s: %s.
+!!  This is not a problem with your scenario: %s is wrong.
+`, whose, bugSummary(res), wrong)
 	for _, v := range res.Violations() {
 		fmt.Fprintf(a.stderr, "!!    - %s\n", v)
 	}
@@ -285,7 +343,7 @@ type runWatcher struct {
 	lastAt    time.Duration
 }
 
-func newRunWatcher(sc harness.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
+func newRunWatcher(sc spec.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
 	w := &runWatcher{modeIndex: make(map[harness.Mode]int), nModes: len(modes), duration: sc.Duration, prog: prog}
 	for i, m := range modes {
 		w.modeIndex[m] = i
@@ -306,6 +364,11 @@ func (w *runWatcher) Event(e history.Event) {
 
 // bugSummary says which promise a failed run saw broken.
 func bugSummary(res *harness.Result) string {
+	for _, v := range res.Violations() {
+		if strings.Contains(v, history.UnreadableViolation) {
+			return "the run recorded events the checker could not read"
+		}
+	}
 	if f, ok := res.Modes[harness.Fenced]; ok && len(f.Violations) > 0 && !strings.HasPrefix(f.Violations[0], history.LibraryErrorViolation) {
 		return "the fenced mode broke a safety invariant it promises"
 	}

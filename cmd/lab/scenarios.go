@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 )
 
 // scenarios is `lab scenarios`: one line per built-in, the name first.
@@ -18,13 +19,13 @@ first is the default of lab and lab run.`)
 	if len(pos) > 0 {
 		return a.badInput("scenarios", &argumentsError{got: pos})
 	}
-	names := harness.BuiltinNames()
+	names := spec.BuiltinNames()
 	width := 0
 	for _, n := range names {
 		width = max(width, len(n))
 	}
 	for _, n := range names {
-		sc, _ := harness.Builtin(n)
+		sc, _ := spec.Builtin(n)
 		h := sc.Header(harness.Modes)
 		fmt.Fprintf(a.stdout, "%-*s  %s\n%-*s  %s\n", width, n, h.Outline(), width, "", sc.Description)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +18,11 @@ import (
 const swarmAbout = `Runs a scenario over many seeds, both modes each, on all cores. Each seed draws
 its own fault knobs (drops, duplicates, delays, drift and whether the skew budget
 covers it, long stalls, coordinator restarts, the gate push) from the seed, so
-thousands of seeds explore thousands of fault mixes. Every knob flag changes the
-base scenario the draws start from.
+thousands of seeds explore thousands of fault mixes. A knob flag of a drawn knob
+fixes it for every seed (--drop-replies 1: every seed loses every reply), and the
+others are still drawn, each seed drawing them as it would have; any other knob
+flag changes the base scenario. The summary says which knobs were fixed and which
+drawn. --seed is refused: the seeds are --first-seed and the ones after it.
 
 It prints each seed whose fenced mode broke an invariant with the one command
 that reproduces it, then a summary: seeds run, fenced failures, naive stale
@@ -55,6 +60,9 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	if *first > ^uint64(0)-uint64(*seeds-1) {
 		return a.badInput("swarm", fmt.Errorf("--first-seed: %d + %d seeds overflows", *first, *seeds))
 	}
+	if slices.ContainsFunc(sf.given, func(g givenFlag) bool { return g.name == "seed" }) {
+		return a.badInput("swarm", errors.New("--seed: a swarm runs seeds --first-seed, --first-seed+1, ...; give --first-seed"))
+	}
 	base, source, err := loadScenario(arg)
 	if err != nil {
 		return a.badInput("swarm", err)
@@ -65,7 +73,8 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 
 	prog := a.newProgress("swarm " + base.Name)
 	start := time.Now()
-	res, err := harness.Swarm(ctx, base, harness.SwarmOptions{Seeds: *seeds, FirstSeed: *first, Jobs: *jobs,
+	ranges := sf.swarmRanges()
+	res, err := harness.Swarm(ctx, base, harness.SwarmOptions{Seeds: *seeds, FirstSeed: *first, Jobs: *jobs, Ranges: &ranges,
 		Progress: func(done, total int) {
 			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds, %s", done, total, history.FormatDuration(time.Since(start))))
 		}})
@@ -83,26 +92,9 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 		return commandLine(append(line, "--seed="+strconv.FormatUint(seed, 10), "--swarm")...)
 	}
 	if *asJSON {
-		type failure struct {
-			harness.SwarmFailure
-			Reproduce string `json:"reproduce"`
-		}
-		out := struct {
-			*harness.SwarmResult
-			Failures        []failure `json:"failures"`
-			EventsPerSecond float64   `json:"events_per_second"`
-			Interrupted     bool      `json:"interrupted,omitempty"`
-		}{SwarmResult: res, Failures: []failure{}, EventsPerSecond: res.EventsPerSecond(), Interrupted: interrupted}
-		for _, f := range res.Failures {
-			out.Failures = append(out.Failures, failure{SwarmFailure: f, Reproduce: repro(f.Seed)})
-		}
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(a.stderr, "lab swarm: %v\n", err)
-		}
+		a.writeSwarmJSON(res, repro, sf.swarmArgs(), ranges.Drawn(), interrupted)
 	} else {
-		writeSwarmReport(a.stdout, base.Name, *first, *seeds, res, repro, interrupted)
+		writeSwarmReport(a.stdout, base.Name, *first, *seeds, res, repro, interrupted, sf.swarmArgs(), ranges.Drawn())
 	}
 	switch {
 	case len(res.Failures) > 0:
@@ -116,8 +108,49 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-func writeSwarmReport(w interface{ Write([]byte) (int, error) }, name string, first uint64, seeds int, res *harness.SwarmResult,
-	repro func(uint64) string, interrupted bool) {
+// writeSwarmJSON prints the swarm's summary as JSON.
+func (a *app) writeSwarmJSON(res *harness.SwarmResult, repro func(uint64) string, fixed []string, drawn []harness.SwarmKnob, interrupted bool) {
+	type failure struct {
+		harness.SwarmFailure
+		Reproduce string `json:"reproduce"`
+	}
+	out := struct {
+		*harness.SwarmResult
+		Failures        []failure           `json:"failures"`
+		Fixed           []string            `json:"fixed"` // the knob flags that fixed a drawn knob
+		Drawn           []harness.SwarmKnob `json:"drawn"`
+		EventsPerSecond float64             `json:"events_per_second"`
+		Interrupted     bool                `json:"interrupted,omitempty"`
+	}{SwarmResult: res, Failures: []failure{}, Fixed: append([]string{}, fixed...), Drawn: append([]harness.SwarmKnob{}, drawn...),
+		EventsPerSecond: res.EventsPerSecond(), Interrupted: interrupted}
+	for _, f := range res.Failures {
+		out.Failures = append(out.Failures, failure{SwarmFailure: f, Reproduce: repro(f.Seed)})
+	}
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintf(a.stderr, "lab swarm: %v\n", err)
+	}
+}
+
+// writeSwarmKnobs says which fault knobs every seed kept as the flags set
+// them and which each seed drew.
+func writeSwarmKnobs(w io.Writer, fixed []string, drawn []harness.SwarmKnob) {
+	if len(fixed) > 0 {
+		fmt.Fprintf(w, "  fixed for every seed %s\n", strings.Join(fixed, " "))
+	}
+	names := make([]string, len(drawn))
+	for i, k := range drawn {
+		names[i] = string(k)
+	}
+	if len(names) == 0 {
+		names = []string{"none"}
+	}
+	fmt.Fprintf(w, "  drawn per seed       %s\n", strings.Join(names, ", "))
+}
+
+func writeSwarmReport(w io.Writer, name string, first uint64, seeds int, res *harness.SwarmResult,
+	repro func(uint64) string, interrupted bool, fixed []string, drawn []harness.SwarmKnob) {
 	for _, f := range res.Failures {
 		fmt.Fprintf(w, "FAIL seed %d: %s\n", f.Seed, strings.Join(f.Violations, "; "))
 		fmt.Fprintf(w, "  reproduce: %s\n", repro(f.Seed))
@@ -131,6 +164,7 @@ func writeSwarmReport(w interface{ Write([]byte) (int, error) }, name string, fi
 		fmt.Fprintf(w, " (INTERRUPTED: %d of %d ran)", res.Seeds, seeds)
 	}
 	fmt.Fprintln(w)
+	writeSwarmKnobs(w, fixed, drawn)
 	fmt.Fprintf(w, "  seeds run            %d\n", res.Seeds)
 	fmt.Fprintf(w, "  fenced failures      %d\n", len(res.Failures))
 	fmt.Fprintf(w, "  naive stale writes   %d (in %s)\n", res.NaiveStaleWrites, ofSeeds(res.NaiveSeedsStale, res.Seeds))

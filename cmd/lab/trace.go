@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
@@ -18,23 +17,24 @@ import (
 const traceFlushTimeout = 10 * time.Second
 
 // traceSink is a run's tracing: the export pipeline and the recorder that
-// turns simulation events into spans.
+// turns the history's events into spans.
 type traceSink struct {
 	pipe *otelexport.Pipeline
-	rec  *tracing.SimRecorder
+	rec  *tracing.Recorder
 }
 
-// startTracing sets up the pipeline cfg asks for, or returns nil for none.
-func startTracing(ctx context.Context, cfg otelexport.Config, sc harness.Scenario) (*traceSink, error) {
+// startTracing sets up the pipeline cfg asks for, for the history with
+// header h, or returns nil for none.
+func startTracing(ctx context.Context, cfg otelexport.Config, h history.Header) (*traceSink, error) {
 	if cfg.Exporter == otelexport.ExporterNone || cfg.Exporter == "" {
 		return nil, nil
 	}
-	cfg.Attributes = append(cfg.Attributes, tracing.ScenarioAttributes(sc)...)
+	cfg.Attributes = append(cfg.Attributes, tracing.RunAttributes(h)...)
 	pipe, err := otelexport.Setup(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(pipe.TracerProvider()))
+	rec := tracing.NewRecorder(h, time.Now(), tracing.WithTracerProvider(pipe.TracerProvider()))
 	return &traceSink{pipe: pipe, rec: rec}, nil
 }
 

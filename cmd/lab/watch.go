@@ -11,12 +11,13 @@ import (
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
 const watchAbout = `Shows a scenario live in the terminal, naive and fenced side by side on the same
 virtual clock and the same faults: the holders, each gate's floor, every agent's
-lane, and the refusals as they happen. The default scenario (` + harness.DefaultScenario + `) shows a
+lane, and the refusals as they happen. The default scenario (` + spec.DefaultScenario + `) shows a
 stale write refused within its first seconds.
 
 The scenario is a built-in name, a scenario file or a fixture file; every harness
@@ -167,7 +168,7 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-func (a *app) saveScenario(path string, sc harness.Scenario) {
+func (a *app) saveScenario(path string, sc spec.Scenario) {
 	if path == "" {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/tui"
 )
@@ -35,7 +36,7 @@ func TestWatchRealBackend(t *testing.T) {
 			a, stdout, stderr := testApp()
 			a.stdoutTTY = true
 			var sawPause bool
-			var snap harness.Snapshot
+			var snap liveview.Snapshot
 			a.dashboard = func(ctx context.Context, live tui.Source) error {
 				if _, ok := live.(*realtime.Live); !ok {
 					t.Errorf("the dashboard got a %T, want a *realtime.Live", live)

@@ -5,11 +5,24 @@
 //
 //   - TestService checks a leasefence.Service: fence ordering, no
 //     resurrection, the reasons of every refusal, idempotent retries, at
-//     most one live holder under concurrent acquirers, and a release or
-//     renewal with a stale token never touching a newer holder.
-//   - TestGate checks a fence gate.
+//     most one live holder under concurrent acquirers, a release or renewal
+//     with a stale token never touching a newer holder (even the same
+//     holder's newer lease), a granted TTL that never outlasts the lease,
+//     and, for a service that implements it, leasefence.HolderReader.
+//   - TestGate checks a leasefence.Gate, given the two things it needs
+//     beyond the interface to see a write land (GateHarness): the admission
+//     rule, the refusal log, fences that keep all 64 bits, the contexts
+//     every method must honour, and writes that land in fence order under
+//     racing committers.
 //
 // The suites need nothing but the implementation under test; they work for
 // an in-memory coordinator on a manual clock and for one on a real store in
 // real time alike (see Harness).
+//
+// A suite is only as good as the broken implementations it catches. The
+// package's own tests keep a set of them (a release keyed by holder name,
+// fences kept in 32 bits, a gate that checks then sets, a TTL counted from
+// the reply, a renewal that resurrects an expired lease, a fresh grant for
+// a retried request, a refusal answered but not logged, readers blind to
+// their ctx) and require each to fail the subtest written for it.
 package leasetest

@@ -13,40 +13,66 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// Gate is a fence gate of any implementation, bound to one resource, as
-// TestGate drives it. Its write is "append a value to a list that the gate
-// guards": an adapter makes the append through its gate's own Commit, so the
-// list is the resource and Written is what landed on it.
+// GateHarness is one fence gate under test, bound to one resource, as
+// TestGate's factory makes it: the gate itself, through the interface every
+// gate shares, and the two things the suite needs beyond it to see a write
+// land, since each gate takes its writes in the shape of its own store.
 //
-// The contract an implementation's adapter must keep:
-//
-//   - Commit appends value under t through the gate's Commit, in the one
-//     operation that judges t and raises the floor, and returns the gate's
-//     error as is: nil if admitted and the append landed; a
-//     *leasefence.StaleFenceError (logged) below the floor; an error matching
-//     leasefence.ErrTokenConflict (logged) for the floor's fence under another
-//     holder; leasefence.ErrWrongResource or leasefence.ErrInvalidRequest
-//     (neither logged) for a token of another resource, with no holder or
-//     with fence 0; an error matching ctx.Err() for a done ctx.
-//   - Admit, Floor and Rejections are the gate's own: Admit raises the floor
-//     without writing and logs nothing; Floor is the zero Token (or, at most,
-//     one with only the Resource set) before any token was admitted;
-//     Rejections is the whole log, oldest first, Seq 1, 2, 3, ...
-//   - Written returns every value that landed, in the order it landed. It
-//     may read the store; it is called only while no Commit runs.
-//   - Every method is safe for concurrent use.
-type Gate interface {
-	Commit(ctx context.Context, t leasefence.Token, value string) error
-	Admit(ctx context.Context, t leasefence.Token) error
-	Floor(ctx context.Context) (leasefence.Token, error)
-	Rejections(ctx context.Context) ([]leasefence.Rejection, error)
-	Written(ctx context.Context) ([]string, error)
+// The suite's write is "append a value to a list that the gate guards": the
+// list is the resource, and Written is what landed on it.
+type GateHarness struct {
+	// Gate is the gate under test (leasefence.AsGate for the in-memory
+	// FenceGate). Its methods must keep the contract of leasefence.Gate.
+	Gate leasefence.Gate
+	// Commit appends value under t through the gate's own Commit, in the
+	// one operation that judges t and raises the floor, and returns the
+	// gate's error as is: nil if admitted and the append landed; a
+	// *leasefence.StaleFenceError (logged) below the floor; an error
+	// matching leasefence.ErrTokenConflict (logged) for the floor's fence
+	// under another holder; leasefence.ErrWrongResource or
+	// leasefence.ErrInvalidRequest (neither logged) for a token of another
+	// resource, with no holder or with fence 0; an error matching ctx.Err()
+	// for a done ctx.
+	Commit func(ctx context.Context, t leasefence.Token, value string) error
+	// Written returns every value that landed, in the order it landed. It
+	// may read the store; the suite calls it only while no Commit runs.
+	Written func(ctx context.Context) ([]string, error)
+}
+
+// FenceGateHarness is the in-memory gate g under TestGate: its writes
+// append to a list that only g's writes touch.
+func FenceGateHarness(g *leasefence.FenceGate) GateHarness {
+	return listHarness(leasefence.AsGate(g), g.Commit)
+}
+
+// listHarness is gate under the suite, for a gate whose Commit takes a
+// write function: commit appends the value to a list kept in memory.
+func listHarness(gate leasefence.Gate, commit func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error) GateHarness {
+	var mu sync.Mutex // for Written, read from outside the gate
+	var written []string
+	return GateHarness{
+		Gate: gate,
+		Commit: func(ctx context.Context, t leasefence.Token, value string) error {
+			return commit(ctx, t, func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				written = append(written, value)
+				return nil
+			})
+		},
+		Written: func(context.Context) ([]string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(written), nil
+		},
+	}
 }
 
 // TestGate checks that a gate keeps the admission rule of the in-memory
 // leasefence.FenceGate: a fence below the floor is refused and logged, the
 // floor's own fence from another holder is a logged conflict, the floor is
-// raised with the write and only with it, and committers racing from many
+// raised with the write and only with it, fences keep all 64 bits, the log
+// reads back from any sequence number, and committers racing from many
 // goroutines land their writes in non-decreasing fence order with every
 // refusal logged exactly once.
 //
@@ -57,14 +83,39 @@ type Gate interface {
 // that fails does to the floor differs between implementations (the
 // in-memory gate keeps it raised, a database rolls it back), so TestGate
 // does not test it: test it beside the implementation.
-func TestGate(t *testing.T, open func(t *testing.T, resource string) Gate) {
-	t.Run("Empty", func(t *testing.T) { testGateEmpty(t, open) })
-	t.Run("AdmissionRule", func(t *testing.T) { testGateAdmissionRule(t, open) })
-	t.Run("Admit", func(t *testing.T) { testGateAdmit(t, open) })
-	t.Run("BadTokens", func(t *testing.T) { testGateBadTokens(t, open) })
-	t.Run("DoneContext", func(t *testing.T) { testGateDoneContext(t, open) })
-	t.Run("Resources", func(t *testing.T) { testGateResources(t, open) })
-	t.Run("Concurrent", func(t *testing.T) { testGateConcurrent(t, open) })
+func TestGate(t *testing.T, open func(t testing.TB, resource string) GateHarness) {
+	testGate(realT{t}, open)
+}
+
+// gateOpener is TestGate's factory.
+type gateOpener = func(t testing.TB, resource string) GateHarness
+
+func testGate(t tb, open gateOpener) {
+	checked := func(t testing.TB, resource string) GateHarness {
+		t.Helper()
+		g := open(t, resource)
+		if g.Gate == nil || g.Commit == nil || g.Written == nil {
+			t.Fatalf("leasetest: the factory returned an incomplete GateHarness %+v", g)
+		}
+		return g
+	}
+	for _, tt := range []struct {
+		name string
+		fn   func(t tb, open gateOpener)
+	}{
+		{"Empty", testGateEmpty},
+		{"AdmissionRule", testGateAdmissionRule},
+		{"Admit", testGateAdmit},
+		{"BadTokens", testGateBadTokens},
+		{"DoneContext", testGateDoneContext},
+		{"ReadersContexts", testGateReadersContexts},
+		{"Resources", testGateResources},
+		{"WideFences", testGateWideFences},
+		{"RejectionsSince", testGateRejectionsSince},
+		{"Concurrent", testGateConcurrent},
+	} {
+		t.run(tt.name, func(t tb) { tt.fn(t, checked) })
+	}
 }
 
 // gateState is what a gate shows from outside.
@@ -74,16 +125,26 @@ type gateState struct {
 	written    []string
 }
 
-func readGate(t *testing.T, g Gate) gateState {
+func readGate(t testing.TB, g GateHarness) gateState {
 	t.Helper()
 	ctx := t.Context()
-	floor, err := g.Floor(ctx)
+	floor, err := g.Gate.Floor(ctx)
 	if err != nil {
 		t.Fatalf("Floor: %v", err)
 	}
-	rejections, err := g.Rejections(ctx)
+	rejections, missed, err := g.Gate.RejectionsSince(ctx, 0)
 	if err != nil {
-		t.Fatalf("Rejections: %v", err)
+		t.Fatalf("RejectionsSince(0): %v", err)
+	}
+	if missed != 0 {
+		t.Errorf("RejectionsSince(0) missed %d refusals of a log the suite keeps short", missed)
+	}
+	count, err := g.Gate.RejectionCount(ctx)
+	if err != nil {
+		t.Fatalf("RejectionCount: %v", err)
+	}
+	if count != uint64(len(rejections)) {
+		t.Errorf("RejectionCount = %d, but RejectionsSince(0) returned %d refusals", count, len(rejections))
 	}
 	written, err := g.Written(ctx)
 	if err != nil {
@@ -93,7 +154,7 @@ func readGate(t *testing.T, g Gate) gateState {
 }
 
 // checkGateState fails t unless g shows exactly want.
-func checkGateState(t *testing.T, g Gate, want gateState) {
+func checkGateState(t testing.TB, g GateHarness, want gateState) {
 	t.Helper()
 	got := readGate(t, g)
 	if got.floor != want.floor {
@@ -124,7 +185,7 @@ func (o gateOutcome) String() string {
 
 // checkGateOutcome fails t unless err is want, telling outcomes apart by the
 // sentinels they match.
-func checkGateOutcome(t *testing.T, what string, err error, want gateOutcome) {
+func checkGateOutcome(t testing.TB, what string, err error, want gateOutcome) {
 	t.Helper()
 	var got gateOutcome
 	switch {
@@ -150,7 +211,7 @@ func gateToken(resource, holder string, f leasefence.Fence) leasefence.Token {
 	return leasefence.Token{Resource: resource, Holder: holder, Fence: f}
 }
 
-func testGateEmpty(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateEmpty(t tb, open gateOpener) {
 	g := open(t, "gate-empty")
 	got := readGate(t, g)
 	if got.floor.Fence != 0 || got.floor.Holder != "" {
@@ -161,7 +222,7 @@ func testGateEmpty(t *testing.T, open func(*testing.T, string) Gate) {
 	}
 }
 
-func testGateAdmissionRule(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateAdmissionRule(t tb, open gateOpener) {
 	const r = "gate-rule"
 	g := open(t, r)
 	steps := []struct {
@@ -203,24 +264,24 @@ func testGateAdmissionRule(t *testing.T, open func(*testing.T, string) Gate) {
 	}
 }
 
-func testGateAdmit(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateAdmit(t tb, open gateOpener) {
 	const r = "gate-admit"
 	g := open(t, r)
 	ctx := t.Context()
 	var want gateState
 
-	checkGateOutcome(t, "Admit(b@4) on an empty gate", g.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
+	checkGateOutcome(t, "Admit(b@4) on an empty gate", g.Gate.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
 	want.floor = gateToken(r, "b", 4)
 	checkGateState(t, g, want)
 
-	err := g.Admit(ctx, gateToken(r, "a", 2))
+	err := g.Gate.Admit(ctx, gateToken(r, "a", 2))
 	checkGateOutcome(t, "Admit(a@2) below the floor", err, gateStale)
 	var se *leasefence.StaleFenceError
 	if errors.As(err, &se) && se.Seq != 0 {
 		t.Errorf("Admit below the floor carries Seq %d, want 0 (not logged)", se.Seq)
 	}
-	checkGateOutcome(t, "Admit(c@4) at the floor's fence", g.Admit(ctx, gateToken(r, "c", 4)), gateConflict)
-	checkGateOutcome(t, "Admit(b@4) again", g.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
+	checkGateOutcome(t, "Admit(c@4) at the floor's fence", g.Gate.Admit(ctx, gateToken(r, "c", 4)), gateConflict)
+	checkGateOutcome(t, "Admit(b@4) again", g.Gate.Admit(ctx, gateToken(r, "b", 4)), gateAdmitted)
 	checkGateState(t, g, want) // nothing logged, nothing written
 
 	checkGateOutcome(t, "Commit(a@3) after Admit(b@4)", g.Commit(ctx, gateToken(r, "a", 3), "stale"), gateStale)
@@ -229,14 +290,14 @@ func testGateAdmit(t *testing.T, open func(*testing.T, string) Gate) {
 	want.written = append(want.written, "b4")
 	checkGateState(t, g, want)
 
-	checkGateOutcome(t, "Admit(e@9)", g.Admit(ctx, gateToken(r, "e", 9)), gateAdmitted)
+	checkGateOutcome(t, "Admit(e@9)", g.Gate.Admit(ctx, gateToken(r, "e", 9)), gateAdmitted)
 	checkGateOutcome(t, "Commit(b@4) after Admit(e@9)", g.Commit(ctx, gateToken(r, "b", 4), "late"), gateStale)
 	want.floor = gateToken(r, "e", 9)
 	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 2, Resource: r, Holder: "b", Fence: 4, FloorHolder: "e", FloorFence: 9})
 	checkGateState(t, g, want)
 }
 
-func testGateBadTokens(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateBadTokens(t tb, open gateOpener) {
 	const r = "gate-bad"
 	g := open(t, r)
 	ctx := t.Context()
@@ -255,12 +316,12 @@ func testGateBadTokens(t *testing.T, open func(*testing.T, string) Gate) {
 		{"no holder, below the floor", gateToken(r, "", 1), gateInvalid},
 	} {
 		checkGateOutcome(t, "Commit with "+c.name, g.Commit(ctx, c.token, "forged"), c.want)
-		checkGateOutcome(t, "Admit with "+c.name, g.Admit(ctx, c.token), c.want)
+		checkGateOutcome(t, "Admit with "+c.name, g.Gate.Admit(ctx, c.token), c.want)
 	}
 	checkGateState(t, g, want)
 }
 
-func testGateDoneContext(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateDoneContext(t tb, open gateOpener) {
 	const r = "gate-done"
 	g := open(t, r)
 	checkGateOutcome(t, "Commit(a@2)", g.Commit(t.Context(), gateToken(r, "a", 2), "ok"), gateAdmitted)
@@ -274,7 +335,40 @@ func testGateDoneContext(t *testing.T, open func(*testing.T, string) Gate) {
 	checkGateState(t, g, gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}})
 }
 
-func testGateResources(t *testing.T, open func(*testing.T, string) Gate) {
+// testGateReadersContexts: every method of leasefence.Gate refuses a nil
+// ctx with ErrInvalidRequest and ends with ctx's error once it has ended,
+// and neither touches the gate.
+func testGateReadersContexts(t tb, open gateOpener) {
+	const r = "gate-ctx"
+	g := open(t, r)
+	checkGateOutcome(t, "Commit(a@2)", g.Commit(t.Context(), gateToken(r, "a", 2), "ok"), gateAdmitted)
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	var nilCtx context.Context
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		want error
+	}{
+		{"a nil ctx", nilCtx, leasefence.ErrInvalidRequest},
+		{"a cancelled ctx", done, context.Canceled},
+	} {
+		calls := map[string]error{
+			"Admit": g.Gate.Admit(c.ctx, gateToken(r, "b", 3)),
+		}
+		_, calls["Floor"] = g.Gate.Floor(c.ctx)
+		_, _, calls["RejectionsSince"] = g.Gate.RejectionsSince(c.ctx, 0)
+		_, calls["RejectionCount"] = g.Gate.RejectionCount(c.ctx)
+		for _, m := range []string{"Admit", "Floor", "RejectionsSince", "RejectionCount"} {
+			if !errors.Is(calls[m], c.want) {
+				t.Errorf("%s with %s = %v, want %v", m, c.name, calls[m], c.want)
+			}
+		}
+	}
+	checkGateState(t, g, gateState{floor: gateToken(r, "a", 2), written: []string{"ok"}})
+}
+
+func testGateResources(t tb, open gateOpener) {
 	const r1, r2 = "gate-res-1", "gate-res-2"
 	g1, g2 := open(t, r1), open(t, r2)
 	ctx := t.Context()
@@ -290,11 +384,61 @@ func testGateResources(t *testing.T, open func(*testing.T, string) Gate) {
 	})
 }
 
+// testGateWideFences uses fences above 2^32: a gate that keeps them in 32
+// bits reads 2^32+5 as 5 and admits a stale 6 over it.
+func testGateWideFences(t tb, open gateOpener) {
+	const r = "gate-wide"
+	const wide = leasefence.Fence(1) << 32
+	g := open(t, r)
+	ctx := t.Context()
+	var want gateState
+	checkGateOutcome(t, "Commit(a@2^32+5)", g.Commit(ctx, gateToken(r, "a", wide+5), "a"), gateAdmitted)
+	want.floor, want.written = gateToken(r, "a", wide+5), []string{"a"}
+	checkGateState(t, g, want)
+	for i, f := range []leasefence.Fence{6, 5, wide + 4, 1} {
+		checkGateOutcome(t, fmt.Sprintf("Commit(b@%d) below 2^32+5", f), g.Commit(ctx, gateToken(r, "b", f), "stale"), gateStale)
+		want.rejections = append(want.rejections, leasefence.Rejection{Seq: uint64(i) + 1, Resource: r, Holder: "b", Fence: f, FloorHolder: "a", FloorFence: wide + 5})
+		checkGateOutcome(t, fmt.Sprintf("Admit(c@%d) below 2^32+5", f), g.Gate.Admit(ctx, gateToken(r, "c", f)), gateStale)
+	}
+	checkGateState(t, g, want)
+	// 2^48 + 7: far above 32 bits, and within what every store keeps
+	// exactly (Redis's Lua numbers are doubles: 53 bits; a SQL BIGINT is
+	// signed: 63).
+	top := leasefence.Fence(1)<<48 + 7
+	checkGateOutcome(t, "Admit(d@2^48+7)", g.Gate.Admit(ctx, gateToken(r, "d", top)), gateAdmitted)
+	checkGateOutcome(t, "Commit(a@2^32+5) after Admit(d@2^48+7)", g.Commit(ctx, gateToken(r, "a", wide+5), "late"), gateStale)
+	want.floor = gateToken(r, "d", top)
+	want.rejections = append(want.rejections, leasefence.Rejection{Seq: 5, Resource: r, Holder: "a", Fence: wide + 5, FloorHolder: "d", FloorFence: top})
+	checkGateOutcome(t, "Commit(d@2^48+7)", g.Commit(ctx, gateToken(r, "d", top), "d"), gateAdmitted)
+	want.written = append(want.written, "d")
+	checkGateState(t, g, want)
+}
+
+// testGateRejectionsSince reads the log from every sequence number.
+func testGateRejectionsSince(t tb, open gateOpener) {
+	const r = "gate-since"
+	g := open(t, r)
+	ctx := t.Context()
+	checkGateOutcome(t, "Commit(a@9)", g.Commit(ctx, gateToken(r, "a", 9), "a9"), gateAdmitted)
+	var all []leasefence.Rejection
+	for f := leasefence.Fence(1); f <= 4; f++ {
+		checkGateOutcome(t, fmt.Sprintf("Commit(b@%d)", f), g.Commit(ctx, gateToken(r, "b", f), "stale"), gateStale)
+		all = append(all, leasefence.Rejection{Seq: uint64(f), Resource: r, Holder: "b", Fence: f, FloorHolder: "a", FloorFence: 9})
+	}
+	for seq := uint64(0); seq <= 6; seq++ {
+		rs, missed, err := g.Gate.RejectionsSince(ctx, seq)
+		want := all[min(seq, uint64(len(all))):]
+		if err != nil || missed != 0 || !slices.Equal(rs, want) {
+			t.Errorf("RejectionsSince(%d) = %+v, missed %d, %v; want %+v", seq, rs, missed, err, want)
+		}
+	}
+}
+
 // testGateConcurrent races committers from goroutines. Fences come from one
 // counter, so each belongs to one committer and each committer's fences
 // rise; each is committed twice, as a holder writes more than once under one
 // lease. Whether a commit is admitted depends on who reaches the gate first.
-func testGateConcurrent(t *testing.T, open func(*testing.T, string) Gate) {
+func testGateConcurrent(t tb, open gateOpener) {
 	const (
 		r          = "gate-race"
 		committers = 6

@@ -28,11 +28,16 @@ type Harness struct {
 }
 
 // TestService runs the leasefence.Service conformance suite against
-// services made by newService, one per subtest.
-func TestService(t *testing.T, newService func(t *testing.T) Harness) {
+// services made by newService, one per subtest. If the service also
+// implements leasefence.HolderReader, the suite checks what it answers.
+func TestService(t *testing.T, newService func(t testing.TB) Harness) {
+	testService(realT{t}, newService)
+}
+
+func testService(t tb, newService func(t testing.TB) Harness) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, h *suite)
+		fn   func(t tb, h *suite)
 	}{
 		{"FencesIncrease", testFencesIncrease},
 		{"Held", testHeld},
@@ -44,13 +49,16 @@ func TestService(t *testing.T, newService func(t *testing.T) Harness) {
 		{"NoResurrection", testNoResurrection},
 		{"Released", testReleased},
 		{"StaleTokenNeverTouchesANewerHolder", testStaleTokenNeverTouchesNewer},
+		{"ReleaseGoesByTokenNotByHolder", testReleaseByToken},
+		{"GrantedTTLWithinTheLease", testGrantedTTLWithinTheLease},
 		{"Unknown", testUnknown},
 		{"OneLiveHolderUnderConcurrentAcquirers", testOneLiveHolder},
 		{"BadCalls", testBadCalls},
+		{"Holder", testHolder},
 		{"Session", testSession},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.run(tt.name, func(t tb) {
 			h := newService(t)
 			if h.Service == nil || h.TTL <= 0 || h.Elapse == nil {
 				t.Fatalf("leasetest: the factory returned an incomplete Harness %+v", h)
@@ -64,7 +72,7 @@ func TestService(t *testing.T, newService func(t *testing.T) Harness) {
 // error (never on a refusal: the caller checks outcomes).
 type suite struct {
 	Harness
-	t *testing.T
+	t tb
 }
 
 func (s *suite) client(holder string) *leasefence.Client {
@@ -155,7 +163,7 @@ func (s *suite) wantHeldBy(c *leasefence.Client, resource, holder string) {
 	}
 }
 
-func testFencesIncrease(t *testing.T, s *suite) {
+func testFencesIncrease(t tb, s *suite) {
 	a, b := s.client("agent-a"), s.client("agent-b")
 	var last leasefence.Fence
 	next := func(g leasefence.Grant) {
@@ -176,7 +184,7 @@ func testFencesIncrease(t *testing.T, s *suite) {
 	next(s.mustAcquire(b, "r1"))
 }
 
-func testHeld(t *testing.T, s *suite) {
+func testHeld(t tb, s *suite) {
 	a, b := s.client("agent-a"), s.client("agent-b")
 	s.mustAcquire(a, "r")
 	out := s.acquireReq(s.begin(b, "r"))
@@ -188,7 +196,7 @@ func testHeld(t *testing.T, s *suite) {
 	}
 }
 
-func testAlreadyHeld(t *testing.T, s *suite) {
+func testAlreadyHeld(t tb, s *suite) {
 	a := s.client("agent-a")
 	g := s.mustAcquire(a, "r")
 	out := s.acquireReq(s.begin(a, "r"))
@@ -201,7 +209,7 @@ func testAlreadyHeld(t *testing.T, s *suite) {
 	}
 }
 
-func testIdempotentRetry(t *testing.T, s *suite) {
+func testIdempotentRetry(t tb, s *suite) {
 	a, b := s.client("agent-a"), s.client("agent-b")
 	req := s.begin(a, "r")
 	first := s.acquireReq(req)
@@ -224,9 +232,9 @@ func testIdempotentRetry(t *testing.T, s *suite) {
 	}
 }
 
-func testStaleRequest(t *testing.T, s *suite) {
+func testStaleRequest(t tb, s *suite) {
 	a := s.client("agent-a")
-	t.Run("after release", func(t *testing.T) {
+	t.run("after release", func(t tb) {
 		req := s.begin(a, "released")
 		out := s.acquireReq(req)
 		if !out.OK {
@@ -239,7 +247,7 @@ func testStaleRequest(t *testing.T, s *suite) {
 			t.Fatalf("retry after release = %+v, want stale-request", again)
 		}
 	})
-	t.Run("after expiry", func(t *testing.T) {
+	t.run("after expiry", func(t tb) {
 		req := s.begin(a, "expired")
 		out := s.acquireReq(req)
 		if !out.OK {
@@ -252,7 +260,7 @@ func testStaleRequest(t *testing.T, s *suite) {
 	})
 }
 
-func testRequestConflict(t *testing.T, s *suite) {
+func testRequestConflict(t tb, s *suite) {
 	a := s.client("agent-a")
 	req := s.begin(a, "r")
 	if out := s.acquireReq(req); !out.OK {
@@ -272,7 +280,7 @@ func testRequestConflict(t *testing.T, s *suite) {
 	s.mustAcquire(s.client("agent-c"), "r2")
 }
 
-func testRenewKeepsTheFence(t *testing.T, s *suite) {
+func testRenewKeepsTheFence(t tb, s *suite) {
 	a := s.client("agent-a")
 	g := s.mustAcquire(a, "r")
 	for range 3 {
@@ -286,7 +294,7 @@ func testRenewKeepsTheFence(t *testing.T, s *suite) {
 	s.wantHeldBy(s.client("agent-b"), "r", "agent-a")
 }
 
-func testNoResurrection(t *testing.T, s *suite) {
+func testNoResurrection(t tb, s *suite) {
 	a, b := s.client("agent-a"), s.client("agent-b")
 	g := s.mustAcquire(a, "r")
 	s.expire()
@@ -306,7 +314,7 @@ func testNoResurrection(t *testing.T, s *suite) {
 	}
 }
 
-func testReleased(t *testing.T, s *suite) {
+func testReleased(t tb, s *suite) {
 	a := s.client("agent-a")
 	g := s.mustAcquire(a, "r")
 	if out := s.release(g.Token); !out.OK {
@@ -316,9 +324,9 @@ func testReleased(t *testing.T, s *suite) {
 	s.wantRelease(g.Token, leasefence.ReasonReleased)
 }
 
-func testStaleTokenNeverTouchesNewer(t *testing.T, s *suite) {
+func testStaleTokenNeverTouchesNewer(t tb, s *suite) {
 	a, b, c := s.client("agent-a"), s.client("agent-b"), s.client("agent-c")
-	t.Run("after release", func(t *testing.T) {
+	t.run("after release", func(t tb) {
 		old := s.mustAcquire(a, "released")
 		if out := s.release(old.Token); !out.OK {
 			t.Fatalf("Release = %+v", out)
@@ -331,7 +339,7 @@ func testStaleTokenNeverTouchesNewer(t *testing.T, s *suite) {
 			t.Fatalf("newer holder's Renew = %+v", out)
 		}
 	})
-	t.Run("after expiry", func(t *testing.T) {
+	t.run("after expiry", func(t tb) {
 		old := s.mustAcquire(a, "expired")
 		s.expire()
 		newer := s.mustAcquire(b, "expired")
@@ -344,7 +352,7 @@ func testStaleTokenNeverTouchesNewer(t *testing.T, s *suite) {
 	})
 }
 
-func testUnknown(t *testing.T, s *suite) {
+func testUnknown(t tb, s *suite) {
 	a := s.client("agent-a")
 	g := s.mustAcquire(a, "r")
 	higher := g.Token
@@ -362,7 +370,7 @@ func testUnknown(t *testing.T, s *suite) {
 	}
 }
 
-func testOneLiveHolder(t *testing.T, s *suite) {
+func testOneLiveHolder(t tb, s *suite) {
 	const acquirers, rounds = 8, 4
 	clients := make([]*leasefence.Client, acquirers)
 	for i := range clients {
@@ -419,7 +427,7 @@ func testOneLiveHolder(t *testing.T, s *suite) {
 	}
 }
 
-func testBadCalls(t *testing.T, s *suite) {
+func testBadCalls(t tb, s *suite) {
 	a := s.client("agent-a")
 	var nilCtx context.Context
 	req := s.begin(a, "r")
@@ -464,7 +472,7 @@ func testBadCalls(t *testing.T, s *suite) {
 
 // testSession runs Hold against the service in real time: a second holder
 // waits out the first and gets the lease once it is released.
-func testSession(t *testing.T, s *suite) {
+func testSession(t tb, s *suite) {
 	a, b := s.client("agent-a"), s.client("agent-b")
 	first, err := leasefence.Hold(t.Context(), s.Service, a, "r", leasefence.HoldOptions{})
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 const testTTL = 400 * time.Millisecond
 
-func newCoordinator(t *testing.T, c redis.UniversalClient, opts redislease.Options) *redislease.Coordinator {
+func newCoordinator(t testing.TB, c redis.UniversalClient, opts redislease.Options) *redislease.Coordinator {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = newPrefix(t)
@@ -33,7 +33,7 @@ func newCoordinator(t *testing.T, c redis.UniversalClient, opts redislease.Optio
 
 func TestConformance(t *testing.T) {
 	c := needRedis(t)
-	leasetest.TestService(t, func(t *testing.T) leasetest.Harness {
+	leasetest.TestService(t, func(t testing.TB) leasetest.Harness {
 		return leasetest.Harness{
 			Service: newCoordinator(t, c, redislease.Options{}),
 			TTL:     testTTL,

@@ -42,9 +42,14 @@ func (a *gateAdapter) Written(ctx context.Context) ([]string, error) {
 	return a.rdb.LRange(ctx, a.data, 0, -1).Result()
 }
 
+// harness is the adapter as the conformance suite takes it.
+func (a *gateAdapter) harness() leasetest.GateHarness {
+	return leasetest.GateHarness{Gate: a.Gate, Commit: a.Commit, Written: a.Written}
+}
+
 // openGate opens the gate of resource under prefix, its data in a list of
 // the prefix's hash slot (as a cluster needs) outside the package's keys.
-func openGate(t *testing.T, c redis.UniversalClient, prefix, resource string, opts redislease.GateOptions) *gateAdapter {
+func openGate(t testing.TB, c redis.UniversalClient, prefix, resource string, opts redislease.GateOptions) *gateAdapter {
 	t.Helper()
 	opts.Prefix = prefix
 	g, err := redislease.NewGate(c, resource, opts)
@@ -56,8 +61,8 @@ func openGate(t *testing.T, c redis.UniversalClient, prefix, resource string, op
 
 func TestGateConformance(t *testing.T) {
 	c := needRedis(t)
-	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate {
-		return openGate(t, c, newPrefix(t), resource, redislease.GateOptions{})
+	leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
+		return openGate(t, c, newPrefix(t), resource, redislease.GateOptions{}).harness()
 	})
 }
 
@@ -368,7 +373,7 @@ func TestGateConformanceWatchFirst(t *testing.T) {
 	c := needRedis(t)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"one": c.Options().Addr}, DB: c.Options().DB})
 	defer ring.Close()
-	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate {
-		return openGate(t, ring, newPrefix(t), resource, redislease.GateOptions{})
+	leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
+		return openGate(t, ring, newPrefix(t), resource, redislease.GateOptions{}).harness()
 	})
 }

@@ -1,5 +1,5 @@
 // Package otelexport is the export pipeline of package tracing: it builds
-// the OpenTelemetry SDK TracerProvider that tracing's SimRecorder and hooks
+// the OpenTelemetry SDK TracerProvider that tracing's Recorder and hooks
 // are given, wired to an exporter chosen by ParseExporter: OTLP over HTTP
 // or gRPC (configured by the standard OTEL_* variables), a file of
 // OTLP-JSON lines, or nothing.
@@ -19,10 +19,11 @@
 //
 //	cfg, err := otelexport.ParseExporter(flagValue)
 //	...
-//	cfg.Attributes = tracing.ScenarioAttributes(sc)
+//	h := sc.Header(modes) // or the real-time runner's, or a history file's
+//	cfg.Attributes = tracing.RunAttributes(h)
 //	p, err := otelexport.Setup(ctx, cfg)
 //	...
-//	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
+//	rec := tracing.NewRecorder(h, time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
 //	// run, then:
 //	rec.Close()
 //	err = p.Shutdown(ctx) // flushes; p.Dropped() says what did not arrive

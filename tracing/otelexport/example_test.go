@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
 )
@@ -21,15 +22,15 @@ func ExampleSetup() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "gap.jsonl")
 
-	sc, _ := harness.Builtin("gap")
+	sc, _ := spec.Builtin("gap")
 	cfg, _ := otelexport.ParseExporter("file=" + path)
-	cfg.Attributes = tracing.ScenarioAttributes(sc)
+	cfg.Attributes = tracing.RunAttributes(sc.Header(harness.Modes))
 	p, err := otelexport.Setup(ctx, cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rec := tracing.NewSimRecorder(sc, time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
 	_, _ = harness.Run(ctx, sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	rec.Close()
 	if err := p.Shutdown(ctx); err != nil {

@@ -82,7 +82,7 @@ type Config struct {
 	// empty). OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it,
 	// as the SDK's environment rules say.
 	ServiceName string
-	// Attributes are more resource attributes, e.g. tracing.ScenarioAttributes.
+	// Attributes are more resource attributes, e.g. tracing.RunAttributes.
 	Attributes []attribute.KeyValue
 	// QueueSize bounds the spans waiting for export (DefaultQueueSize if
 	// 0). When it is full, new spans are dropped and counted, never waited

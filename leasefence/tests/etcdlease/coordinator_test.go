@@ -11,7 +11,7 @@ import (
 	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
-func newCoordinator(t *testing.T, opts etcdlease.Options) *etcdlease.Coordinator {
+func newCoordinator(t testing.TB, opts etcdlease.Options) *etcdlease.Coordinator {
 	t.Helper()
 	if opts.Prefix == "" {
 		opts.Prefix = newPrefix()
@@ -27,7 +27,7 @@ func newCoordinator(t *testing.T, opts etcdlease.Options) *etcdlease.Coordinator
 }
 
 func TestConformance(t *testing.T) {
-	leasetest.TestService(t, func(t *testing.T) leasetest.Harness {
+	leasetest.TestService(t, func(t testing.TB) leasetest.Harness {
 		return leasetest.Harness{
 			Service: newCoordinator(t, etcdlease.Options{TTL: time.Second}),
 			TTL:     time.Second,

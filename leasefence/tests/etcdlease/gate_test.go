@@ -54,13 +54,13 @@ func (a *gateAdapter) Written(ctx context.Context) ([]string, error) {
 
 // openGate opens the gate of resource under a fresh prefix, writing its data
 // under a key range of its own (outside the prefix).
-func openGate(t *testing.T, resource string) *gateAdapter {
+func openGate(t testing.TB, resource string) *gateAdapter {
 	t.Helper()
 	prefix := newPrefix()
 	return openGateAt(t, cli, prefix, resource, &atomic.Int64{})
 }
 
-func openGateAt(t *testing.T, c *clientv3.Client, prefix, resource string, n *atomic.Int64) *gateAdapter {
+func openGateAt(t testing.TB, c *clientv3.Client, prefix, resource string, n *atomic.Int64) *gateAdapter {
 	t.Helper()
 	g, err := etcdlease.NewGate(c, resource, etcdlease.GateOptions{Prefix: prefix})
 	if err != nil {
@@ -106,7 +106,10 @@ func mustRejections(t *testing.T, g *gateAdapter, want ...leasefence.Rejection) 
 // TestGateConformance runs the suite every fence gate passes: the same
 // admission rule, refusal log and atomic raise as the in-memory and SQL gates.
 func TestGateConformance(t *testing.T) {
-	leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate { return openGate(t, resource) })
+	leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
+		g := openGate(t, resource)
+		return leasetest.GateHarness{Gate: g.gate, Commit: g.Commit, Written: g.Written}
+	})
 }
 
 func TestGateAdmitsRaisesAndRefuses(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 // sqlGate adapts a Gate to the conformance suite: a value is written as an
-// order row in the gate's transaction. Commits alternate between two gates
+// order row in the gate's transaction. Calls alternate between two gates
 // on two handles of one database, as two processes would.
 type sqlGate struct {
 	gates [2]*sqlgate.Gate
@@ -19,27 +19,23 @@ type sqlGate struct {
 	turn  chan int
 }
 
-func (s *sqlGate) next() *sqlgate.Gate {
+func (s *sqlGate) next() leasefence.Gate {
 	i := <-s.turn
 	s.turn <- 1 - i
 	return s.gates[i]
 }
 
-func (s *sqlGate) Commit(ctx context.Context, t leasefence.Token, value string) error {
-	return s.next().Commit(ctx, t, insertOrder(t, value))
+func (s *sqlGate) harness() leasetest.GateHarness {
+	return leasetest.GateHarness{Gate: alternating{s}, Commit: s.commit, Written: s.written}
 }
 
-func (s *sqlGate) Admit(ctx context.Context, t leasefence.Token) error {
-	return s.next().Admit(ctx, t)
+func (s *sqlGate) commit(ctx context.Context, t leasefence.Token, value string) error {
+	i := <-s.turn
+	s.turn <- 1 - i
+	return s.gates[i].Commit(ctx, t, insertOrder(t, value))
 }
 
-func (s *sqlGate) Floor(ctx context.Context) (leasefence.Token, error) { return s.next().Floor(ctx) }
-
-func (s *sqlGate) Rejections(ctx context.Context) ([]leasefence.Rejection, error) {
-	return s.next().Rejections(ctx)
-}
-
-func (s *sqlGate) Written(ctx context.Context) ([]string, error) {
+func (s *sqlGate) written(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT item FROM orders WHERE resource = $1 ORDER BY id`, s.gates[0].Resource())
 	if err != nil {
 		return nil, err
@@ -56,6 +52,27 @@ func (s *sqlGate) Written(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
+// alternating is the pair as one leasefence.Gate, each call on the next.
+type alternating struct{ s *sqlGate }
+
+func (a alternating) Resource() string { return a.s.gates[0].Resource() }
+
+func (a alternating) Admit(ctx context.Context, t leasefence.Token) error {
+	return a.s.next().Admit(ctx, t)
+}
+
+func (a alternating) Floor(ctx context.Context) (leasefence.Token, error) {
+	return a.s.next().Floor(ctx)
+}
+
+func (a alternating) RejectionsSince(ctx context.Context, seq uint64) ([]leasefence.Rejection, uint64, error) {
+	return a.s.next().RejectionsSince(ctx, seq)
+}
+
+func (a alternating) RejectionCount(ctx context.Context) (uint64, error) {
+	return a.s.next().RejectionCount(ctx)
+}
+
 // TestConformance runs the gate conformance suite on each database. Every
 // gate in it is two Gates on two *sql.DB handles, standing for two
 // processes, taken in turn; so its Concurrent case has goroutines committing
@@ -64,10 +81,10 @@ func TestConformance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
 		one, two := d.handle(t), d.handle(t)
 		ordersTable(t, one, d.dialect())
-		leasetest.TestGate(t, func(t *testing.T, resource string) leasetest.Gate {
+		leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
 			s := &sqlGate{gates: [2]*sqlgate.Gate{newGate(t, one, resource), newGate(t, two, resource)}, db: one, turn: make(chan int, 1)}
 			s.turn <- 0
-			return s
+			return s.harness()
 		})
 	})
 }

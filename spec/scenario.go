@@ -1,4 +1,4 @@
-package harness
+package spec
 
 import (
 	"errors"
@@ -207,6 +207,7 @@ const (
 	MaxAgents    = 100_000
 	MaxResources = 100_000
 	MaxDuration  = 24 * time.Hour
+	// MaxDuration bounds a run, and every duration and clock offset in it.
 	// MaxDriftPPM keeps clock arithmetic exact: 10% fast or slow.
 	MaxDriftPPM = 100_000
 )
@@ -232,11 +233,40 @@ func AgentName(i int) string { return fmt.Sprintf("agent-%d", i+1) }
 func ResourceName(i int) string { return fmt.Sprintf("res-%d", i+1) }
 
 // Validate returns nil or an error joining one *FieldError per problem.
+//
+// Every duration is bounded by the arithmetic it feeds, so that nothing
+// that validates can overflow: each is at most MaxDuration (a run's
+// longest), and so is every clock offset, so that an instant is at most a
+// few days from the run's start on any clock, however it drifts, whatever
+// is added to it (a TTL, a stall, a retry wait of 4 x the TTL).
 func (s *Scenario) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
+	s.validateRun(bad)
+	s.validateBehaviour(bad)
+	s.validateNetwork(bad)
+	s.validateClocks(bad)
+	s.validateFaults(bad)
+	for i, a := range s.Script {
+		s.validateAction(bad, fmt.Sprintf("script[%d]", i), a)
+	}
+	for i, iv := range s.Interventions {
+		if err := s.CheckIntervention(iv); err != nil {
+			bad(fmt.Sprintf("interventions[%d]", i), "%v", err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+// complaint records one problem with one field.
+type complaint func(field, format string, args ...any)
+
+func (s *Scenario) validateRun(bad complaint) {
 	if s.Name == "" {
 		bad("name", "is required")
 	}
@@ -254,13 +284,15 @@ func (s *Scenario) Validate() error {
 	default:
 		bad("pick", "must be random, fixed or round-robin, got %q", s.Pick)
 	}
-	if s.TTL <= 0 {
-		bad("ttl", "must be > 0, got %v", s.TTL)
+	if s.TTL <= 0 || s.TTL > MaxDuration {
+		bad("ttl", "must be in (0, %v], got %v", MaxDuration, s.TTL)
 	}
 	if s.ClockSkew < 0 || (s.TTL > 0 && s.ClockSkew >= s.TTL) {
 		bad("clock_skew", "must be in [0, ttl), got %v", s.ClockSkew)
 	}
+}
 
+func (s *Scenario) validateBehaviour(bad complaint) {
 	checkDist(bad, "agent.think", s.Agent.Think)
 	checkDist(bad, "agent.stall", s.Agent.Stall)
 	checkDist(bad, "agent.work_gap", s.Agent.WorkGap)
@@ -270,44 +302,51 @@ func (s *Scenario) Validate() error {
 	if !(s.Agent.RenewAt >= 0 && s.Agent.RenewAt < 1) {
 		bad("agent.renew_at", "must be in [0, 1), got %v", s.Agent.RenewAt)
 	}
+}
 
+func (s *Scenario) validateNetwork(bad complaint) {
 	n := s.Network
 	checkDist(bad, "network.request_delay", n.RequestDelay)
 	checkDist(bad, "network.reply_delay", n.ReplyDelay)
 	checkProb(bad, "network.drop_requests", n.DropRequests)
 	checkProb(bad, "network.drop_replies", n.DropReplies)
 	checkProb(bad, "network.duplicate", n.Duplicate)
-	if n.RetryAfter < 0 {
-		bad("network.retry_after", "must be >= 0, got %v", n.RetryAfter)
-	}
+	checkDuration(bad, "network.retry_after", n.RetryAfter)
 	if n.MaxRetries < 0 {
 		bad("network.max_retries", "must be >= 0, got %d", n.MaxRetries)
 	}
+}
 
+func (s *Scenario) validateClocks(bad complaint) {
 	c := s.Clocks
 	checkPPM(bad, "clocks.drift_ppm.min", c.DriftPPM.Min)
 	checkPPM(bad, "clocks.drift_ppm.max", c.DriftPPM.Max)
 	if c.DriftPPM.Min > c.DriftPPM.Max {
 		bad("clocks.drift_ppm", "min %v is above max %v", c.DriftPPM.Min, c.DriftPPM.Max)
 	}
+	checkOffset(bad, "clocks.offset.min", c.Offset.Min)
+	checkOffset(bad, "clocks.offset.max", c.Offset.Max)
 	if c.Offset.Min > c.Offset.Max {
 		bad("clocks.offset", "min %v is above max %v", c.Offset.Min, c.Offset.Max)
 	}
 	checkPPM(bad, "clocks.coordinator_drift_ppm", c.CoordinatorDriftPPM)
 	for name, ac := range c.Agent {
-		if _, ok := s.agentIndex(name); !ok {
+		if _, ok := s.AgentIndex(name); !ok {
 			bad("clocks.agent."+name, "names no agent (agents are agent-1 to agent-%d)", s.Agents)
 		}
 		checkPPM(bad, "clocks.agent."+name+".drift_ppm", ac.DriftPPM)
+		checkOffset(bad, "clocks.agent."+name+".offset", ac.Offset)
 	}
+}
 
+func (s *Scenario) validateFaults(bad complaint) {
 	for i, p := range s.Partitions {
 		f := fmt.Sprintf("partitions[%d]", i)
-		if _, ok := s.agentIndex(p.Agent); !ok {
+		if _, ok := s.AgentIndex(p.Agent); !ok {
 			bad(f+".agent", "names no agent: %q", p.Agent)
 		}
-		if p.From < 0 || p.To <= p.From {
-			bad(f, "needs 0 <= from < to, got from %v to %v", p.From, p.To)
+		if p.From < 0 || p.To <= p.From || p.To > MaxDuration {
+			bad(f, "needs 0 <= from < to <= %v, got from %v to %v", MaxDuration, p.From, p.To)
 		}
 	}
 	for i, r := range s.Restarts {
@@ -317,59 +356,50 @@ func (s *Scenario) Validate() error {
 	}
 	checkDist(bad, "push.delay", s.Push.Delay)
 	checkProb(bad, "push.drop", s.Push.Drop)
-
-	for i, a := range s.Script {
-		f := fmt.Sprintf("script[%d]", i)
-		if _, ok := s.agentIndex(a.Agent); !ok {
-			bad(f+".agent", "names no agent: %q", a.Agent)
-		}
-		if a.At < 0 || a.At > s.Duration {
-			bad(f+".at", "must be in [0, duration], got %v", a.At)
-		}
-		switch a.Do {
-		case ActAcquire:
-			if a.Resource != "" {
-				if _, ok := s.resourceIndex(a.Resource); !ok {
-					bad(f+".resource", "names no resource: %q", a.Resource)
-				}
-			}
-		case ActStall:
-			if a.Duration <= 0 {
-				bad(f+".duration", "a stall needs a duration > 0")
-			}
-		case ActCheck, ActWrite, ActRenew, ActRelease:
-		default:
-			bad(f+".do", "must be acquire, check, stall, write, renew or release, got %q", a.Do)
-		}
-		if a.RequestDelay != nil && *a.RequestDelay < 0 {
-			bad(f+".request_delay", "must be >= 0")
-		}
-		if a.ReplyDelay != nil && *a.ReplyDelay < 0 {
-			bad(f+".reply_delay", "must be >= 0")
-		}
-	}
-	for i, iv := range s.Interventions {
-		if err := s.checkIntervention(iv); err != nil {
-			bad(fmt.Sprintf("interventions[%d]", i), "%v", err)
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errors.Join(errs...)
 }
 
-func (s *Scenario) checkIntervention(iv Intervention) error {
-	if iv.At < 0 {
-		return fmt.Errorf("at must be >= 0, got %v", iv.At)
+func (s *Scenario) validateAction(bad complaint, f string, a Action) {
+	if _, ok := s.AgentIndex(a.Agent); !ok {
+		bad(f+".agent", "names no agent: %q", a.Agent)
+	}
+	if a.At < 0 || a.At > s.Duration {
+		bad(f+".at", "must be in [0, duration], got %v", a.At)
+	}
+	switch a.Do {
+	case ActAcquire:
+		if a.Resource != "" {
+			if _, ok := s.ResourceIndex(a.Resource); !ok {
+				bad(f+".resource", "names no resource: %q", a.Resource)
+			}
+		}
+	case ActStall:
+		if a.Duration <= 0 || a.Duration > MaxDuration {
+			bad(f+".duration", "a stall needs a duration in (0, %v], got %v", MaxDuration, a.Duration)
+		}
+	case ActCheck, ActWrite, ActRenew, ActRelease:
+	default:
+		bad(f+".do", "must be acquire, check, stall, write, renew or release, got %q", a.Do)
+	}
+	if a.RequestDelay != nil {
+		checkDuration(bad, f+".request_delay", *a.RequestDelay)
+	}
+	if a.ReplyDelay != nil {
+		checkDuration(bad, f+".reply_delay", *a.ReplyDelay)
+	}
+}
+
+// CheckIntervention reports why iv cannot be applied to a run of s, or nil.
+func (s *Scenario) CheckIntervention(iv Intervention) error {
+	if iv.At < 0 || iv.At > MaxDuration {
+		return fmt.Errorf("at must be in [0, %v], got %v", MaxDuration, iv.At)
 	}
 	switch iv.Kind {
 	case StallAgent:
-		if _, ok := s.agentIndex(iv.Agent); !ok {
+		if _, ok := s.AgentIndex(iv.Agent); !ok {
 			return fmt.Errorf("names no agent: %q", iv.Agent)
 		}
-		if iv.Duration <= 0 {
-			return fmt.Errorf("a stall needs a duration > 0")
+		if iv.Duration <= 0 || iv.Duration > MaxDuration {
+			return fmt.Errorf("a stall needs a duration in (0, %v], got %v", MaxDuration, iv.Duration)
 		}
 	case SetDropRate:
 		if !(iv.Value >= 0 && iv.Value <= 1) {
@@ -382,9 +412,12 @@ func (s *Scenario) checkIntervention(iv Intervention) error {
 	return nil
 }
 
-func checkDist(bad func(string, string, ...any), field string, d Dist) {
+func checkDist(bad complaint, field string, d Dist) {
 	if d.Min < 0 || d.Max < d.Min {
 		bad(field, "needs 0 <= min <= max, got min %v max %v", d.Min, d.Max)
+	}
+	if d.Max > MaxDuration {
+		bad(field+".max", "must be at most %v, got %v", MaxDuration, d.Max)
 	}
 	if !(d.TailP >= 0 && d.TailP <= 1) {
 		bad(field+".tail_p", "must be in [0, 1], got %v", d.TailP)
@@ -392,22 +425,39 @@ func checkDist(bad func(string, string, ...any), field string, d Dist) {
 	if d.TailP > 0 && (d.TailMin < 0 || d.TailMax < d.TailMin) {
 		bad(field, "needs 0 <= tail_min <= tail_max, got tail_min %v tail_max %v", d.TailMin, d.TailMax)
 	}
+	if d.TailP > 0 && d.TailMax > MaxDuration {
+		bad(field+".tail_max", "must be at most %v, got %v", MaxDuration, d.TailMax)
+	}
 }
 
-func checkProb(bad func(string, string, ...any), field string, p float64) {
+// checkDuration bounds a duration the run adds to an instant.
+func checkDuration(bad complaint, field string, d time.Duration) {
+	if d < 0 || d > MaxDuration {
+		bad(field, "must be in [0, %v], got %v", MaxDuration, d)
+	}
+}
+
+// checkOffset bounds a clock offset, either way.
+func checkOffset(bad complaint, field string, d time.Duration) {
+	if d < -MaxDuration || d > MaxDuration {
+		bad(field, "must be within ±%v, got %v", MaxDuration, d)
+	}
+}
+
+func checkProb(bad complaint, field string, p float64) {
 	if !(p >= 0 && p <= 1) {
 		bad(field, "must be a probability in [0, 1], got %v", p)
 	}
 }
 
-func checkPPM(bad func(string, string, ...any), field string, ppm float64) {
+func checkPPM(bad complaint, field string, ppm float64) {
 	if math.IsNaN(ppm) || math.Abs(ppm) > MaxDriftPPM {
 		bad(field, "must be within ±%d ppm, got %v", MaxDriftPPM, ppm)
 	}
 }
 
-// agentIndex maps "agent-N" back to N-1.
-func (s *Scenario) agentIndex(name string) (int, bool) {
+// AgentIndex maps "agent-N" back to N-1.
+func (s *Scenario) AgentIndex(name string) (int, bool) {
 	var n int
 	if _, err := fmt.Sscanf(name, "agent-%d", &n); err != nil || AgentName(n-1) != name || n < 1 || n > s.Agents {
 		return 0, false
@@ -415,8 +465,8 @@ func (s *Scenario) agentIndex(name string) (int, bool) {
 	return n - 1, true
 }
 
-// resourceIndex maps "res-N" back to N-1.
-func (s *Scenario) resourceIndex(name string) (int, bool) {
+// ResourceIndex maps "res-N" back to N-1.
+func (s *Scenario) ResourceIndex(name string) (int, bool) {
 	var n int
 	if _, err := fmt.Sscanf(name, "res-%d", &n); err != nil || ResourceName(n-1) != name || n < 1 || n > s.Resources {
 		return 0, false

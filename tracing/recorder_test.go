@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -27,13 +28,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // t0 is a fixed wall time so that ids and timestamps are reproducible.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// recordRun runs sc with a SimRecorder on an in-memory provider and returns
+// recordRun runs sc with a Recorder on an in-memory provider and returns
 // the spans, in the order they ended.
-func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
-	rec := NewSimRecorder(sc, start, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), start, WithTracerProvider(tp))
 	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -45,13 +46,20 @@ func recordRun(t testing.TB, sc harness.Scenario, start time.Time) ([]sdktrace.R
 	return sr.Ended(), res
 }
 
-func builtin(t testing.TB, name string) harness.Scenario {
+func builtin(t testing.TB, name string) spec.Scenario {
 	t.Helper()
-	sc, ok := harness.Builtin(name)
+	sc, ok := spec.Builtin(name)
 	if !ok {
 		t.Fatalf("no built-in scenario %q", name)
 	}
 	return sc
+}
+
+// header is the history header of a run of the built-in name in both modes.
+func header(t testing.TB, name string) history.Header {
+	t.Helper()
+	sc := builtin(t, name)
+	return sc.Header(harness.Modes)
 }
 
 func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
@@ -142,18 +150,18 @@ func normalize(spans []sdktrace.ReadOnlySpan, start time.Time) []normSpan {
 
 // gapQueued is the gap scenario with agent-2 asking for the lease twice
 // while agent-1 holds it: both refusals are one event on agent-1's lease.
-func gapQueued(t testing.TB) harness.Scenario {
+func gapQueued(t testing.TB) spec.Scenario {
 	sc := builtin(t, "gap")
 	sc.Name = "gap-queued"
-	sc.Script = append([]harness.Action{
-		{At: 500 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
-		{At: 700 * time.Millisecond, Agent: "agent-2", Do: harness.ActAcquire},
+	sc.Script = append([]spec.Action{
+		{At: 500 * time.Millisecond, Agent: "agent-2", Do: spec.ActAcquire},
+		{At: 700 * time.Millisecond, Agent: "agent-2", Do: spec.ActAcquire},
 	}, sc.Script...)
 	return sc
 }
 
 func TestGolden(t *testing.T) {
-	for _, sc := range []harness.Scenario{builtin(t, "gap"), gapQueued(t)} {
+	for _, sc := range []spec.Scenario{builtin(t, "gap"), gapQueued(t)} {
 		t.Run(sc.Name, func(t *testing.T) {
 			spans, _ := recordRun(t, sc, t0)
 			got, err := json.MarshalIndent(normalize(spans, t0), "", "  ")
@@ -316,7 +324,7 @@ func TestGapTraceShape(t *testing.T) {
 // event lies within its span, and the counts match what the harness
 // reports.
 func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
-	for _, name := range harness.BuiltinNames() {
+	for _, name := range spec.BuiltinNames() {
 		t.Run(name, func(t *testing.T) {
 			sc := builtin(t, name)
 			if name == "crowd" {
@@ -438,12 +446,12 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 	holderOf := map[denial]string{}
 	denials := harness.SubscriberFunc(func(e history.Event) {
 		if e.Kind == history.Denied && e.Other >= 0 {
-			holderOf[denial{string(e.Mode), harness.AgentName(e.Agent), e.At}] = harness.AgentName(e.Other)
+			holderOf[denial{string(e.Mode), spec.AgentName(e.Agent), e.At}] = spec.AgentName(e.Other)
 		}
 	})
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, denials}})
 	if err != nil {
 		t.Fatal(err)
@@ -568,7 +576,7 @@ func TestForeignIDGenerator(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +598,7 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
 	rec.Close()
@@ -611,11 +619,12 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 func TestPartitionLandsOnTheHeldLease(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	rec := NewSimRecorder(builtin(t, "partition"), t0, WithTracerProvider(tp))
+	rec := NewRecorder(header(t, "partition"), t0, WithTracerProvider(tp))
 	for _, e := range []history.Event{
 		{Seq: 1, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
-		{Seq: 2, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
-		{Seq: 3, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
+		{Seq: 2, At: 4 * time.Millisecond, Kind: history.Granted, Agent: 0, Resource: 0, Other: -1, Fence: 1},
+		{Seq: 3, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
+		{Seq: 4, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
 	} {
 		e.Mode = harness.Fenced
 		rec.Event(e)
@@ -646,11 +655,13 @@ func (c endSignal) ForceFlush(context.Context) error                { return nil
 func TestPacedEventsAreRecordedBeforeClose(t *testing.T) {
 	ended := make(endSignal, 8)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ended))
-	rec := NewSimRecorder(builtin(t, "gap"), t0, WithTracerProvider(tp))
+	rec := NewRecorder(header(t, "gap"), t0, WithTracerProvider(tp))
 	t.Cleanup(rec.Close)
 	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
-	rec.Event(history.Event{Seq: 2, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
+	rec.Event(history.Event{Seq: 2, At: 4 * time.Millisecond, Mode: harness.Fenced, Kind: history.Granted, Agent: 0, Resource: 0,
+		Other: -1, Fence: 1, Deadline: time.Second})
+	rec.Event(history.Event{Seq: 3, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
 		Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second})
 	select {
 	case s := <-ended:
@@ -669,7 +680,7 @@ func TestCloseDuringARun(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "crowd")
 	sc.Duration = 5 * time.Second
-	rec := NewSimRecorder(sc, t0, WithTracerProvider(tp))
+	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	done := make(chan error)
 	go func() {
 		_, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
@@ -713,5 +724,57 @@ func TestRenewalBeliefs(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("no renewal span in %v", want)
+	}
+}
+
+// A Recorder reads nothing but the history: the trace of a history file
+// read back is the trace of the run that wrote it, span for span and id for
+// id.
+func TestHistoryFileTracesAsTheRun(t *testing.T) {
+	for _, name := range []string{"gap", "restart-lost", "lost-replies", "partition", "push"} {
+		t.Run(name, func(t *testing.T) {
+			sc := builtin(t, name)
+			h := sc.Header(harness.Modes)
+			var file bytes.Buffer
+			enc, err := history.NewEncoder(&file, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := tracetest.NewSpanRecorder()
+			rec := NewRecorder(h, t0, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(live), sdktrace.WithIDGenerator(NewIDGenerator()))))
+			if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, enc}}); err != nil {
+				t.Fatal(err)
+			}
+			rec.CloseAt(sc.Duration)
+			if err := enc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+
+			fh, events, err := history.Decode(&file, name+".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed := tracetest.NewSpanRecorder()
+			again := NewRecorder(fh, t0, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(replayed), sdktrace.WithIDGenerator(NewIDGenerator()))))
+			for _, e := range events {
+				again.Event(e)
+			}
+			again.CloseAt(fh.Duration)
+
+			a, b := live.Ended(), replayed.Ended()
+			if len(a) == 0 || len(a) != len(b) {
+				t.Fatalf("the run made %d spans, its history file %d", len(a), len(b))
+			}
+			for i := range a {
+				if a[i].SpanContext().TraceID() != b[i].SpanContext().TraceID() || a[i].SpanContext().SpanID() != b[i].SpanContext().SpanID() {
+					t.Fatalf("span %d: ids %v, from the file %v", i, a[i].SpanContext(), b[i].SpanContext())
+				}
+			}
+			x, _ := json.Marshal(normalize(a, t0))
+			y, _ := json.Marshal(normalize(b, t0))
+			if !bytes.Equal(x, y) {
+				t.Errorf("the history file's spans differ from the run's")
+			}
+		})
 	}
 }

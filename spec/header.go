@@ -1,4 +1,4 @@
-package harness
+package spec
 
 import (
 	"math"
@@ -10,10 +10,10 @@ import (
 
 // Header is the history header of a run of sc in modes: the participants
 // and the assumptions the checker judges the run under.
-func (sc *Scenario) Header(modes []Mode) history.Header {
+func (sc *Scenario) Header(modes []history.Mode) history.Header {
 	h := history.Header{
 		Format: history.FormatVersion, Scenario: sc.Name, Description: sc.Description, Seed: sc.Seed, Backend: "sim",
-		Modes: append([]Mode(nil), modes...), Duration: sc.Duration,
+		Modes: append([]history.Mode(nil), modes...), Duration: sc.Duration,
 		Agents: make([]string, sc.Agents), Resources: make([]string, sc.Resources),
 		TTL: sc.TTL, ClockSkew: sc.ClockSkew,
 		Clocks: history.Clocks{
@@ -37,12 +37,9 @@ func (sc *Scenario) Header(modes []Mode) history.Header {
 	return h
 }
 
-// Sample draws from d with r: the simulator's draw, for other runners that
-// follow the same scenario.
-func (d Dist) Sample(r *rand.Rand) time.Duration { return d.sample(r) }
-
-// sample draws from d with r.
-func (d Dist) sample(r *rand.Rand) time.Duration {
+// Sample draws from d with r: every runner's draw, so that runners that
+// follow the same scenario with the same seed draw the same durations.
+func (d Dist) Sample(r *rand.Rand) time.Duration {
 	if d.TailP > 0 && r.Float64() < d.TailP {
 		return uniform(r, d.TailMin, d.TailMax)
 	}

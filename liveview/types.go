@@ -1,7 +1,6 @@
-package harness
+package liveview
 
 import (
-	"math"
 	"time"
 
 	"github.com/leasefence/lab/history"
@@ -29,12 +28,12 @@ const (
 	MarkStale    = history.MarkStale
 )
 
-// Snapshot is a consistent copy of one simulation's state at one virtual
-// instant, for a dashboard to draw. It shares nothing with the simulation.
+// Snapshot is a consistent copy of one mode's state of a run at one
+// instant, for a dashboard to draw. It shares nothing with the run.
 type Snapshot struct {
 	Scenario string
 	Seed     uint64
-	Mode     Mode
+	Mode     history.Mode
 	Now      time.Duration // true (virtual) time
 	Duration time.Duration // the scenario's end
 	Done     bool
@@ -57,7 +56,7 @@ const MaxSnapshotRefusals = 200
 // TimelineWindow is how much recent virtual time the lanes of a Snapshot cover.
 const TimelineWindow = 10 * time.Second
 
-// Totals are running counters of one simulation.
+// Totals are running counters of one run.
 type Totals struct {
 	Acquisitions    int
 	Renewals        int
@@ -139,73 +138,9 @@ type Mark struct {
 	Resource int32 // index (ResourceName) of the resource written
 }
 
-// Snapshot copies the simulation's state for a dashboard.
-func (s *Sim) Snapshot() Snapshot {
-	snap := Snapshot{
-		Scenario: s.sc.Name, Seed: s.sc.Seed, Mode: s.mode, Now: s.now, Duration: s.sc.Duration,
-		Done: s.done, Events: s.events, Push: s.push, DropRate: s.dropRequests,
-		Totals: s.live, Window: TimelineWindow,
-	}
-	snap.Holders = make([]HolderView, len(s.resources))
-	for i := range s.resources {
-		res := &s.resources[i]
-		h := HolderView{Resource: res.name}
-		if c := &res.current; c.live && !c.expired && !c.released {
-			a := &s.agents[c.agent]
-			h.Holder, h.Fence, h.CoordinatorLeft = a.name, c.fence, c.coordEnd-s.now
-			h.State = a.state
-			if a.lease != nil && a.epoch == c.epoch && a.resource == i && a.lease.Token.Fence == c.fence {
-				h.BeliefLeft = a.until - s.now
-			}
-		}
-		snap.Holders[i] = h
-		if res.gate != nil {
-			f := res.gate.Floor()
-			snap.Gates = append(snap.Gates, GateView{Resource: res.name, FloorFence: f.Fence, FloorHolder: f.Holder,
-				Admitted: res.admitted, Refused: res.refused})
-		}
-	}
-	snap.Agents = make([]AgentView, len(s.agents))
-	snap.Lanes = make([]Lane, len(s.agents))
-	from := s.now - TimelineWindow
-	for i := range s.agents {
-		a := &s.agents[i]
-		v := AgentView{Name: a.name, State: a.state, Fence: a.fence()}
-		if a.lease != nil {
-			v.BeliefLeft = a.until - s.now
-		}
-		if a.resource >= 0 && a.phase != phIdle {
-			v.Resource = s.resources[a.resource].name
-		}
-		snap.Agents[i] = v
-		snap.Lanes[i] = a.lane.window(a.name, from)
-	}
-	tail := s.refusals[max(0, len(s.refusals)-MaxSnapshotRefusals):]
-	snap.Refusals = append([]RefusalView(nil), tail...)
-	return snap
-}
-
-// window copies the lane's segments and marks from instant from on; the
-// segment in force at from is included, starting at from.
-func (l *laneRing) window(name string, from time.Duration) Lane {
-	lane := Lane{Agent: name}
-	first := max(0, l.nseg-laneSegments)
-	for k := first; k < l.nseg; k++ {
-		seg := l.segs[k%laneSegments]
-		next := time.Duration(math.MaxInt64)
-		if k+1 < l.nseg {
-			next = l.segs[(k+1)%laneSegments].From
-		}
-		if next <= from {
-			continue
-		}
-		seg.From = max(seg.From, from)
-		lane.Segments = append(lane.Segments, seg)
-	}
-	for k := max(0, l.nmark-laneMarks); k < l.nmark; k++ {
-		if m := l.marks[k%laneMarks]; m.At >= from {
-			lane.Marks = append(lane.Marks, m)
-		}
-	}
-	return lane
-}
+// Speed limits of a paced run, as a dashboard may set them: virtual
+// seconds per wall second.
+const (
+	MinSpeed = 0.01
+	MaxSpeed = 10_000
+)

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/leasefence/lab/history"
+)
+
+// A run whose history holds an event the checker could not read blames the
+// runner, not the library; a broken invariant blames the library.
+func TestReportBugBlames(t *testing.T) {
+	for _, tc := range []struct {
+		violation, want, not string
+	}{
+		{"1 event" + history.UnreadableViolation + " (the first: bad history: check_failed event names no agent)",
+			"BUG IN THE LAB: the run recorded events the checker could not read.", "LEASEFENCE"},
+		{"1 stale write landed through the gate", "BUG IN LEASEFENCE: the fenced mode broke a safety invariant it promises.", "THE LAB"},
+	} {
+		var stderr bytes.Buffer
+		a := &app{stdout: &bytes.Buffer{}, stderr: &stderr}
+		res := &history.Result{Scenario: "x", Modes: map[history.Mode]*history.Report{history.Fenced: {Violations: []string{tc.violation}}}}
+		a.reportBug(res, "lab run x")
+		if got := stderr.String(); !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("%q:\n%s\nwant %q, not %q", tc.violation, got, tc.want, tc.not)
+		}
+	}
+}

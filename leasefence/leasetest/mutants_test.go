@@ -1,0 +1,286 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// A conformance suite is only as good as the broken implementations it
+// catches. Each mutant below breaks one promise the way real backends have;
+// the suite, run on a recorder rather than on the test itself, must FAIL on
+// it, in the subtest written for that promise, without panicking. The
+// correct implementations, run the same way, must pass: the recorder does
+// not fail everything.
+func TestSuitesKillTheMutants(t *testing.T) {
+	mutants := []struct {
+		name     string
+		suite    func(t tb)
+		killedBy string // the subtest that must fail
+	}{
+		{"name-keyed release", serviceSuite(nameKeyedRelease), "ReleaseGoesByTokenNotByHolder"},
+		{"resurrecting renew", serviceSuite(resurrectingRenew), "NoResurrection"},
+		{"fresh grant on retry", serviceSuite(freshGrantOnRetry), "IdempotentRetry"},
+		{"reply-anchored TTL", serviceSuite(replyAnchoredTTL), "GrantedTTLWithinTheLease"},
+		{"32-bit fences", gateSuite(narrowFences), "WideFences"},
+		{"check-then-set gate", gateSuite(checkThenSet), "Concurrent"},
+		{"refusal not logged", gateSuite(unloggedRefusals), "AdmissionRule"},
+		{"readers blind to ctx", gateSuite(ctxBlind), "ReadersContexts"},
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			r := newRecorder(t, "suite")
+			m.suite(r)
+			if panics := r.book.read(&r.book.panics); len(panics) > 0 {
+				t.Errorf("the suite panicked rather than failed: %q", panics)
+			}
+			failed := r.book.read(&r.book.failures)
+			if !slices.Contains(failed, "suite/"+m.killedBy) {
+				t.Fatalf("the suite did not fail %s on the mutant; failed: %q\n%s", m.killedBy, failed, strings.Join(r.book.read(&r.book.lines), "\n"))
+			}
+			t.Logf("killed by %q", failed)
+		})
+	}
+	for _, c := range []struct {
+		name  string
+		suite func(t tb)
+	}{
+		{"Local", serviceSuite(func(svc leasefence.Service, _ func(time.Duration)) leasefence.Service { return svc })},
+		{"FenceGate", gateSuite(FenceGateHarness)},
+	} {
+		t.Run("control "+c.name, func(t *testing.T) {
+			r := newRecorder(t, "suite")
+			c.suite(r)
+			if failed := r.book.read(&r.book.failures); len(failed) > 0 {
+				t.Fatalf("the correct implementation failed %q:\n%s", failed, strings.Join(r.book.read(&r.book.lines), "\n"))
+			}
+		})
+	}
+}
+
+// serviceSuite runs TestService on the in-memory coordinator, on a manual
+// clock, behind the service that wrap makes of it. elapse moves the clock.
+func serviceSuite(wrap func(svc leasefence.Service, elapse func(time.Duration)) leasefence.Service) func(t tb) {
+	return func(t tb) {
+		testService(t, func(t testing.TB) Harness {
+			clock := leasefence.NewManualClock("coordinator")
+			const ttl = 3 * time.Second
+			coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return Harness{Service: wrap(leasefence.Local(coord), clock.Advance), TTL: ttl, Elapse: clock.Advance}
+		})
+	}
+}
+
+// gateSuite runs TestGate on the gate that mutate makes of a FenceGate.
+func gateSuite(mutate func(g *leasefence.FenceGate) GateHarness) func(t tb) {
+	return func(t tb) {
+		testGate(t, func(_ testing.TB, resource string) GateHarness { return mutate(leasefence.NewFenceGate(resource)) })
+	}
+}
+
+// fenceGateHarness is g under the suite, written through commit (a
+// mutant's Commit).
+func fenceGateHarness(g *leasefence.FenceGate, commit func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error) GateHarness {
+	return listHarness(leasefence.AsGate(g), commit)
+}
+
+// nameKeyedRelease releases the holder's newest lease on the resource,
+// whichever of its tokens it is given: etcd's concurrency.Mutex.Unlock bug,
+// which lets a holder's stale copy free the lease it holds now.
+func nameKeyedRelease(svc leasefence.Service, _ func(time.Duration)) leasefence.Service {
+	return &byName{Service: svc, newest: map[[2]string]leasefence.Token{}}
+}
+
+type byName struct {
+	leasefence.Service
+	mu     sync.Mutex
+	newest map[[2]string]leasefence.Token // by resource and holder
+}
+
+func (s *byName) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	out, err := s.Service.Acquire(ctx, req)
+	if err == nil && out.OK {
+		s.mu.Lock()
+		s.newest[[2]string{req.Resource, req.Holder}] = out.Grant.Token
+		s.mu.Unlock()
+	}
+	return out, err
+}
+
+func (s *byName) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	s.mu.Lock()
+	if newest, ok := s.newest[[2]string{t.Resource, t.Holder}]; ok {
+		t = newest
+	}
+	s.mu.Unlock()
+	return s.Service.Release(ctx, t)
+}
+
+// resurrectingRenew renews an expired lease that nobody else took, as a
+// store that only checks "is anyone else holding it" would.
+func resurrectingRenew(svc leasefence.Service, _ func(time.Duration)) leasefence.Service {
+	return resurrecting{svc}
+}
+
+type resurrecting struct{ leasefence.Service }
+
+func (s resurrecting) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := s.Service.Renew(ctx, req)
+	if err != nil || out.OK || out.Reason != leasefence.ReasonExpired {
+		return out, err
+	}
+	again, err := s.Service.Acquire(ctx, leasefence.AcquireRequest{RequestID: req.RequestID + "-again", Holder: req.Token.Holder, Resource: req.Token.Resource})
+	if err != nil || !again.OK {
+		return out, err
+	}
+	return leasefence.RenewOutcome{OK: true, Grant: leasefence.Grant{RequestID: req.RequestID, Token: req.Token, TTL: again.Grant.TTL}}, nil
+}
+
+// freshGrantOnRetry answers a retried acquire as a new one: a coordinator
+// without idempotent retries, which burns a fence on every lost reply.
+func freshGrantOnRetry(svc leasefence.Service, _ func(time.Duration)) leasefence.Service {
+	return &forgetful{Service: svc}
+}
+
+type forgetful struct {
+	leasefence.Service
+	mu sync.Mutex
+	n  int
+}
+
+func (s *forgetful) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	s.mu.Lock()
+	s.n++
+	suffix := fmt.Sprintf("-%d", s.n)
+	s.mu.Unlock()
+	req.RequestID += suffix
+	out, err := s.Service.Acquire(ctx, req)
+	out.Grant.RequestID = strings.TrimSuffix(out.Grant.RequestID, suffix)
+	return out, err
+}
+
+// replyAnchoredTTL dates its leases when it processes a request but counts
+// the TTL it reports from its reply, half a TTL later: the holder's
+// deadline then falls after the lease is free.
+func replyAnchoredTTL(svc leasefence.Service, elapse func(time.Duration)) leasefence.Service {
+	return replyAnchored{Service: svc, elapse: elapse}
+}
+
+type replyAnchored struct {
+	leasefence.Service
+	elapse func(time.Duration)
+}
+
+func (s replyAnchored) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	out, err := s.Service.Acquire(ctx, req)
+	if err == nil && out.OK {
+		out.Grant.TTL += s.reply(out.Grant.TTL)
+	}
+	return out, err
+}
+
+func (s replyAnchored) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := s.Service.Renew(ctx, req)
+	if err == nil && out.OK {
+		out.Grant.TTL += s.reply(out.Grant.TTL)
+	}
+	return out, err
+}
+
+// reply lets the time between processing and reply pass, and returns it.
+func (s replyAnchored) reply(ttl time.Duration) time.Duration {
+	s.elapse(ttl / 2)
+	return ttl / 2
+}
+
+// narrowFences keeps fences in 32 bits: 2^32+5 is stored, compared and
+// read back as 5.
+func narrowFences(g *leasefence.FenceGate) GateHarness {
+	narrow := func(t leasefence.Token) leasefence.Token {
+		t.Fence = leasefence.Fence(uint32(t.Fence))
+		return t
+	}
+	h := fenceGateHarness(g, func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error {
+		return g.Commit(ctx, narrow(t), write)
+	})
+	h.Gate = admitNarrow{Gate: h.Gate, narrow: narrow}
+	return h
+}
+
+type admitNarrow struct {
+	leasefence.Gate
+	narrow func(leasefence.Token) leasefence.Token
+}
+
+func (g admitNarrow) Admit(ctx context.Context, t leasefence.Token) error {
+	return g.Gate.Admit(ctx, g.narrow(t))
+}
+
+// checkThenSet checks the floor, writes, then raises it, each step on its
+// own: a committer with a higher fence can write between another's check
+// and write, and the older write lands after the newer. The delay between
+// check and write stands for a slow disk; it varies with the fence, so
+// committers overtake each other.
+func checkThenSet(g *leasefence.FenceGate) GateHarness {
+	return fenceGateHarness(g, func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error {
+		if !g.WouldAdmit(t) {
+			return g.Commit(ctx, t, write) // refused and logged, as it should be
+		}
+		time.Sleep(time.Duration(t.Fence%4) * 200 * time.Microsecond)
+		if err := write(ctx); err != nil {
+			return err
+		}
+		if err := g.Admit(t); err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
+			return err
+		}
+		return nil
+	})
+}
+
+// unloggedRefusals refuses a stale token without logging it: the writer is
+// told, but the evidence that two holders overlapped is gone.
+func unloggedRefusals(g *leasefence.FenceGate) GateHarness {
+	return fenceGateHarness(g, func(ctx context.Context, t leasefence.Token, write func(context.Context) error) error {
+		if floor := g.Floor(); t.Resource == floor.Resource && t.Holder != "" && t.Fence < floor.Fence {
+			return leasefence.RejectionError(leasefence.Rejection{
+				Resource: t.Resource, Holder: t.Holder, Fence: t.Fence, FloorHolder: floor.Holder, FloorFence: floor.Fence,
+			})
+		}
+		return g.Commit(ctx, t, write)
+	})
+}
+
+// ctxBlind answers its readers whatever their ctx: a nil one does not
+// panic, and an ended one still reads, as a gate that never looks at ctx.
+func ctxBlind(g *leasefence.FenceGate) GateHarness {
+	h := FenceGateHarness(g)
+	h.Gate = blind{g}
+	return h
+}
+
+type blind struct{ g *leasefence.FenceGate }
+
+func (b blind) Resource() string { return b.g.Resource() }
+
+func (b blind) Admit(_ context.Context, t leasefence.Token) error { return b.g.Admit(t) }
+
+func (b blind) Floor(context.Context) (leasefence.Token, error) { return b.g.Floor(), nil }
+
+func (b blind) RejectionsSince(_ context.Context, seq uint64) ([]leasefence.Rejection, uint64, error) {
+	rs, missed := b.g.RejectionsSince(seq)
+	return rs, missed, nil
+}
+
+func (b blind) RejectionCount(context.Context) (uint64, error) {
+	return uint64(b.g.RejectionCount()), nil
+}

@@ -1,0 +1,211 @@
+package liveview
+
+import (
+	"sync"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Fold folds one mode's events into what a Snapshot shows: the one fold
+// of a run's events for the dashboard, whichever runner emitted them. It
+// reads the events only (through a history.Reader and history.AgentTrack),
+// never a runner's state. Its methods are safe for concurrent use: a runner
+// adds events from its goroutines while a dashboard takes snapshots.
+type Fold struct {
+	mu       sync.Mutex
+	h        *history.Header
+	mode     history.Mode
+	read     *history.Reader
+	agents   []agentFold
+	gates    []GateView // fenced mode only
+	refusals []RefusalView
+	totals   Totals
+	events   uint64
+	dropRate float64
+}
+
+type agentFold struct {
+	history.AgentTrack
+	segs  []Segment
+	marks []Mark
+}
+
+// Bounds of an agent's remembered lane.
+const laneSegments, laneMarks = 64, 32
+
+// New returns the fold of mode m's events of a run with header h, whose
+// request drop rate starts at drop.
+func New(h *history.Header, m history.Mode, drop float64) *Fold {
+	v := &Fold{h: h, mode: m, read: history.NewReader(h), agents: make([]agentFold, len(h.Agents)), dropRate: drop}
+	for i := range v.agents {
+		v.agents[i].AgentTrack = history.NewAgentTrack()
+		v.agents[i].segs = []Segment{{State: AgentIdle, Resource: -1}}
+	}
+	if m == history.Fenced {
+		for _, name := range h.Resources {
+			v.gates = append(v.gates, GateView{Resource: name})
+		}
+	}
+	return v
+}
+
+// Add folds one event, in history order.
+func (v *Fold) Add(e *history.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.events++
+	v.read.Add(e)
+	var a *agentFold
+	if e.Agent >= 0 && e.Agent < len(v.agents) {
+		a = &v.agents[e.Agent]
+		if at, ok := a.Settle(e.At); ok {
+			a.note(at)
+		}
+		a.Add(e, v.read, e.Agent)
+	}
+	switch e.Kind {
+	case history.Acquired:
+		v.totals.Acquisitions++
+	case history.Renewed:
+		v.totals.Renewals++
+	case history.RequestDropped, history.ReplyDropped:
+		v.totals.MessagesLost++
+	case history.CommitAdmitted, history.WriteLanded:
+		v.totals.CommitsAdmitted++
+		kind := MarkAdmitted
+		if v.read.LastWrite().Stale {
+			v.totals.StaleWritesLanded++
+			kind = MarkStale
+		}
+		a.mark(Mark{At: e.At, Kind: kind, Resource: int32(e.Resource)})
+		if v.gates != nil {
+			v.gates[e.Resource].Admitted++
+		}
+	case history.CommitRefused:
+		v.totals.CommitsRefused++
+		a.mark(Mark{At: e.At, Kind: MarkRefused, Resource: int32(e.Resource)})
+		v.gates[e.Resource].Refused++
+		if len(v.refusals) == 2*MaxSnapshotRefusals {
+			v.refusals = append(v.refusals[:0], v.refusals[MaxSnapshotRefusals:]...)
+		}
+		// A gate logs every refused commit, and only those, numbering
+		// them from 1: the refusal's place in its gate's log.
+		v.refusals = append(v.refusals, RefusalView{At: e.At, Rejection: leasefence.Rejection{
+			Resource: v.h.Resources[e.Resource], Holder: v.h.Agents[e.Agent], Fence: e.Fence,
+			FloorHolder: v.name(e.Other), FloorFence: e.OtherFence, Seq: uint64(v.gates[e.Resource].Refused)}})
+	case history.Expired, history.Released, history.CoordinatorRestarted:
+		if e.Kind == history.Expired {
+			v.totals.Expiries++
+		}
+		for i := range v.agents {
+			if v.agents[i].Lapse(v.read, i) {
+				v.agents[i].note(e.At)
+			}
+		}
+	case history.Intervened:
+		if iv := e.Intervention; iv != nil && iv.Kind == history.SetDropRate {
+			v.dropRate = iv.Value
+		}
+	}
+	if a != nil {
+		a.note(e.At)
+	}
+}
+
+func (v *Fold) name(agent int) string {
+	if agent < 0 || agent >= len(v.h.Agents) {
+		return ""
+	}
+	return v.h.Agents[agent]
+}
+
+// note starts a segment when the agent's state or resource changed.
+func (a *agentFold) note(at time.Duration) {
+	seg := Segment{From: at, State: a.State(), Resource: int32(a.Wants())}
+	if seg.State == AgentIdle {
+		seg.Resource = -1
+	}
+	last := &a.segs[len(a.segs)-1]
+	switch {
+	case last.State == seg.State && last.Resource == seg.Resource:
+	case last.From == at:
+		*last = seg
+	default:
+		if len(a.segs) == laneSegments {
+			a.segs = append(a.segs[:0], a.segs[1:]...)
+		}
+		a.segs = append(a.segs, seg)
+	}
+}
+
+func (a *agentFold) mark(m Mark) {
+	if a == nil {
+		return
+	}
+	if len(a.marks) == laneMarks {
+		a.marks = append(a.marks[:0], a.marks[1:]...)
+	}
+	a.marks = append(a.marks, m)
+}
+
+// Snapshot is the state at true instant now (the run's current instant):
+// Scenario, Seed, Duration, Done and Push are the runner's to fill in.
+func (v *Fold) Snapshot(now time.Duration) Snapshot {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	snap := Snapshot{Mode: v.mode, Now: now, Events: v.events, DropRate: v.dropRate, Totals: v.totals,
+		Window: TimelineWindow}
+	for ri, name := range v.h.Resources {
+		hv := HolderView{Resource: name}
+		if gi := v.read.Latest(ri); gi >= 0 {
+			if g := v.read.Generation(gi); !g.Lapsed() {
+				hv.Holder, hv.Fence, hv.CoordinatorLeft = v.name(int(g.Agent)), g.Fence, g.CoordEnd-now
+				a := &v.agents[g.Agent]
+				hv.State = a.State()
+				if res, f := a.Lease(); res == ri && f == g.Fence {
+					end, _ := a.BeliefEnd()
+					hv.BeliefLeft = end - now
+				}
+			}
+		}
+		snap.Holders = append(snap.Holders, hv)
+	}
+	for ri := range v.gates {
+		g := v.gates[ri]
+		f, by := v.read.Floor(ri)
+		g.FloorFence, g.FloorHolder = f, v.name(int(by))
+		snap.Gates = append(snap.Gates, g)
+	}
+	from := now - TimelineWindow
+	for i := range v.agents {
+		a := &v.agents[i]
+		av := AgentView{Name: v.h.Agents[i], State: a.State()}
+		if ri := a.Wants(); ri >= 0 {
+			av.Resource = v.h.Resources[ri]
+		}
+		if _, f := a.Lease(); f != 0 {
+			end, _ := a.BeliefEnd()
+			av.Fence, av.BeliefLeft = f, end-now
+		}
+		snap.Agents = append(snap.Agents, av)
+		lane := Lane{Agent: av.Name}
+		for k, seg := range a.segs {
+			if k+1 < len(a.segs) && a.segs[k+1].From <= from {
+				continue
+			}
+			seg.From = max(seg.From, from)
+			lane.Segments = append(lane.Segments, seg)
+		}
+		for _, m := range a.marks {
+			if m.At >= from {
+				lane.Marks = append(lane.Marks, m)
+			}
+		}
+		snap.Lanes = append(snap.Lanes, lane)
+	}
+	tail := v.refusals[max(0, len(v.refusals)-MaxSnapshotRefusals):]
+	snap.Refusals = append([]RefusalView(nil), tail...)
+	return snap
+}

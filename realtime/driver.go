@@ -1,0 +1,251 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasefence/lab/agent"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// driver is one agent of a real-time run: the agent state machine, fed one
+// input at a time under its lock, and the real timers, calls and writes
+// its outputs ask for. The driver decides nothing the agent does: it
+// sleeps until a timer is due, carries a request through the fault layer to
+// the coordinator and its reply back, and lands a write at the resource.
+type driver struct {
+	w     *world
+	idx   int
+	name  string
+	clock *agentClock
+
+	mu   sync.Mutex // guards ag and dead, and orders the agent's inputs
+	ag   agent.Agent
+	dead bool // the agent met a library or store error: it takes no more input
+
+	partitions atomic.Int32 // > 0 while cut off
+	dropMu     sync.Mutex
+	dropReqs   float64
+	dropReps   float64
+	stats      faultCounters
+}
+
+// agentClock is an agent's clock on the wall clock: the monotonic time
+// since the run began, at the agent's drift, from its offset. A negative
+// offset is taken up by a constant so that the clock never reads below
+// zero.
+type agentClock struct {
+	leasefence.Clock
+	offset time.Duration
+	rate   float64
+}
+
+// TrueAt is the true instant at which the clock reads i.
+func (c *agentClock) TrueAt(i leasefence.Instant) time.Duration {
+	return time.Duration(math.Ceil(float64(i.Offset()-c.offset) / c.rate))
+}
+
+func newDriver(w *world, i int, scripted bool) (*driver, error) {
+	r := w.r
+	d := &driver{w: w, idx: i, name: r.h.Agents[i], dropReqs: r.sc.Network.DropRequests, dropReps: r.sc.Network.DropReplies}
+	err := d.ag.Init(agent.Config{
+		Scenario: &r.sc, Mode: w.mode, Index: i, Scripted: scripted, Resources: r.h.Resources,
+		AgentIndex: func(name string) int { return agentIndex(r.h.Agents, name) },
+		// Any call can go unanswered in real time (a store that does not
+		// answer in time): every acquire has its retry timer.
+		Lossy: true,
+		Clock: func(name string, dr agent.Drift) agent.Clock {
+			base := max(0, -dr.Offset)
+			c := &agentClock{offset: dr.Offset + base, rate: dr.Rate}
+			start := r.start
+			c.Clock = leasefence.NewClock(leasefence.Domain(name), func() time.Duration {
+				return c.offset + time.Duration(float64(time.Since(start))*c.rate)
+			})
+			d.clock = c
+			return c
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("realtime: %w", err)
+	}
+	return d, nil
+}
+
+// start begins the agent: its first input, and its script's actions at
+// their instants.
+func (d *driver) start(ctx context.Context) {
+	d.feed(func(now time.Duration) []agent.Output { return d.ag.Start(now) })
+	if !d.ag.Scripted() {
+		return
+	}
+	for _, act := range d.w.r.sc.Script {
+		if act.Agent != d.name {
+			continue
+		}
+		d.w.r.spawn(func(ctx context.Context) {
+			if sleep(ctx, act.At-d.w.r.now()) == nil {
+				d.feed(func(now time.Duration) []agent.Output { return d.ag.Script(now, act) })
+			}
+		})
+	}
+}
+
+// feed hands the agent one input, at the current true instant, and carries
+// out what it returns.
+func (d *driver) feed(input func(now time.Duration) []agent.Output) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead || d.w.r.over() {
+		return
+	}
+	d.carry(input(d.w.r.now()))
+}
+
+// carry carries out the agent's outputs, in order; d.mu is held.
+func (d *driver) carry(out []agent.Output) {
+	for i := range out {
+		o := &out[i]
+		switch o.Kind {
+		case agent.Emit:
+			d.emit(*o.Event)
+		case agent.Arm:
+			d.arm(o.Timer, o.At, o.Gen)
+		case agent.Send:
+			d.send(*o.Request)
+		case agent.Write:
+			d.write(o.Token, o.Resource)
+		case agent.Failed:
+			d.libraryError(o.Op, o.Err)
+			d.dead = true
+			return
+		}
+	}
+}
+
+func (d *driver) emit(e history.Event) { d.w.r.emit(d.w.mode, e) }
+
+// arm fires the agent's timer at the true instant at. While the run is
+// paused no step is taken: an agent starts no new work (an acquire, a
+// write); what is in flight finishes, and renewals go on.
+func (d *driver) arm(t agent.Timer, at time.Duration, gen uint32) {
+	r := d.w.r
+	r.spawn(func(ctx context.Context) {
+		if sleep(ctx, at-r.now()) != nil {
+			return
+		}
+		if t == agent.TimerStep && r.waitUnpaused(ctx) != nil {
+			return
+		}
+		d.feed(func(now time.Duration) []agent.Output { return d.ag.Fire(now, t, gen) })
+	})
+}
+
+// libraryError records an error the library never should return; the
+// agent stops.
+func (d *driver) libraryError(call string, err error) {
+	d.emit(history.Event{Kind: history.LibraryError, Agent: d.idx, Resource: d.ag.Resource(), Other: -1,
+		Detail: fmt.Sprintf("%s: %s: %v", d.name, call, err)})
+}
+
+// setDropRate sets both drop probabilities, for the messages that follow.
+func (d *driver) setDropRate(p float64) {
+	d.dropMu.Lock()
+	d.dropReqs, d.dropReps = p, p
+	d.dropMu.Unlock()
+}
+
+func (d *driver) dropRates() (reqs, reps float64) {
+	d.dropMu.Lock()
+	defer d.dropMu.Unlock()
+	return d.dropReqs, d.dropReps
+}
+
+// write lands the agent's write under t on resource ri, beside the agent,
+// and hands it the outcome.
+func (d *driver) write(t leasefence.Token, ri int) {
+	tmpl := d.ag.Event(history.CommitAdmitted)
+	d.w.r.spawn(func(ctx context.Context) {
+		landed, ok := d.w.land(ctx, tmpl, t, ri)
+		if !ok {
+			d.mu.Lock()
+			d.dead = true
+			d.mu.Unlock()
+			return
+		}
+		d.feed(func(now time.Duration) []agent.Output { return d.ag.Committed(now, landed) })
+	})
+}
+
+// writeTimeout is the least time a write is given before the store is
+// taken to have failed.
+const writeTimeout = 10 * time.Second
+
+// land makes one write at resource ri: through the gate in fenced mode,
+// straight at the resource in naive mode. It reports whether it landed,
+// and ok false if the run ended or the store failed. tmpl is the event of
+// the write, as the agent describes it.
+//
+// Writes to one resource are made one at a time, each with its event, so
+// that the history lists them in the order the resource applied them: the
+// gate still decides every one of them, in its own transaction.
+func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token, ri int) (landed, ok bool) {
+	r := w.r
+	res := w.resources[ri]
+	// A write is not bounded by the TTL: a slow write is the very gap the
+	// gate is for. Only a store that does not answer at all is an error.
+	wctx, cancel := context.WithTimeout(ctx, max(10*r.sc.TTL, writeTimeout))
+	defer cancel()
+	w.resMu[ri].Lock()
+	defer w.resMu[ri].Unlock()
+	if w.mode == history.Naive {
+		if err := res.Write(wctx, t); err != nil {
+			return false, w.storeError(ctx, tmpl, "Write", err)
+		}
+		tmpl.Kind = history.WriteLanded
+		r.emit(w.mode, tmpl)
+		return true, true
+	}
+	err := res.Commit(wctx, t)
+	if err == nil {
+		tmpl.Kind = history.CommitAdmitted
+		r.emit(w.mode, tmpl)
+		return true, true
+	}
+	var floor leasefence.Token
+	var stale *leasefence.StaleFenceError
+	switch {
+	case errors.As(err, &stale):
+		floor = leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}
+	case errors.Is(err, leasefence.ErrTokenConflict):
+		if floor, err = res.Floor(wctx); err != nil {
+			return false, w.storeError(ctx, tmpl, "Floor", err)
+		}
+	default:
+		return false, w.storeError(ctx, tmpl, "Commit", err)
+	}
+	tmpl.Kind = history.CommitRefused
+	tmpl.Other, tmpl.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence
+	r.emit(w.mode, tmpl)
+	return false, true
+}
+
+// storeError records a store that failed a write: the run ending is not a
+// failure; anything else is, since the write's fate is unknown.
+func (w *world) storeError(ctx context.Context, tmpl history.Event, call string, err error) bool {
+	if ctx.Err() == nil {
+		w.r.emit(w.mode, history.Event{Kind: history.LibraryError, Agent: tmpl.Agent, Resource: tmpl.Resource, Other: -1,
+			Detail: fmt.Sprintf("%s: %s: %v", w.r.h.Agents[tmpl.Agent], call, err)})
+	}
+	return false
+}
+
+// stall is a live stall of the agent, for d from now.
+func (d *driver) stall(dur time.Duration) {
+	d.feed(func(now time.Duration) []agent.Output { return d.ag.Stall(now, dur) })
+}
