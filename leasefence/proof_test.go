@@ -1,12 +1,14 @@
 package leasefence_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/leasefence/lab/leasefence"
 )
@@ -151,5 +153,37 @@ func TestProofJSON(t *testing.T) {
 	b, err = json.Marshal(l)
 	if err != nil || !strings.Contains(string(b), `"proof":"p.q.r"`) {
 		t.Fatalf("Lease marshals as %s, %v", b, err)
+	}
+}
+
+// A session renews its lease under the same fence, so under the same proof,
+// and the proof is made once.
+func TestSessionKeepsTheProof(t *testing.T) {
+	p := &countingProver{}
+	coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{
+		Clock: leasefence.NewMonotonicClock("coordinator"), TTL: 300 * time.Millisecond, Prover: p,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := newClient(t, leasefence.NewMonotonicClock("client"), "alice", 0)
+	s, err := leasefence.Hold(t.Context(), leasefence.Local(coord), client, "db", leasefence.HoldOptions{RenewEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release(context.Background())
+	first := s.Lease()
+	if first.Proof == "" {
+		t.Fatal("the session's lease has no proof")
+	}
+	for s.Lease().Deadline == first.Deadline {
+		select {
+		case <-s.Lost():
+			t.Fatalf("session lost: %v", s.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if got := s.Lease().Proof; got != first.Proof || p.calls.Load() != 1 {
+		t.Fatalf("after a renewal the proof is %q (%d Prove calls), want %q proved once", got, p.calls.Load(), first.Proof)
 	}
 }
