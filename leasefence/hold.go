@@ -80,6 +80,8 @@ type HoldOptions struct {
 	// to admit it makes Hold release the lease and return that gate's
 	// error.
 	AdmitAt []Gate
+	// Trace observes the session Hold returns; nil observes nothing.
+	Trace *SessionTrace
 }
 
 // Hold acquires resource through svc, waiting out "held" and "already-held"

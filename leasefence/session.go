@@ -27,6 +27,7 @@ type Session struct {
 	renewEvery time.Duration // HoldOptions.RenewEvery: 0 means a third of each lease's window
 	maxWait    time.Duration // 0: the latest grant's TTL
 	after      func(time.Duration) <-chan time.Time
+	trace      *SessionTrace
 
 	renewCtx    context.Context    // the renewals' context: Hold's values, the renewing goroutine's life
 	cancelRenew context.CancelFunc // ends a renewal in flight
@@ -37,6 +38,10 @@ type Session struct {
 	mu    sync.Mutex
 	lease Lease
 	err   error
+	// endUnreported: the session has ended and SessionTrace.End has not
+	// been told yet. The hook runs outside s.mu, so whoever ends the
+	// session under the lock reports it once the lock is released.
+	endUnreported bool
 
 	lost     chan struct{}
 	stop     chan struct{}
@@ -54,6 +59,7 @@ func startSession(ctx context.Context, svc Service, c *Client, l *Lease, opts Ho
 		renewEvery:  opts.RenewEvery,
 		maxWait:     opts.MaxWait,
 		after:       after,
+		trace:       opts.Trace,
 		renewCtx:    rctx,
 		cancelRenew: cancelRenew,
 		cancelCtx:   cancelCtx,
@@ -125,10 +131,12 @@ func (s *Session) Context() context.Context {
 // the session's error once it has ended. Like Lost, it reads the clock.
 func (s *Session) Remaining() (time.Duration, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	left := s.settleLocked()
-	if s.err != nil {
-		return 0, s.err
+	err := s.err
+	s.mu.Unlock()
+	s.reportEnd()
+	if err != nil {
+		return 0, err
 	}
 	return left, nil
 }
@@ -151,7 +159,7 @@ func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 	case <-ctx.Done():
 		return ReleaseOutcome{}, ctx.Err()
 	}
-	s.lose(&sessionEnd{token: s.token, what: "released by its holder", released: true})
+	s.lose(s.ended(SessionReleased, "released by its holder", nil))
 	return s.svc.Release(ctx, s.token)
 }
 
@@ -159,8 +167,9 @@ func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 // client's clock.
 func (s *Session) settle() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.settleLocked()
+	s.mu.Unlock()
+	s.reportEnd()
 }
 
 // settleLocked reads the client's clock and ends the session if the lease's
@@ -174,9 +183,9 @@ func (s *Session) settleLocked() time.Duration {
 	left, err := s.lease.remaining()
 	switch {
 	case err != nil:
-		s.loseLocked(s.ended("lost: the client's clock failed", err))
+		s.loseLocked(s.ended(SessionFailed, "lost: the client's clock failed", err))
 	case left <= 0:
-		s.loseLocked(s.ended(fmt.Sprintf("lost: not renewed within its %v deadline", s.lease.TTL-s.client.skew), nil))
+		s.loseLocked(s.ended(SessionExpired, fmt.Sprintf("lost: not renewed within its %v deadline", s.lease.TTL-s.client.skew), nil))
 	}
 	return left
 }
@@ -184,8 +193,9 @@ func (s *Session) settleLocked() time.Duration {
 // lose ends the session with err, the first time only.
 func (s *Session) lose(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.loseLocked(err)
+	s.mu.Unlock()
+	s.reportEnd()
 }
 
 // loseLocked records why the session ended, closes Lost and cancels
@@ -197,20 +207,41 @@ func (s *Session) loseLocked(err error) {
 		s.err = err
 		close(s.lost)
 		s.cancelCtx(err)
+		s.endUnreported = s.trace != nil && s.trace.End != nil
 	}
 }
 
-// ended is the error of a session that ended in the way what says.
-func (s *Session) ended(what string, cause error) error {
-	return &sessionEnd{token: s.token, what: what, err: cause}
+// reportEnd tells SessionTrace.End that the session ended, once, after
+// the lock under which it ended was released. The caller does not hold
+// s.mu.
+func (s *Session) reportEnd() {
+	s.mu.Lock()
+	if !s.endUnreported {
+		s.mu.Unlock()
+		return
+	}
+	s.endUnreported = false
+	err := s.err
+	s.mu.Unlock()
+	info := SessionEndInfo{Token: s.token, Err: err}
+	if end, ok := err.(*sessionEnd); ok {
+		info.Reason = end.why
+	}
+	s.trace.End(info)
+}
+
+// ended is the error of a session that ended for why, in the way what
+// says.
+func (s *Session) ended(why SessionEndReason, what string, cause error) error {
+	return &sessionEnd{token: s.token, why: why, what: what, err: cause}
 }
 
 // sessionEnd says, in words, why a session ended.
 type sessionEnd struct {
-	token    Token
-	what     string // "lost: ...", or "released by its holder"
-	released bool
-	err      error // what went wrong underneath, if anything
+	token Token
+	why   SessionEndReason
+	what  string // "lost: ...", or "released by its holder"
+	err   error  // what went wrong underneath, if anything
 }
 
 func (e *sessionEnd) Error() string {
@@ -223,7 +254,7 @@ func (e *sessionEnd) Error() string {
 
 // Is makes every session end match ErrLeaseLost, and a release ErrReleased.
 func (e *sessionEnd) Is(target error) bool {
-	return target == ErrLeaseLost || e.released && target == ErrReleased
+	return target == ErrLeaseLost || e.why == SessionReleased && target == ErrReleased
 }
 
 func (e *sessionEnd) Unwrap() error { return e.err }
@@ -297,7 +328,7 @@ func (s *Session) run() {
 			renewDue = nil
 			req, err := s.client.BeginRenewal(&lease)
 			if err != nil {
-				s.lose(s.ended("lost: its renewal could not be sent", err))
+				s.lose(s.ended(SessionFailed, "lost: its renewal could not be sent", err))
 				return
 			}
 			inFlight = true
@@ -309,7 +340,7 @@ func (s *Session) run() {
 			inFlight = false
 			switch {
 			case errors.Is(r.err, ErrInvalidRequest):
-				s.lose(s.ended("lost: its renewal was refused as malformed", r.err))
+				s.lose(s.ended(SessionFailed, "lost: its renewal was refused as malformed", r.err))
 				return
 			case r.err != nil:
 				// No answer: try again soon, with a new send instant. The
@@ -319,13 +350,13 @@ func (s *Session) run() {
 				renewDue = s.timer(jitter(backoff, limit))
 				continue
 			case !r.out.OK:
-				s.lose(s.ended(fmt.Sprintf("lost: its renewal was refused: %s", r.out.Reason), nil))
+				s.lose(s.ended(SessionRefused, fmt.Sprintf("lost: its renewal was refused: %s", r.out.Reason), nil))
 				return
 			}
 			backoff = 0
 			renewed, err := s.client.CompleteRenewal(r.req, r.out.Grant)
 			if err != nil {
-				s.lose(s.ended("lost: its renewal's answer did not match", err))
+				s.lose(s.ended(SessionFailed, "lost: its renewal's answer did not match", err))
 				return
 			}
 			if !s.install(*renewed) {
@@ -357,12 +388,12 @@ func (s *Session) install(l Lease) bool {
 func (s *Session) arm(l Lease) (deadline, renewDue <-chan time.Time, ok bool) {
 	every, err := renewPeriod(s.renewEvery, &l, s.client.skew)
 	if err != nil {
-		s.lose(s.ended("lost: its renewed lease leaves no room to renew", err))
+		s.lose(s.ended(SessionFailed, "lost: its renewed lease leaves no room to renew", err))
 		return nil, nil, false
 	}
 	left, err := l.remaining()
 	if err != nil {
-		s.lose(s.ended("lost: the client's clock failed", err))
+		s.lose(s.ended(SessionFailed, "lost: the client's clock failed", err))
 		return nil, nil, false
 	}
 	if left <= 0 {

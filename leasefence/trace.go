@@ -124,3 +124,37 @@ type AdmitInfo struct {
 	Err    error
 	At     Instant // the gate clock's reading; zero without one
 }
+
+// SessionTrace observes the sessions of Hold and TryHold. Set it in
+// HoldOptions.Trace.
+type SessionTrace struct {
+	// End reports, once, that a session ended: lost or released. It runs on
+	// whichever goroutine noticed the end (the renewing one, or a caller of
+	// Lost, Err, Context, Remaining or Release).
+	End func(SessionEndInfo)
+}
+
+// SessionEndReason says in one word why a session ended.
+type SessionEndReason string
+
+// Why a session ends.
+const (
+	// SessionReleased: its holder called Release.
+	SessionReleased SessionEndReason = "released"
+	// SessionExpired: the holder's send-anchored deadline passed unrenewed
+	// (renewals lost or late, or the whole process stalled).
+	SessionExpired SessionEndReason = "expired"
+	// SessionRefused: the coordinator refused a renewal (the lease had
+	// already expired there, or been superseded or released).
+	SessionRefused SessionEndReason = "refused"
+	// SessionFailed: a renewal could not be sent or checked, or the
+	// client's clock failed.
+	SessionFailed SessionEndReason = "failed"
+)
+
+// SessionEndInfo describes the end of a session.
+type SessionEndInfo struct {
+	Token  Token
+	Reason SessionEndReason
+	Err    error // the session's Err: matches ErrLeaseLost, and ErrReleased after Release
+}

@@ -37,6 +37,7 @@ type Hooks struct {
 	Coordinator *leasefence.CoordinatorTrace // set in CoordinatorOptions.Trace
 	Client      *leasefence.ClientTrace      // set in ClientOptions.Trace
 	Gate        *leasefence.GateTrace        // pass to leasefence.WithGateTrace
+	Session     *leasefence.SessionTrace     // set in HoldOptions.Trace; nil from NewHooks
 }
 
 // noParent is the context every hook span starts from: the hooks are given

@@ -58,6 +58,13 @@ const (
 	// ({fence}), by LeaseResource, recorded after every decided commit and
 	// admit.
 	MetricFloor = "fence.floor"
+	// MetricSessionsEnded counts the sessions of leasefence.Hold that
+	// ended ({session}), by LeaseResource and LeaseReason: released by the
+	// holder, or lost (expired, its deadline passed unrenewed; refused, the
+	// coordinator refused a renewal; failed, a renewal could not be made).
+	// The holder's side of MetricLost: a holder learns of its loss here
+	// even where the coordinator takes no hooks (etcd, Redis).
+	MetricSessionsEnded = "lease.sessions.ended"
 )
 
 // NewMetricHooks returns leasefence hooks that record what a Coordinator,
@@ -87,13 +94,14 @@ func newMetricHooks(mp metric.MeterProvider, now func() time.Time) (*Hooks, erro
 		Coordinator: &leasefence.CoordinatorTrace{Acquire: m.coordAcquire, Renew: m.coordRenew, Release: m.coordRelease},
 		Client:      &leasefence.ClientTrace{Begin: m.clientBegin, Complete: m.clientComplete},
 		Gate:        &leasefence.GateTrace{Commit: m.gateCommit, Admit: m.gateAdmit},
+		Session:     &leasefence.SessionTrace{End: m.sessionEnd},
 	}, nil
 }
 
 type metricHooks struct {
-	acquires, renewals, lost, commits, rejections metric.Int64Counter
-	acquireDuration, renewalDuration              metric.Float64Histogram
-	floor                                         metric.Int64Gauge
+	acquires, renewals, lost, commits, rejections, sessionsEnded metric.Int64Counter
+	acquireDuration, renewalDuration                             metric.Float64Histogram
+	floor                                                        metric.Int64Gauge
 
 	now func() time.Time // wall time, which dates a held lease's end
 
@@ -131,6 +139,7 @@ func (m *metricHooks) instruments(meter metric.Meter) error {
 	m.lost = counter(MetricLost, "{lease}", "Leases that ended other than by their holder's release.")
 	m.commits = counter(MetricCommits, "{commit}", "Commits decided by the fence gate.")
 	m.rejections = counter(MetricRejections, "{rejection}", "Refusals logged by the fence gate.")
+	m.sessionsEnded = counter(MetricSessionsEnded, "{session}", "Sessions of Hold that ended: released by their holder, or lost.")
 	m.acquireDuration = seconds(MetricAcquireDuration, "Time from a client's acquire request to its completion.")
 	m.renewalDuration = seconds(MetricRenewalDuration, "Time from a client's renewal request to its completion.")
 	var err error
@@ -200,6 +209,10 @@ func (m *metricHooks) coordRelease(in leasefence.ReleaseInfo) {
 		m.leases[in.Token.Resource] = heldLease{fence: cur.fence, ended: true}
 	}
 	m.mu.Unlock()
+}
+
+func (m *metricHooks) sessionEnd(in leasefence.SessionEndInfo) {
+	m.sessionsEnded.Add(context.Background(), 1, metric.WithAttributes(LeaseResource.String(in.Token.Resource), LeaseReason.String(string(in.Reason))))
 }
 
 func (m *metricHooks) lose(resource string, reason leasefence.Reason) {

@@ -319,3 +319,36 @@ func TestMetricHooksUnits(t *testing.T) {
 		}
 	}
 }
+
+// A holder's sessions are counted when they end, by why: released, or lost
+// on its own deadline (read by the holder before any renewal ran).
+func TestMetricHooksCountSessionEnds(t *testing.T) {
+	w := newMetricWorld(t)
+	svc := leasefence.Local(w.coord)
+	hold := func(holder string) *leasefence.Session {
+		s, err := leasefence.Hold(t.Context(), svc, w.client(t, holder), "res", leasefence.HoldOptions{Trace: w.hooks.Session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := hold("agent-a")
+	if _, err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := hold("agent-b")
+	w.advance(2 * time.Second) // past b's deadline on its client's clock; no renewal has run
+	if !errors.Is(b.Err(), leasefence.ErrLeaseLost) {
+		t.Fatalf("b.Err() past the deadline = %v", b.Err())
+	}
+	_, _ = b.Release(t.Context()) // ends nothing more
+	got := w.points(t)
+	for key, want := range map[string]string{
+		"lease.sessions.ended{lease.reason=released,lease.resource=res}": "1",
+		"lease.sessions.ended{lease.reason=expired,lease.resource=res}":  "1",
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %q, want %s (all: %v)", key, got[key], want, got)
+		}
+	}
+}
