@@ -14,6 +14,12 @@ import (
 	"github.com/leasefence/lab/spec"
 )
 
+// ErrFloorsLost refuses a run whose coordinator restart loses its state
+// while the resources are etcd gates: a restart that loses etcd's state
+// starts a fresh etcd, which would take the gates' floors with it, and the
+// run would judge a gate that forgot what it admitted.
+var ErrFloorsLost = errors.New("realtime: a restart that loses etcd's state would take the etcd gates' floors with it")
+
 // Options configures a Runner.
 type Options struct {
 	// Modes to run (default both). They run at the same time, side by
@@ -24,10 +30,12 @@ type Options struct {
 	Backend Backend
 	// Store gives the resources (default: MemoryStore).
 	Store Store
-	// Subscribers receive every event, in history order, one at a time
-	// under the runner's history lock: they must be quick and must not
-	// call back into the runner.
+	// Subscribers receive every event, in history order, one at a time,
+	// once the run is over and the resources' records are read back: they
+	// must not call back into the runner.
 	Subscribers []history.Subscriber
+	// live hear every event as it happens (Live's dashboard fold).
+	live []history.Subscriber
 	// CallTimeout bounds each call to the coordinator and each write; 0
 	// means the scenario's TTL (a reply later than a whole TTL is of no
 	// use to the holder anyway).
@@ -60,9 +68,10 @@ type Runner struct {
 	timeout time.Duration
 	start   time.Time
 
-	mu       sync.Mutex // orders the history: every event is stamped and added under it
+	mu       sync.Mutex // every event is stamped and kept under it
 	checkers map[history.Mode]*history.Checker
-	seq      map[history.Mode]uint64
+	emitted  map[history.Mode][]history.Event // in the order they happened, until assemble
+	live     []history.Subscriber             // hear each event as it happens (a dashboard)
 	stopped  bool
 	wall     time.Duration // the run's length, once stopped
 
@@ -91,8 +100,15 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
 	}
+	if _, etcdGates := opts.Store.(EtcdStore); etcdGates {
+		for i, rs := range sc.Restarts {
+			if !rs.Persist {
+				return nil, fmt.Errorf("%w: restarts[%d] loses the coordinator's state", ErrFloorsLost, i)
+			}
+		}
+	}
 	r := &Runner{sc: sc, backend: opts.Backend, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
-		checkers: make(map[history.Mode]*history.Checker), seq: make(map[history.Mode]uint64)}
+		checkers: make(map[history.Mode]*history.Checker), emitted: make(map[history.Mode][]history.Event), live: opts.live}
 	if r.backend == nil {
 		r.backend = NewMemory()
 	}
@@ -161,10 +177,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	r.wall = time.Since(r.start)
 	r.mu.Unlock()
 	r.extra.Wait()
+	recordErr := r.assemble()
 	res := r.result()
 	switch {
 	case openErr != nil:
 		return res, openErr
+	case recordErr != nil:
+		return res, recordErr
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
@@ -289,10 +308,24 @@ func (r *Runner) emitLocked(mode history.Mode, e history.Event) {
 		return
 	}
 	e.Mode, e.At = mode, r.now()
-	r.seq[mode]++
-	e.Seq = r.seq[mode]
-	r.checkers[mode].Add(&e)
-	for _, s := range r.subs {
+	r.emitted[mode] = append(r.emitted[mode], e)
+	e.Seq = uint64(len(r.emitted[mode]))
+	for _, s := range r.live {
+		s.Event(e)
+	}
+}
+
+// emitLive hands e to the live subscribers only: a write's landing as its
+// writer saw it return, for a dashboard; the history has it from the
+// resource's record.
+func (r *Runner) emitLive(mode history.Mode, e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
+	e.Mode, e.At = mode, r.now()
+	for _, s := range r.live {
 		s.Event(e)
 	}
 }
@@ -377,7 +410,7 @@ type world struct {
 	clock *coordClock
 
 	resources []Resource
-	resMu     []sync.Mutex // one write at a time per resource, so the history lists writes in the order they landed
+	writes    writes // the writes sent to the resources, by id
 	agents    []*driver
 
 	gens        []genState // per resource: the newest generation the history has seen
@@ -409,10 +442,9 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 	w.svc = svc
 	w.side = &coordSide{w: w}
 	w.resources = make([]Resource, sc.Resources)
-	w.resMu = make([]sync.Mutex, sc.Resources)
 	w.gens = make([]genState, sc.Resources)
 	for i, name := range r.h.Resources {
-		if w.resources[i], err = r.store.Resource(ctx, mode, name); err != nil {
+		if w.resources[i], err = r.store.Resource(ctx, mode, name, r.now); err != nil {
 			return nil, fmt.Errorf("realtime: %s resource %s (%s): %w", r.store.Name(), name, mode, err)
 		}
 	}
@@ -593,8 +625,6 @@ func (w *world) push(ri int, t leasefence.Token) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
-		w.resMu[ri].Lock()
-		defer w.resMu[ri].Unlock()
 		err := w.resources[ri].Admit(cctx, t)
 		if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
 			return // a push that did not arrive is a lost push
