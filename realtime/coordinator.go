@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/leasefence/lab/history"
@@ -52,13 +51,14 @@ func (c *coordClock) trueAt(i leasefence.Instant) time.Duration {
 // here, and what the coordinator did is recorded as it is done, whether or
 // not its reply then reaches the agent.
 //
-// Acquires pass one at a time, so that the history lists grants in the
-// order their fences were minted: two grants on different resources could
-// otherwise be recorded in the order their replies came back, and the
-// checker would rightly call the lower fence a reuse.
+// Acquires pass it concurrently, as they reach a real coordinator. A
+// grant is recorded at the instant the coordinator stamped it with (its
+// expiry less its TTL), not when its reply came back, and the history
+// lists grants in the order of their fences (assemble): two grants on
+// different resources could otherwise be listed in the order their calls
+// returned, and the checker would rightly call the lower fence a reuse.
 type coordSide struct {
-	w    *world
-	mint sync.Mutex
+	w *world
 }
 
 // Acquire passes an acquire to the coordinator, and returns its outcome
@@ -66,8 +66,6 @@ type coordSide struct {
 // is pushed to the resource's gate when the push is on, whatever becomes
 // of the reply: the coordinator pushes it, as in the simulator.
 func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
-	c.mint.Lock()
-	defer c.mint.Unlock()
 	out, err := c.w.svc().Acquire(ctx, req)
 	if _, etcd := c.w.r.backend.(*Etcd); etcd && err == nil && !out.OK {
 		// etcd's retry hints are whole seconds: agents that waited them
@@ -123,17 +121,19 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
 		return false, cur.incarnation // a replayed grant: minted once, already in the history
 	}
+	// The instant the coordinator minted the fence, as it stamped it.
+	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
 	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
 		// The coordinator granted the resource again: the previous lease
 		// had expired there, unrenewed (a release would be known).
-		r.emitLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
-			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
+			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
 	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
 	w.maxFence = max(w.maxFence, g.Token.Fence)
-	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
-		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end})
+	r.emitAtLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
+		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end}, at)
 	return true, w.incarnation
 }
 

@@ -71,9 +71,9 @@
 // order of its instant, and only then is it judged and handed to the
 // subscribers. A deliberately broken check-then-set gate is caught this
 // way (broken_test.go). The coordinator's side is recorded as the calls
-// pass it, before the fault layer decides the reply's fate; acquires still
-// pass it one at a time, so that grants are recorded in the order their
-// fences were minted. A store error on a write (its fate unknown) is a
+// pass it, before the fault layer decides the reply's fate, and acquires
+// pass it concurrently: a grant is recorded at the instant the coordinator
+// stamped it with, and grants in the order of their fences. A store error on a write (its fate unknown) is a
 // library_error, which fails the run. An expiry is recorded when the
 // coordinator is seen to have let a lease go: a renewal refused as
 // expired, or the next grant on the resource.

@@ -94,6 +94,7 @@ func (r *Runner) assemble() error {
 			errs = append(errs, err)
 		}
 		events := append(r.emitted[w.mode], landed...)
+		inFenceOrder(events)
 		// Stable: events of one instant keep the order they happened in.
 		slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
 		for i := range events {
@@ -109,4 +110,25 @@ func (r *Runner) assemble() error {
 		return errs[0]
 	}
 	return nil
+}
+
+// inFenceOrder makes the grants' instants follow their fences within each
+// coordinator incarnation: fences are minted in order, so a grant stamped
+// before a lower fence's (a coordinator that stamps after it minted, as
+// etcdlease does once its transaction returns) was minted after it.
+func inFenceOrder(events []history.Event) {
+	var grants []*history.Event
+	for i := range events {
+		if events[i].Kind == history.Granted {
+			grants = append(grants, &events[i])
+		}
+	}
+	slices.SortStableFunc(grants, func(a, b *history.Event) int {
+		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Fence, b.Fence))
+	})
+	for i := 1; i < len(grants); i++ {
+		if prev := grants[i-1]; prev.Incarnation == grants[i].Incarnation && grants[i].At <= prev.At {
+			grants[i].At = prev.At + 1
+		}
+	}
 }

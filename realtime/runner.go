@@ -302,11 +302,15 @@ func (r *Runner) emit(mode history.Mode, e history.Event) {
 	r.emitLocked(mode, e)
 }
 
-func (r *Runner) emitLocked(mode history.Mode, e history.Event) {
+func (r *Runner) emitLocked(mode history.Mode, e history.Event) { r.emitAtLocked(mode, e, r.now()) }
+
+// emitAtLocked is emitLocked for an event that happened at true instant
+// at, which the system under test stamped.
+func (r *Runner) emitAtLocked(mode history.Mode, e history.Event, at time.Duration) {
 	if r.stopped {
 		return
 	}
-	e.Mode, e.At = mode, r.now()
+	e.Mode, e.At = mode, at
 	r.emitted[mode] = append(r.emitted[mode], e)
 	e.Seq = uint64(len(r.emitted[mode]))
 	for _, s := range r.live {
