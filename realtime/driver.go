@@ -129,9 +129,9 @@ func (d *driver) carry(out []agent.Output) {
 		case agent.Send:
 			d.send(*o.Request)
 		case agent.Write:
-			d.write(o.Token, o.Resource)
+			d.write(o.Write.Token, o.Write.Resource)
 		case agent.Failed:
-			d.libraryError(o.Op, o.Err)
+			d.libraryError(o.Failure.Op, o.Failure.Err)
 			d.dead = true
 			return
 		}
