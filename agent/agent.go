@@ -103,11 +103,13 @@ type Agent struct {
 	checked    bool          // the last validity check passed
 	stallUntil time.Duration // a live stall
 
-	out    []Output
-	events [batchEvents]history.Event // what the outputs' Events point to
-	reqs   [batchRequests]Request     // what the outputs' Requests point to
-	nev    int
-	nreq   int
+	out     []Output
+	events  [batchEvents]history.Event // what the outputs' Events point to
+	reqs    [batchRequests]Request     // what the outputs' Requests point to
+	nev     int
+	nreq    int
+	wr      WriteOp // what a Write output points to
+	failure Failure // what a Failed output points to
 }
 
 // streamSeed mixes a scenario seed with a purpose: every agent draws each
@@ -252,7 +254,8 @@ func (a *Agent) send(r Request) {
 }
 
 func (a *Agent) failed(op string, err error) {
-	a.out = append(a.out, Output{Kind: Failed, Op: op, Err: err})
+	a.failure = Failure{Op: op, Err: err}
+	a.out = append(a.out, Output{Kind: Failed, Failure: &a.failure})
 }
 
 // leaseEvent is an event of kind about the agent and the lease it holds, if

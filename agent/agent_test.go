@@ -108,9 +108,9 @@ func describe(out []agent.Output) string {
 		case agent.Arm:
 			w = append(w, fmt.Sprintf("arm %s@%v", timerName[o.Timer], o.At))
 		case agent.Write:
-			w = append(w, fmt.Sprintf("write %d", o.Token.Fence))
+			w = append(w, fmt.Sprintf("write %d", o.Write.Token.Fence))
 		case agent.Failed:
-			w = append(w, "failed "+o.Op)
+			w = append(w, "failed "+o.Failure.Op)
 		}
 	}
 	return strings.Join(w, ", ")

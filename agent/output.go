@@ -39,22 +39,22 @@ const (
 	Send
 	// Arm: fire Timer with Gen at the true instant At.
 	Arm
-	// Write: run the agent's write under Token on resource Resource, through
+	// Write: run the agent's write (Write), through
 	// the gate in fenced mode, straight at the resource in naive mode, and
 	// hand the outcome to Committed. A Write is always the last output of
 	// its batch: the agent waits for Committed, and takes no other input
 	// but a live Stall in between.
 	Write
-	// Failed: the library returned an error it never should (Op, Err). The
+	// Failed: the library returned an error it never should (Failure). The
 	// agent can go no further; a driver records it and ends the run.
 	Failed
 )
 
 // Output is one thing the agent asks its driver to do. Only the fields of
-// its Kind are set. Event and Request point into the agent, and are valid
-// until its next input: a crowd of agents produces millions of outputs, and
-// an Output that carried its event by value would be copied several times
-// over for each.
+// its Kind are set. What they point to is the agent's, and valid until its
+// next input: a crowd of agents produces millions of outputs, and an Output
+// that carried its event by value would be copied several times over for
+// each.
 type Output struct {
 	Kind  OutputKind
 	Timer Timer  // Arm
@@ -64,12 +64,22 @@ type Output struct {
 
 	Event   *history.Event // Emit
 	Request *Request       // Send
+	Write   *WriteOp       // Write
+	Failure *Failure       // Failed
+}
 
-	Token    leasefence.Token // Write
-	Resource int              // Write
+// WriteOp is a write the agent asks for: under Token, on resource
+// Resource.
+type WriteOp struct {
+	Token    leasefence.Token
+	Resource int
+}
 
-	Op  string // Failed
-	Err error  // Failed
+// Failure is an error the library returned that it never should: Op is
+// the call.
+type Failure struct {
+	Op  string
+	Err error
 }
 
 // Request is a message to the coordinator: an acquire (the agent's

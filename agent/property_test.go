@@ -83,18 +83,18 @@ func (w *world) drive(i int, out []agent.Output) {
 			if k != len(out)-1 {
 				w.t.Fatalf("agent %d: a write is not the last output of its batch", i)
 			}
-			if w.checked[i] != o.Token.Fence {
-				w.t.Fatalf("agent %d writes under fence %d, its last passed check was under %d", i, o.Token.Fence, w.checked[i])
+			if w.checked[i] != o.Write.Token.Fence {
+				w.t.Fatalf("agent %d writes under fence %d, its last passed check was under %d", i, o.Write.Token.Fence, w.checked[i])
 			}
 			if w.writes[i]++; w.writes[i] > w.sc.Agent.WritesPerLease {
 				w.t.Fatalf("agent %d wrote %d times under one lease", i, w.writes[i])
 			}
 			w.checked[i] = 0
-			err := w.gates[o.Resource].Commit(context.Background(), o.Token, func(context.Context) error { return nil })
+			err := w.gates[o.Write.Resource].Commit(context.Background(), o.Write.Token, func(context.Context) error { return nil })
 			w.drive(i, a.Committed(w.now, err == nil))
 			return
 		case agent.Failed:
-			w.t.Fatalf("agent %d: library error %s: %v", i, o.Op, o.Err)
+			w.t.Fatalf("agent %d: library error %s: %v", i, o.Failure.Op, o.Failure.Err)
 		}
 	}
 }

@@ -201,7 +201,8 @@ func (a *Agent) step(now time.Duration) {
 // write asks the driver for the write under the lease held.
 func (a *Agent) write() {
 	a.writing = true
-	a.out = append(a.out, Output{Kind: Write, Token: a.lease.Token, Resource: a.resource})
+	a.wr = WriteOp{Token: a.lease.Token, Resource: a.resource}
+	a.out = append(a.out, Output{Kind: Write, Write: &a.wr})
 }
 
 // pick chooses the resource of the agent's next attempt.

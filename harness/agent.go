@@ -68,7 +68,7 @@ func (s *Sim) drive(a *actor, out []agent.Output) {
 			o := &out[i]
 			switch o.Kind {
 			case agent.Emit:
-				s.emit(*o.Event)
+				s.emitOwned(o.Event)
 			case agent.Send:
 				s.send(a, o.Request)
 			case agent.Arm:
@@ -76,14 +76,15 @@ func (s *Sim) drive(a *actor, out []agent.Output) {
 			case agent.Write:
 				write = i
 			case agent.Failed:
-				s.libraryError(a.idx, o.Op, o.Err)
+				s.libraryError(a.idx, o.Failure.Op, o.Failure.Err)
 				return
 			}
 		}
 		if write < 0 {
 			break
 		}
-		landed := s.write(a, out[write].Token, out[write].Resource)
+		w := out[write].Write
+		landed := s.write(a, w.Token, w.Resource)
 		if s.done {
 			return // the write hit a library error
 		}

@@ -43,20 +43,32 @@ type Backend interface {
 type Store interface {
 	Name() string
 	// Resource opens the resource name of one mode. The modes' resources
-	// are apart: the same name in two modes is two resources.
-	Resource(ctx context.Context, mode history.Mode, name string) (Resource, error)
+	// are apart: the same name in two modes is two resources. now reads
+	// the run's true time, for the resource to stamp its writes with.
+	Resource(ctx context.Context, mode history.Mode, name string, now func() time.Duration) (Resource, error)
 	Close() error
 }
 
-// Resource is one guarded resource.
+// Resource is one guarded resource. It keeps its own record of the writes
+// that landed on it, made in the same operation as the write itself, and
+// the run's history of landings is built from that record: the order in
+// which the resource applied the writes is the resource's to say, never
+// the runner's. Calls may come from many goroutines at once.
 type Resource interface {
-	// Commit lands one write under t through the resource's gate, the
-	// check and the write as one operation. A refusal is a
-	// *leasefence.StaleFenceError, or matches leasefence.ErrTokenConflict;
-	// any other error means the write's fate is unknown.
-	Commit(ctx context.Context, t leasefence.Token) error
-	// Write lands one write under t with no gate at all: naive mode.
-	Write(ctx context.Context, t leasefence.Token) error
+	// Commit lands write id under t through the resource's gate, the
+	// check, the write and its record as one operation. A refusal is a
+	// *leasefence.StaleFenceError, or matches leasefence.ErrTokenConflict,
+	// and records nothing; any other error means the write's fate is
+	// unknown (Landings will tell).
+	Commit(ctx context.Context, t leasefence.Token, id uint64) error
+	// Write lands write id under t with no gate at all (naive mode), and
+	// records it.
+	Write(ctx context.Context, t leasefence.Token, id uint64) error
+	// Landings is the record of the writes that landed, in the order the
+	// resource applied them, each stamped with the true instant the
+	// resource took for it (as near the landing as the resource lets it:
+	// inside its own critical section where it has one).
+	Landings(ctx context.Context) ([]Landing, error)
 	// Admit pushes t's fence to the gate (the coordinator's push).
 	Admit(ctx context.Context, t leasefence.Token) error
 	// Floor is the highest fence the gate admitted, with its holder.
@@ -119,31 +131,65 @@ func (m *Memory) Restart(_ context.Context, persist bool) error {
 // Close implements Backend.
 func (*Memory) Close() error { return nil }
 
-// MemoryStore keeps each resource behind an in-memory leasefence.FenceGate.
+// Landing is one write in a resource's record: its id, and the true
+// instant the resource stamped it with.
+type Landing struct {
+	ID uint64
+	At time.Duration
+}
+
+// MemoryStore keeps each resource behind an in-memory leasefence.FenceGate,
+// its record a list appended to under the gate's write.
 type MemoryStore struct{}
 
 // Name implements Store.
 func (MemoryStore) Name() string { return "memory" }
 
 // Resource implements Store.
-func (MemoryStore) Resource(_ context.Context, _ history.Mode, name string) (Resource, error) {
-	return memResource{gate: leasefence.NewFenceGate(name)}, nil
+func (MemoryStore) Resource(_ context.Context, _ history.Mode, name string, now func() time.Duration) (Resource, error) {
+	return &memResource{gate: leasefence.NewFenceGate(name), now: now}, nil
 }
 
 // Close implements Store.
 func (MemoryStore) Close() error { return nil }
 
-type memResource struct{ gate *leasefence.FenceGate }
+type memResource struct {
+	gate *leasefence.FenceGate
+	now  func() time.Duration
 
-func (r memResource) Commit(ctx context.Context, t leasefence.Token) error {
-	return r.gate.Commit(ctx, t, func(context.Context) error { return nil })
+	mu     sync.Mutex // guards record: the resource's own, not the runner's
+	record []Landing
 }
 
-func (memResource) Write(context.Context, leasefence.Token) error { return nil }
+func (r *memResource) land(id uint64) {
+	r.mu.Lock()
+	r.record = append(r.record, Landing{ID: id, At: r.now()})
+	r.mu.Unlock()
+}
 
-func (r memResource) Admit(_ context.Context, t leasefence.Token) error { return r.gate.Admit(t) }
+// Commit records the write inside the gate's Commit, where the gate holds
+// its lock: the record's order is the gate's.
+func (r *memResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
+	return r.gate.Commit(ctx, t, func(context.Context) error {
+		r.land(id)
+		return nil
+	})
+}
 
-func (r memResource) Floor(context.Context) (leasefence.Token, error) { return r.gate.Floor(), nil }
+func (r *memResource) Write(_ context.Context, _ leasefence.Token, id uint64) error {
+	r.land(id)
+	return nil
+}
+
+func (r *memResource) Landings(context.Context) ([]Landing, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Landing(nil), r.record...), nil
+}
+
+func (r *memResource) Admit(_ context.Context, t leasefence.Token) error { return r.gate.Admit(t) }
+
+func (r *memResource) Floor(context.Context) (leasefence.Token, error) { return r.gate.Floor(), nil }
 
 // SQLiteStore keeps the resources of each mode in a SQLite file of its
 // own: each behind a sqlgate.Gate, its writes rows of a writes table,
@@ -185,8 +231,12 @@ func (s *SQLiteStore) open(ctx context.Context, mode history.Mode) (*sql.DB, err
 	if err != nil {
 		return nil, fmt.Errorf("realtime: sqlite store: %w", err)
 	}
+	// The writes table is each resource's record: a row per write, in
+	// the database's own sequence (the rowid), stamped inside the write's
+	// transaction.
 	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS writes (
-		resource TEXT NOT NULL, holder TEXT NOT NULL, fence INTEGER NOT NULL)`); err != nil {
+		seq INTEGER PRIMARY KEY AUTOINCREMENT, resource TEXT NOT NULL, holder TEXT NOT NULL,
+		fence INTEGER NOT NULL, write_id INTEGER NOT NULL, at_ns INTEGER NOT NULL)`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("realtime: sqlite store: %w", err)
 	}
@@ -195,7 +245,7 @@ func (s *SQLiteStore) open(ctx context.Context, mode history.Mode) (*sql.DB, err
 }
 
 // Resource implements Store.
-func (s *SQLiteStore) Resource(ctx context.Context, mode history.Mode, name string) (Resource, error) {
+func (s *SQLiteStore) Resource(ctx context.Context, mode history.Mode, name string, now func() time.Duration) (Resource, error) {
 	db, err := s.open(ctx, mode)
 	if err != nil {
 		return nil, err
@@ -204,7 +254,7 @@ func (s *SQLiteStore) Resource(ctx context.Context, mode history.Mode, name stri
 	if err != nil {
 		return nil, err
 	}
-	return &sqlResource{db: db, gate: g, name: name}, nil
+	return &sqlResource{db: db, gate: g, name: name, now: now}, nil
 }
 
 // Close implements Store: it closes the databases and removes their
@@ -227,20 +277,40 @@ type sqlResource struct {
 	db   *sql.DB
 	gate *sqlgate.Gate
 	name string
+	now  func() time.Duration
 }
 
-const insertWrite = `INSERT INTO writes (resource, holder, fence) VALUES (?, ?, ?)`
+const insertWrite = `INSERT INTO writes (resource, holder, fence, write_id, at_ns) VALUES (?, ?, ?, ?, ?)`
 
-func (r *sqlResource) Commit(ctx context.Context, t leasefence.Token) error {
+// Commit inserts the write's row in the gate's transaction: admitted, it
+// is in the record; refused, it never was.
+func (r *sqlResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
 	return r.gate.Commit(ctx, t, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence))
+		_, err := tx.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence), int64(id), int64(r.now()))
 		return err
 	})
 }
 
-func (r *sqlResource) Write(ctx context.Context, t leasefence.Token) error {
-	_, err := r.db.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence))
+func (r *sqlResource) Write(ctx context.Context, t leasefence.Token, id uint64) error {
+	_, err := r.db.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence), int64(id), int64(r.now()))
 	return err
+}
+
+func (r *sqlResource) Landings(ctx context.Context) ([]Landing, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT write_id, at_ns FROM writes WHERE resource = ? ORDER BY seq`, r.name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Landing
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		out = append(out, Landing{ID: uint64(id), At: time.Duration(at)})
+	}
+	return out, rows.Err()
 }
 
 func (r *sqlResource) Admit(ctx context.Context, t leasefence.Token) error {

@@ -132,7 +132,8 @@ func (c Config) Check(sc spec.Scenario) error {
 		}
 		for _, r := range sc.Restarts {
 			if !r.Persist && c.store() == StoreEtcd {
-				return bad("resource", "a restart that loses the coordinator's state starts a fresh etcd, which would take the etcd gates' floors with it: use --resource memory or sqlite")
+				return &ConfigError{Setting: "resource", Err: ErrFloorsLost,
+					Problem: "a restart that loses the coordinator's state starts a fresh etcd, which would take the etcd gates' floors with it: use --resource memory or sqlite"}
 			}
 		}
 		if sc.Clocks.CoordinatorDriftPPM != 0 {

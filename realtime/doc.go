@@ -59,16 +59,24 @@
 //
 // # How the history is kept honest
 //
-// Events are stamped and added under one lock, so at_ns never decreases.
-// The coordinator's side is recorded as the calls pass it, before the fault
-// layer decides the reply's fate, and acquires pass one at a time so that
-// grants are recorded in the order their fences were minted. Writes to one
-// resource are made one at a time, each with its event, so that the
-// history lists them in the order the resource applied them: the gate
-// still decides each one in its own check-and-write. A store error on a
-// write (its fate unknown) is a library_error, which fails the run. An
-// expiry is recorded when the coordinator is seen to have let a lease go:
-// a renewal refused as expired, or the next grant on the resource.
+// The runner serialises nothing of the system under test: agents send
+// their writes to the gates concurrently, as real processes would. Each
+// resource records every write that landed on it in the same operation as
+// the write (a list appended under the in-memory gate's lock, a row of the
+// SQLite writes table in the gate's transaction with the database's own
+// sequence, a key in the etcd transaction ordered by its revision), and
+// the history's landings are built from that record once the run is over
+// (record.go): the order is the resource's, never the runner's. Every
+// other event is stamped as it happens, the history is every event in the
+// order of its instant, and only then is it judged and handed to the
+// subscribers. A deliberately broken check-then-set gate is caught this
+// way (broken_test.go). The coordinator's side is recorded as the calls
+// pass it, before the fault layer decides the reply's fate, and acquires
+// pass it concurrently: a grant is recorded at the instant the coordinator
+// stamped it with, and grants in the order of their fences. A store error on a write (its fate unknown) is a
+// library_error, which fails the run. An expiry is recorded when the
+// coordinator is seen to have let a lease go: a renewal refused as
+// expired, or the next grant on the resource.
 //
 // # The dashboard
 //

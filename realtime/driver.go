@@ -1,10 +1,12 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/spec"
 )
 
 // driver is one agent of a real-time run: the agent state machine, fed one
@@ -84,16 +87,23 @@ func (d *driver) start(ctx context.Context) {
 	if !d.ag.Scripted() {
 		return
 	}
+	// One goroutine hands the agent its actions at their instants, in the
+	// script's order: two actions of one instant come in the order written.
+	var acts []spec.Action
 	for _, act := range d.w.r.sc.Script {
-		if act.Agent != d.name {
-			continue
+		if act.Agent == d.name {
+			acts = append(acts, act)
 		}
-		d.w.r.spawn(func(ctx context.Context) {
-			if sleep(ctx, act.At-d.w.r.now()) == nil {
-				d.feed(func(now time.Duration) []agent.Output { return d.ag.Script(now, act) })
-			}
-		})
 	}
+	slices.SortStableFunc(acts, func(a, b spec.Action) int { return cmp.Compare(a.At, b.At) })
+	d.w.r.spawn(func(ctx context.Context) {
+		for _, act := range acts {
+			if sleep(ctx, act.At-d.w.r.now()) != nil {
+				return
+			}
+			d.feed(func(now time.Duration) []agent.Output { return d.ag.Script(now, act) })
+		}
+	})
 }
 
 // feed hands the agent one input, at the current true instant, and carries
@@ -119,9 +129,9 @@ func (d *driver) carry(out []agent.Output) {
 		case agent.Send:
 			d.send(*o.Request)
 		case agent.Write:
-			d.write(o.Token, o.Resource)
+			d.write(o.Write.Token, o.Write.Resource)
 		case agent.Failed:
-			d.libraryError(o.Op, o.Err)
+			d.libraryError(o.Failure.Op, o.Failure.Err)
 			d.dead = true
 			return
 		}
@@ -187,13 +197,10 @@ func (d *driver) write(t leasefence.Token, ri int) {
 const writeTimeout = 10 * time.Second
 
 // land makes one write at resource ri: through the gate in fenced mode,
-// straight at the resource in naive mode. It reports whether it landed,
-// and ok false if the run ended or the store failed. tmpl is the event of
-// the write, as the agent describes it.
-//
-// Writes to one resource are made one at a time, each with its event, so
-// that the history lists them in the order the resource applied them: the
-// gate still decides every one of them, in its own transaction.
+// straight at the resource in naive mode, beside every other write. It
+// reports whether it landed, and ok false if the run ended or the store
+// failed. tmpl is the event of the write, as the agent describes it; the
+// history's landing is built from the resource's own record of it.
 func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token, ri int) (landed, ok bool) {
 	r := w.r
 	res := w.resources[ri]
@@ -201,20 +208,19 @@ func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token
 	// gate is for. Only a store that does not answer at all is an error.
 	wctx, cancel := context.WithTimeout(ctx, max(10*r.sc.TTL, writeTimeout))
 	defer cancel()
-	w.resMu[ri].Lock()
-	defer w.resMu[ri].Unlock()
+	id := w.writes.add(tmpl)
 	if w.mode == history.Naive {
-		if err := res.Write(wctx, t); err != nil {
+		if err := res.Write(wctx, t, id); err != nil {
 			return false, w.storeError(ctx, tmpl, "Write", err)
 		}
 		tmpl.Kind = history.WriteLanded
-		r.emit(w.mode, tmpl)
+		r.emitLive(w.mode, tmpl)
 		return true, true
 	}
-	err := res.Commit(wctx, t)
+	err := res.Commit(wctx, t, id)
 	if err == nil {
 		tmpl.Kind = history.CommitAdmitted
-		r.emit(w.mode, tmpl)
+		r.emitLive(w.mode, tmpl)
 		return true, true
 	}
 	var floor leasefence.Token

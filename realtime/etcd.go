@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -242,17 +244,22 @@ type EtcdStore struct{ E *Etcd }
 func (EtcdStore) Name() string { return "etcd" }
 
 // Resource implements Store.
-func (s EtcdStore) Resource(_ context.Context, mode history.Mode, name string) (Resource, error) {
-	return &etcdResource{e: s.E, mode: mode, name: name, data: s.E.prefix + "data/" + string(mode) + "/" + name}, nil
+func (s EtcdStore) Resource(_ context.Context, mode history.Mode, name string, now func() time.Duration) (Resource, error) {
+	return &etcdResource{e: s.E, mode: mode, name: name, now: now, data: s.E.prefix + "data/" + string(mode) + "/" + name,
+		writes: s.E.prefix + "writes/" + string(mode) + "/" + name + "/"}, nil
 }
 
 // Close implements Store; the backend owns the cluster.
 func (EtcdStore) Close() error { return nil }
 
+// etcdResource is a resource on etcd: its data key, and its record, a key
+// per write put in the write's own transaction (etcd's revision orders
+// them).
 type etcdResource struct {
-	e          *Etcd
-	mode       history.Mode
-	name, data string
+	e                  *Etcd
+	mode               history.Mode
+	name, data, writes string
+	now                func() time.Duration
 }
 
 // gate is the resource's gate on the client in use.
@@ -264,17 +271,44 @@ func (r *etcdResource) put(t leasefence.Token) clientv3.Op {
 	return clientv3.OpPut(r.data, fmt.Sprintf("%s@%d", t.Holder, t.Fence))
 }
 
-func (r *etcdResource) Commit(ctx context.Context, t leasefence.Token) error {
+// record is the write's key in the resource's record, stamped as the
+// transaction is sent: etcd's revision, not the stamp, orders the record.
+func (r *etcdResource) record(id uint64) clientv3.Op {
+	return clientv3.OpPut(fmt.Sprintf("%s%020d", r.writes, id), strconv.FormatInt(int64(r.now()), 10))
+}
+
+func (r *etcdResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
 	g, err := r.gate()
 	if err != nil {
 		return err
 	}
-	return g.Commit(ctx, t, r.put(t))
+	return g.Commit(ctx, t, r.put(t), r.record(id))
 }
 
-func (r *etcdResource) Write(ctx context.Context, t leasefence.Token) error {
-	_, err := r.e.cli.Load().Do(ctx, r.put(t))
+func (r *etcdResource) Write(ctx context.Context, t leasefence.Token, id uint64) error {
+	_, err := r.e.cli.Load().Txn(ctx).Then(r.put(t), r.record(id)).Commit()
 	return err
+}
+
+// Landings reads the record back in etcd's revision order.
+func (r *etcdResource) Landings(ctx context.Context) ([]Landing, error) {
+	resp, err := r.e.cli.Load().Get(ctx, r.writes, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Landing, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		id, err := strconv.ParseUint(strings.TrimPrefix(string(kv.Key), r.writes), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("realtime: a write key %q: %w", kv.Key, err)
+		}
+		at, err := strconv.ParseInt(string(kv.Value), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("realtime: a write stamp %q: %w", kv.Value, err)
+		}
+		out = append(out, Landing{ID: id, At: time.Duration(at)})
+	}
+	return out, nil
 }
 
 func (r *etcdResource) Admit(ctx context.Context, t leasefence.Token) error {

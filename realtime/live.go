@@ -32,7 +32,7 @@ type Live struct {
 // takes them.
 func NewLive(sc spec.Scenario, opts Options) (*Live, error) {
 	l := &Live{views: make(map[history.Mode]*liveview.Fold)}
-	opts.Subscribers = append(append([]history.Subscriber(nil), opts.Subscribers...), history.SubscriberFunc(l.event))
+	opts.live = append(opts.live, history.SubscriberFunc(l.event))
 	r, err := New(sc, opts)
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 			case !e.Embedded():
 				return fmt.Errorf("%w: only an embedded etcd can be restarted", ErrRealTime)
 			case !iv.Persist && r.store.Name() == StoreEtcd:
-				return fmt.Errorf("%w: a restart that loses etcd's state would take the etcd gates' floors with it", ErrRealTime)
+				return fmt.Errorf("%w: %w", ErrRealTime, ErrFloorsLost)
 			}
 		}
 		r.mu.Lock()

@@ -457,3 +457,20 @@ func TestLiveRestart(t *testing.T) {
 		t.Errorf("%d restarts that lost the counter recorded, want 1", restarts.Load())
 	}
 }
+
+// A restart that loses the counter is refused while the resources are etcd
+// gates: the fresh etcd would forget their floors (a named error), from
+// New as from the configuration.
+func TestRestartLostOnEtcdGatesRefused(t *testing.T) {
+	sc, _ := spec.Builtin("restart-lost")
+	if _, err := realtime.New(sc, realtime.Options{Store: realtime.EtcdStore{}}); !errors.Is(err, realtime.ErrFloorsLost) {
+		t.Errorf("New = %v, want ErrFloorsLost", err)
+	}
+	if err := (realtime.Config{Backend: realtime.BackendEtcd, Resource: realtime.StoreEtcd}).Check(sc); !errors.Is(err, realtime.ErrFloorsLost) {
+		t.Errorf("Config.Check = %v, want ErrFloorsLost", err)
+	}
+	sc, _ = spec.Builtin("restart-persisted")
+	if _, err := realtime.New(sc, realtime.Options{Store: realtime.EtcdStore{}}); err != nil {
+		t.Errorf("New with a persisted restart = %v", err)
+	}
+}

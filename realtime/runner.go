@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -13,6 +12,12 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
 )
+
+// ErrFloorsLost refuses a run whose coordinator restart loses its state
+// while the resources are etcd gates: a restart that loses etcd's state
+// starts a fresh etcd, which would take the gates' floors with it, and the
+// run would judge a gate that forgot what it admitted.
+var ErrFloorsLost = errors.New("realtime: a restart that loses etcd's state would take the etcd gates' floors with it")
 
 // Options configures a Runner.
 type Options struct {
@@ -24,10 +29,12 @@ type Options struct {
 	Backend Backend
 	// Store gives the resources (default: MemoryStore).
 	Store Store
-	// Subscribers receive every event, in history order, one at a time
-	// under the runner's history lock: they must be quick and must not
-	// call back into the runner.
+	// Subscribers receive every event, in history order, one at a time,
+	// once the run is over and the resources' records are read back: they
+	// must not call back into the runner.
 	Subscribers []history.Subscriber
+	// live hear every event as it happens (Live's dashboard fold).
+	live []history.Subscriber
 	// CallTimeout bounds each call to the coordinator and each write; 0
 	// means the scenario's TTL (a reply later than a whole TTL is of no
 	// use to the holder anyway).
@@ -60,9 +67,10 @@ type Runner struct {
 	timeout time.Duration
 	start   time.Time
 
-	mu       sync.Mutex // orders the history: every event is stamped and added under it
+	mu       sync.Mutex // every event is stamped and kept under it
 	checkers map[history.Mode]*history.Checker
-	seq      map[history.Mode]uint64
+	emitted  map[history.Mode][]history.Event // in the order they happened, until assemble
+	live     []history.Subscriber             // hear each event as it happens (a dashboard)
 	stopped  bool
 	wall     time.Duration // the run's length, once stopped
 
@@ -91,8 +99,15 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
 	}
+	if _, etcdGates := opts.Store.(EtcdStore); etcdGates {
+		for i, rs := range sc.Restarts {
+			if !rs.Persist {
+				return nil, fmt.Errorf("%w: restarts[%d] loses the coordinator's state", ErrFloorsLost, i)
+			}
+		}
+	}
 	r := &Runner{sc: sc, backend: opts.Backend, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
-		checkers: make(map[history.Mode]*history.Checker), seq: make(map[history.Mode]uint64)}
+		checkers: make(map[history.Mode]*history.Checker), emitted: make(map[history.Mode][]history.Event), live: opts.live}
 	if r.backend == nil {
 		r.backend = NewMemory()
 	}
@@ -161,10 +176,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	r.wall = time.Since(r.start)
 	r.mu.Unlock()
 	r.extra.Wait()
+	recordErr := r.assemble()
 	res := r.result()
 	switch {
 	case openErr != nil:
 		return res, openErr
+	case recordErr != nil:
+		return res, recordErr
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
@@ -284,15 +302,33 @@ func (r *Runner) emit(mode history.Mode, e history.Event) {
 	r.emitLocked(mode, e)
 }
 
-func (r *Runner) emitLocked(mode history.Mode, e history.Event) {
+func (r *Runner) emitLocked(mode history.Mode, e history.Event) { r.emitAtLocked(mode, e, r.now()) }
+
+// emitAtLocked is emitLocked for an event that happened at true instant
+// at, which the system under test stamped.
+func (r *Runner) emitAtLocked(mode history.Mode, e history.Event, at time.Duration) {
+	if r.stopped {
+		return
+	}
+	e.Mode, e.At = mode, at
+	r.emitted[mode] = append(r.emitted[mode], e)
+	e.Seq = uint64(len(r.emitted[mode]))
+	for _, s := range r.live {
+		s.Event(e)
+	}
+}
+
+// emitLive hands e to the live subscribers only: a write's landing as its
+// writer saw it return, for a dashboard; the history has it from the
+// resource's record.
+func (r *Runner) emitLive(mode history.Mode, e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped {
 		return
 	}
 	e.Mode, e.At = mode, r.now()
-	r.seq[mode]++
-	e.Seq = r.seq[mode]
-	r.checkers[mode].Add(&e)
-	for _, s := range r.subs {
+	for _, s := range r.live {
 		s.Event(e)
 	}
 }
@@ -377,7 +413,7 @@ type world struct {
 	clock *coordClock
 
 	resources []Resource
-	resMu     []sync.Mutex // one write at a time per resource, so the history lists writes in the order they landed
+	writes    writes // the writes sent to the resources, by id
 	agents    []*driver
 
 	gens        []genState // per resource: the newest generation the history has seen
@@ -386,17 +422,6 @@ type world struct {
 
 	pushMu sync.Mutex
 	pushes *agent.Pushes
-}
-
-// genState is the newest lease generation of a resource, as the history
-// knows it.
-type genState struct {
-	known       bool
-	ended       bool // released, or known expired
-	agent       int
-	fence       leasefence.Fence
-	incarnation int32
-	coordEnd    time.Duration
 }
 
 func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
@@ -409,10 +434,9 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 	w.svc = svc
 	w.side = &coordSide{w: w}
 	w.resources = make([]Resource, sc.Resources)
-	w.resMu = make([]sync.Mutex, sc.Resources)
 	w.gens = make([]genState, sc.Resources)
 	for i, name := range r.h.Resources {
-		if w.resources[i], err = r.store.Resource(ctx, mode, name); err != nil {
+		if w.resources[i], err = r.store.Resource(ctx, mode, name, r.now); err != nil {
 			return nil, fmt.Errorf("realtime: %s resource %s (%s): %w", r.store.Name(), name, mode, err)
 		}
 	}
@@ -428,185 +452,4 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 		w.agents = append(w.agents, d)
 	}
 	return w, nil
-}
-
-// coordClock is the coordinator's clock: true time since the run began,
-// at its drift. It stamps the in-memory coordinator's grants; coordTrue
-// maps a stamp back to true time.
-type coordClock struct {
-	leasefence.Clock
-	rate float64
-}
-
-func newCoordClock(start time.Time, ppm float64) *coordClock {
-	c := &coordClock{rate: 1 + ppm/1e6}
-	c.Clock = leasefence.NewClock("coordinator", func() time.Duration {
-		return time.Duration(float64(time.Since(start)) * c.rate)
-	})
-	return c
-}
-
-// trueAt is the true instant at which the coordinator's clock reads i.
-func (c *coordClock) trueAt(i leasefence.Instant) time.Duration {
-	return time.Duration(math.Ceil(float64(i.Offset()) / c.rate))
-}
-
-// coordSide is the coordinator's side of the wire for one mode: every
-// call an agent's fault layer lets through reaches the backend's service
-// here, and what the coordinator did is recorded as it is done, whether or
-// not its reply then reaches the agent.
-//
-// Acquires pass one at a time, so that the history lists grants in the
-// order their fences were minted: two grants on different resources could
-// otherwise be recorded in the order their replies came back, and the
-// checker would rightly call the lower fence a reuse.
-type coordSide struct {
-	w    *world
-	mint sync.Mutex
-}
-
-// Acquire passes an acquire to the coordinator, and returns its outcome
-// with the coordinator incarnation that granted it. A fence newly minted
-// is pushed to the resource's gate when the push is on, whatever becomes
-// of the reply: the coordinator pushes it, as in the simulator.
-func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
-	c.mint.Lock()
-	defer c.mint.Unlock()
-	out, err := c.w.svc().Acquire(ctx, req)
-	if _, etcd := c.w.r.backend.(*Etcd); etcd && err == nil && !out.OK {
-		// etcd's retry hints are whole seconds: agents that waited them
-		// out would miss every release and expiry in between, and poll in
-		// step. A hint of at most a quarter TTL keeps them as keen as the
-		// simulator's.
-		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
-	}
-	if err != nil || !out.OK {
-		return out, 0, err
-	}
-	ri := agentIndex(c.w.r.h.Resources, req.Resource)
-	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
-	if fresh && c.w.r.sc.Push.Enabled {
-		c.w.push(ri, out.Grant.Token)
-	}
-	return out, epoch, nil
-}
-
-func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
-	out, err := c.w.svc().Renew(ctx, req)
-	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
-	switch {
-	case err != nil || ri < 0:
-	case out.OK:
-		c.w.extended(ri, out.Grant)
-	case out.Reason == leasefence.ReasonExpired:
-		c.w.ended(ri, req.Token.Fence, history.Expired)
-	}
-	return out, err
-}
-
-func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
-	out, err := c.w.svc().Release(ctx, t)
-	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
-		c.w.ended(ri, t.Fence, history.Released)
-	}
-	return out, err
-}
-
-// granted records a grant: a new generation (and the end of the
-// resource's previous one, which a new grant proves), or nothing for an
-// answer replayed to a retried request. It reports whether the grant is
-// fresh, and the incarnation that granted it.
-func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
-	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if holder < 0 || ri < 0 {
-		return false, w.incarnation
-	}
-	cur := &w.gens[ri]
-	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
-		return false, cur.incarnation // a replayed grant: minted once, already in the history
-	}
-	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
-		// The coordinator granted the resource again: the previous lease
-		// had expired there, unrenewed (a release would be known).
-		r.emitLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
-			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
-	}
-	end := w.clock.trueAt(g.CoordinatorExpiresAt)
-	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
-	w.maxFence = max(w.maxFence, g.Token.Fence)
-	r.emitLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
-		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end})
-	return true, w.incarnation
-}
-
-// extended records a renewal the coordinator granted.
-func (w *world) extended(ri int, g leasefence.Grant) {
-	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cur := &w.gens[ri]
-	if !cur.known || cur.fence != g.Token.Fence || cur.incarnation != w.incarnation {
-		return
-	}
-	cur.coordEnd = w.clock.trueAt(g.CoordinatorExpiresAt)
-	r.emitLocked(w.mode, history.Event{Kind: history.Extended, Agent: cur.agent, Resource: ri, Fence: cur.fence,
-		Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
-}
-
-// ended records that the coordinator let a generation go: released, or
-// (a renewal refused as expired) expired.
-func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
-	r := w.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cur := &w.gens[ri]
-	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != w.incarnation {
-		return
-	}
-	cur.ended = true
-	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
-	if kind == history.Expired {
-		e.Deadline = cur.coordEnd
-	}
-	r.emitLocked(w.mode, e)
-}
-
-// push is the coordinator pushing a new fence to the resource's gate
-// (Admit), after the scenario's push delay, unless the push is lost. It
-// runs beside the agents, until the run ends.
-func (w *world) push(ri int, t leasefence.Token) {
-	r := w.r
-	w.pushMu.Lock()
-	d, lost := w.pushes.Draw()
-	w.pushMu.Unlock()
-	r.spawn(func(ctx context.Context) {
-		if sleep(ctx, d) != nil {
-			return
-		}
-		e := history.Event{Kind: history.AdmitPushed, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence, Other: -1}
-		if lost {
-			e.Kind = history.PushDropped
-			r.emit(w.mode, e)
-			return
-		}
-		cctx, cancel := context.WithTimeout(ctx, r.timeout)
-		defer cancel()
-		w.resMu[ri].Lock()
-		defer w.resMu[ri].Unlock()
-		err := w.resources[ri].Admit(cctx, t)
-		if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
-			return // a push that did not arrive is a lost push
-		}
-		floor, ferr := w.resources[ri].Floor(cctx)
-		if ferr != nil {
-			return
-		}
-		e.Other, e.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence
-		if floor.Fence > t.Fence {
-			e.Outcome = history.OutcomeBelowFloor
-		}
-		r.emit(w.mode, e)
-	})
 }

@@ -1,0 +1,48 @@
+package liveview_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/liveview"
+	"github.com/leasefence/lab/spec"
+)
+
+// The fold shows what the history says: its totals at the end of a run
+// are the checker's counts of the same events, and the gap's refused write
+// is in the rejection log, numbered as its gate logged it.
+func TestFoldAgreesWithTheChecker(t *testing.T) {
+	for _, name := range []string{"gap", "overlap", "push"} {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := spec.Builtin(name)
+			h := sc.Header([]history.Mode{history.Fenced})
+			f := liveview.New(&h, history.Fenced, sc.Network.DropRequests)
+			res, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: []history.Mode{history.Fenced},
+				Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { f.Add(&e) })}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := res.Modes[history.Fenced]
+			snap := f.Snapshot(sc.Duration)
+			got := snap.Totals
+			if got.Acquisitions != rep.Acquisitions || got.CommitsAdmitted != rep.CommitsAdmitted ||
+				got.CommitsRefused != rep.CommitsRefused || got.StaleWritesLanded != rep.StaleWritesLanded ||
+				got.Expiries != rep.Expiries || snap.Events != uint64(rep.Events) {
+				t.Errorf("fold totals %+v (%d events), checker %+v", got, snap.Events, rep)
+			}
+			if len(snap.Refusals) != min(rep.CommitsRefused, liveview.MaxSnapshotRefusals) {
+				t.Errorf("%d refusals in the log, %d refused", len(snap.Refusals), rep.CommitsRefused)
+			}
+			for i, r := range snap.Refusals {
+				if r.Seq == 0 || i > 0 && r.Resource == snap.Refusals[i-1].Resource && r.Seq <= snap.Refusals[i-1].Seq {
+					t.Errorf("refusal %d numbered %d", i, r.Seq)
+				}
+			}
+			if len(snap.Agents) != sc.Agents || len(snap.Lanes) != sc.Agents || len(snap.Holders) != sc.Resources {
+				t.Errorf("snapshot of %d agents, %d lanes, %d holders", len(snap.Agents), len(snap.Lanes), len(snap.Holders))
+			}
+		})
+	}
+}

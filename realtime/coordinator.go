@@ -1,0 +1,206 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// The coordinator's side of a real-time run: what the history records of
+// the coordinator as the agents' calls pass it (grants, extensions, ends
+// of leases), its clock, and its pushes to the gates.
+
+// genState is the newest lease generation of a resource, as the history
+// knows it.
+type genState struct {
+	known       bool
+	ended       bool // released, or known expired
+	agent       int
+	fence       leasefence.Fence
+	incarnation int32
+	coordEnd    time.Duration
+}
+
+// coordClock is the coordinator's clock: true time since the run began,
+// at its drift. It stamps the in-memory coordinator's grants; coordTrue
+// maps a stamp back to true time.
+type coordClock struct {
+	leasefence.Clock
+	rate float64
+}
+
+func newCoordClock(start time.Time, ppm float64) *coordClock {
+	c := &coordClock{rate: 1 + ppm/1e6}
+	c.Clock = leasefence.NewClock("coordinator", func() time.Duration {
+		return time.Duration(float64(time.Since(start)) * c.rate)
+	})
+	return c
+}
+
+// trueAt is the true instant at which the coordinator's clock reads i.
+func (c *coordClock) trueAt(i leasefence.Instant) time.Duration {
+	return time.Duration(math.Ceil(float64(i.Offset()) / c.rate))
+}
+
+// coordSide is the coordinator's side of the wire for one mode: every
+// call an agent's fault layer lets through reaches the backend's service
+// here, and what the coordinator did is recorded as it is done, whether or
+// not its reply then reaches the agent.
+//
+// Acquires pass it concurrently, as they reach a real coordinator. A
+// grant is recorded at the instant the coordinator stamped it with (its
+// expiry less its TTL), not when its reply came back, and the history
+// lists grants in the order of their fences (assemble): two grants on
+// different resources could otherwise be listed in the order their calls
+// returned, and the checker would rightly call the lower fence a reuse.
+type coordSide struct {
+	w *world
+}
+
+// Acquire passes an acquire to the coordinator, and returns its outcome
+// with the coordinator incarnation that granted it. A fence newly minted
+// is pushed to the resource's gate when the push is on, whatever becomes
+// of the reply: the coordinator pushes it, as in the simulator.
+func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
+	out, err := c.w.svc().Acquire(ctx, req)
+	if _, etcd := c.w.r.backend.(*Etcd); etcd && err == nil && !out.OK {
+		// etcd's retry hints are whole seconds: agents that waited them
+		// out would miss every release and expiry in between, and poll in
+		// step. A hint of at most a quarter TTL keeps them as keen as the
+		// simulator's.
+		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
+	}
+	if err != nil || !out.OK {
+		return out, 0, err
+	}
+	ri := agentIndex(c.w.r.h.Resources, req.Resource)
+	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
+	if fresh && c.w.r.sc.Push.Enabled {
+		c.w.push(ri, out.Grant.Token)
+	}
+	return out, epoch, nil
+}
+
+func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := c.w.svc().Renew(ctx, req)
+	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
+	switch {
+	case err != nil || ri < 0:
+	case out.OK:
+		c.w.extended(ri, out.Grant)
+	case out.Reason == leasefence.ReasonExpired:
+		c.w.ended(ri, req.Token.Fence, history.Expired)
+	}
+	return out, err
+}
+
+func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	out, err := c.w.svc().Release(ctx, t)
+	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
+		c.w.ended(ri, t.Fence, history.Released)
+	}
+	return out, err
+}
+
+// granted records a grant: a new generation (and the end of the
+// resource's previous one, which a new grant proves), or nothing for an
+// answer replayed to a retried request. It reports whether the grant is
+// fresh, and the incarnation that granted it.
+func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if holder < 0 || ri < 0 {
+		return false, w.incarnation
+	}
+	cur := &w.gens[ri]
+	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
+		return false, cur.incarnation // a replayed grant: minted once, already in the history
+	}
+	// The instant the coordinator minted the fence, as it stamped it.
+	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
+	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
+		// The coordinator granted the resource again: the previous lease
+		// had expired there, unrenewed (a release would be known).
+		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
+			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
+	}
+	end := w.clock.trueAt(g.CoordinatorExpiresAt)
+	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
+	w.maxFence = max(w.maxFence, g.Token.Fence)
+	r.emitAtLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
+		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end}, at)
+	return true, w.incarnation
+}
+
+// extended records a renewal the coordinator granted.
+func (w *world) extended(ri int, g leasefence.Grant) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if !cur.known || cur.fence != g.Token.Fence || cur.incarnation != w.incarnation {
+		return
+	}
+	cur.coordEnd = w.clock.trueAt(g.CoordinatorExpiresAt)
+	r.emitLocked(w.mode, history.Event{Kind: history.Extended, Agent: cur.agent, Resource: ri, Fence: cur.fence,
+		Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+}
+
+// ended records that the coordinator let a generation go: released, or
+// (a renewal refused as expired) expired.
+func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != w.incarnation {
+		return
+	}
+	cur.ended = true
+	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
+	if kind == history.Expired {
+		e.Deadline = cur.coordEnd
+	}
+	r.emitLocked(w.mode, e)
+}
+
+// push is the coordinator pushing a new fence to the resource's gate
+// (Admit), after the scenario's push delay, unless the push is lost. It
+// runs beside the agents, until the run ends.
+func (w *world) push(ri int, t leasefence.Token) {
+	r := w.r
+	w.pushMu.Lock()
+	d, lost := w.pushes.Draw()
+	w.pushMu.Unlock()
+	r.spawn(func(ctx context.Context) {
+		if sleep(ctx, d) != nil {
+			return
+		}
+		e := history.Event{Kind: history.AdmitPushed, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence, Other: -1}
+		if lost {
+			e.Kind = history.PushDropped
+			r.emit(w.mode, e)
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+		err := w.resources[ri].Admit(cctx, t)
+		if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
+			return // a push that did not arrive is a lost push
+		}
+		floor, ferr := w.resources[ri].Floor(cctx)
+		if ferr != nil {
+			return
+		}
+		e.Other, e.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence
+		if floor.Fence > t.Fence {
+			e.Outcome = history.OutcomeBelowFloor
+		}
+		r.emit(w.mode, e)
+	})
+}

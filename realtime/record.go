@@ -1,0 +1,134 @@
+package realtime
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/leasefence/lab/history"
+)
+
+// How a real-time history is kept honest: the runner serialises nothing of
+// the system under test. Agents send writes to the gates concurrently,
+// and each resource records every write that landed on it, in the same
+// operation as the write (Resource.Landings). The history's landings are
+// built from that record once the run is over: in the resource's order,
+// each at the instant the resource stamped it with. Every other event is
+// stamped as it happens. The history is then every event in the order of
+// its instant, and only then judged, and handed to the subscribers.
+
+// writes is a mode's registry of the writes sent to its resources: the
+// event each would be if it landed, by write id.
+type writes struct {
+	mu     sync.Mutex
+	next   uint64
+	events map[uint64]history.Event
+}
+
+// add registers a write described by e and returns its id.
+func (ws *writes) add(e history.Event) uint64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.events == nil {
+		ws.events = make(map[uint64]history.Event)
+	}
+	ws.next++
+	ws.events[ws.next] = e
+	return ws.next
+}
+
+func (ws *writes) event(id uint64) (history.Event, bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	e, ok := ws.events[id]
+	return e, ok
+}
+
+// landings reads back every resource's record of mode w and returns its
+// landing events: in each resource's order, each at the instant the
+// resource stamped it with, never earlier than the write before it (a
+// resource that stamps before it orders, as etcd's revision does, can
+// stamp a later write earlier). Writes that landed after the run ended
+// are not in the history, which ends where the run did.
+func (w *world) landings(ctx context.Context, end time.Duration) ([]history.Event, error) {
+	kind := history.CommitAdmitted
+	if w.mode == history.Naive {
+		kind = history.WriteLanded
+	}
+	var out []history.Event
+	for ri, res := range w.resources {
+		record, err := res.Landings(ctx)
+		if err != nil {
+			return out, fmt.Errorf("realtime: reading back the writes of %s (%s): %w", w.r.h.Resources[ri], w.mode, err)
+		}
+		var last time.Duration
+		for _, l := range record {
+			e, ok := w.writes.event(l.ID)
+			if !ok {
+				return out, fmt.Errorf("realtime: %s (%s) records write %d, which was never sent", w.r.h.Resources[ri], w.mode, l.ID)
+			}
+			last = max(last, l.At)
+			if last > end {
+				break
+			}
+			e.Kind, e.At, e.Mode = kind, last, w.mode
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// assemble builds each mode's history from what was emitted and what the
+// resources recorded, has the checker judge it, and hands it to the
+// subscribers. It runs once, after every goroutine of the run ended.
+func (r *Runner) assemble() error {
+	ctx, cancel := context.WithTimeout(context.Background(), max(10*r.timeout, writeTimeout))
+	defer cancel()
+	var errs []error
+	for _, w := range r.worlds {
+		landed, err := w.landings(ctx, r.wall)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		events := append(r.emitted[w.mode], landed...)
+		inFenceOrder(events)
+		// Stable: events of one instant keep the order they happened in.
+		slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
+		for i := range events {
+			events[i].Seq = uint64(i + 1)
+			r.checkers[w.mode].Add(&events[i])
+			for _, s := range r.subs {
+				s.Event(events[i])
+			}
+		}
+		r.emitted[w.mode] = nil
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// inFenceOrder makes the grants' instants follow their fences within each
+// coordinator incarnation: fences are minted in order, so a grant stamped
+// before a lower fence's (a coordinator that stamps after it minted, as
+// etcdlease does once its transaction returns) was minted after it.
+func inFenceOrder(events []history.Event) {
+	var grants []*history.Event
+	for i := range events {
+		if events[i].Kind == history.Granted {
+			grants = append(grants, &events[i])
+		}
+	}
+	slices.SortStableFunc(grants, func(a, b *history.Event) int {
+		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Fence, b.Fence))
+	})
+	for i := 1; i < len(grants); i++ {
+		if prev := grants[i-1]; prev.Incarnation == grants[i].Incarnation && grants[i].At <= prev.At {
+			grants[i].At = prev.At + 1
+		}
+	}
+}

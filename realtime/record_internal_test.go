@@ -1,0 +1,57 @@
+package realtime
+
+import (
+	"context"
+	"testing"
+
+	"github.com/leasefence/lab/history"
+)
+
+// Grants are listed in fence order within an incarnation, whatever their
+// stamps say: a coordinator that stamps after it minted can stamp a later
+// fence earlier.
+func TestInFenceOrder(t *testing.T) {
+	events := []history.Event{
+		{Kind: history.Granted, Fence: 2, At: 10},
+		{Kind: history.Granted, Fence: 1, At: 12},
+		{Kind: history.Acquired, Fence: 1, At: 11},
+		{Kind: history.Granted, Fence: 1, Incarnation: 1, At: 5},
+	}
+	inFenceOrder(events)
+	if events[0].At != 13 || events[1].At != 12 || events[2].At != 11 || events[3].At != 5 {
+		t.Errorf("instants %v %v %v %v, want fence 2 after fence 1 (13), the rest as stamped",
+			events[0].At, events[1].At, events[2].At, events[3].At)
+	}
+}
+
+// stamped is a resource whose record is given: the writes in the order it
+// applied them, with stamps that need not rise.
+type stamped struct {
+	Resource
+	record []Landing
+}
+
+func (s stamped) Landings(context.Context) ([]Landing, error) { return s.record, nil }
+
+// Landings follow the resource's own order, never earlier than the write
+// before them, and end where the run did.
+func TestLandingsFromTheRecord(t *testing.T) {
+	r := &Runner{h: history.Header{Resources: []string{"res-1"}}}
+	w := &world{r: r, mode: history.Fenced}
+	a := w.writes.add(history.Event{Agent: 0, Resource: 0, Fence: 1})
+	b := w.writes.add(history.Event{Agent: 1, Resource: 0, Fence: 2})
+	c := w.writes.add(history.Event{Agent: 0, Resource: 0, Fence: 3})
+	w.resources = []Resource{stamped{record: []Landing{{ID: b, At: 20}, {ID: a, At: 15}, {ID: c, At: 99}}}}
+	got, err := w.landings(context.Background(), 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Fence != 2 || got[0].At != 20 || got[1].Fence != 1 || got[1].At != 20 ||
+		got[0].Kind != history.CommitAdmitted || got[0].Mode != history.Fenced {
+		t.Fatalf("landings %+v, want fence 2 then fence 1, both at 20, and none after the end", got)
+	}
+	w.resources = []Resource{stamped{record: []Landing{{ID: 42, At: 1}}}}
+	if _, err := w.landings(context.Background(), 50); err == nil {
+		t.Error("a record naming a write never sent was taken")
+	}
+}
