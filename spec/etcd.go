@@ -22,9 +22,10 @@ type MemberFaultKind string
 
 // The member faults.
 const (
-	// PartitionMember cuts member Member off from the other members and
-	// from every client, both ways, for Duration; with Delay instead
-	// its traffic is held back that long rather than cut.
+	// PartitionMember cuts member Member (the leader at At, if it names
+	// none) off from the other members and from every client, both
+	// ways, for Duration; with Delay its traffic is held back that long
+	// instead of cut.
 	PartitionMember MemberFaultKind = "partition_member"
 	// PauseMember stops member Member's process (SIGSTOP) for Duration.
 	PauseMember MemberFaultKind = "pause_member"
@@ -36,7 +37,7 @@ const (
 type MemberFault struct {
 	At       time.Duration   `json:"at"`
 	Do       MemberFaultKind `json:"do"`
-	Member   int             `json:"member,omitempty"` // 1-based; partition_member and pause_member
+	Member   int             `json:"member,omitempty"` // from 1; partition_member (0: the leader) and pause_member
 	Duration time.Duration   `json:"duration"`
 	// Delay, for partition_member, delays the member's traffic by this
 	// much instead of cutting it.
@@ -70,8 +71,8 @@ func (s *Scenario) validateEtcd(bad complaint) {
 		}
 		switch f.Do {
 		case PartitionMember, PauseMember:
-			if f.Member < 1 || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
-				bad(field+".member", "must name a member, 1 to %d, got %d", max(e.Members, 1), f.Member)
+			if (f.Member < 1 && (f.Do == PauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
+				bad(field+".member", "must name a member, from 1 to etcd.members (at most %d), got %d", MaxEtcdMembers, f.Member)
 			}
 		case PauseLeader:
 			if f.Member != 0 {

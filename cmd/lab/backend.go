@@ -140,7 +140,7 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	f := res.Faults
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
-			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}}
+			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}, MemberFaults: memberFaults(res)}
 }
 
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the

@@ -57,6 +57,8 @@ func StartConfigured(c MemberConfig) (*Serving, error) {
 	cfg := memberConfig(m, c.InitialCluster, c.Token)
 	cfg.ListenClientUrls, cfg.ListenPeerUrls = []url.URL{urls[0]}, []url.URL{urls[1]}
 	cfg.AdvertiseClientUrls, cfg.AdvertisePeerUrls = []url.URL{urls[2]}, []url.URL{urls[3]}
+	// Clients ping often, to find a paused member's connection dead soon.
+	cfg.GRPCKeepAliveMinTime = 500 * time.Millisecond
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdembed: start %s: %w", c.Name, err)
