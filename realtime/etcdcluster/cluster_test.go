@@ -2,8 +2,12 @@ package etcdcluster_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"os/signal"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +18,59 @@ import (
 
 func TestMain(m *testing.M) {
 	etcdcluster.ServeMemberIfAsked()
+	if dir := os.Getenv(parentEnv); dir != "" {
+		os.Exit(runParent(dir))
+	}
 	os.Exit(m.Run())
+}
+
+// parentEnv makes the test binary a parent of a cluster (runParent), for
+// the tests that end a parent from outside.
+const parentEnv = "ETCDCLUSTER_TEST_PARENT"
+
+// parentReport is what a parent says of its cluster once it serves.
+type parentReport struct {
+	Pids      []int
+	Endpoints []string
+	Dir       string
+}
+
+// runParent starts a cluster in dir, says where it is on standard output
+// and runs until SIGTERM or SIGINT, then closes the cluster, as lab does.
+func runParent(dir string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	c, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: 3, Dir: dir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	json.NewEncoder(os.Stdout).Encode(parentReport{c.Pids(), c.Endpoints(), c.Dir()})
+	<-ctx.Done()
+	return 0
+}
+
+// startParent runs the test binary as a parent of a cluster in dir and
+// returns it and its report.
+func startParent(t *testing.T, dir string) (*exec.Cmd, parentReport) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), parentEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var rep parentReport
+	if err := json.NewDecoder(out).Decode(&rep); err != nil {
+		t.Fatalf("the parent did not start its cluster: %v", err)
+	}
+	return cmd, rep
 }
 
 func startCluster(t *testing.T, n int) *etcdcluster.Cluster {
@@ -110,6 +166,40 @@ func TestCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGone(t, pids, eps, dir)
+}
+
+// A parent ended by SIGTERM (or Ctrl-C) closes its cluster: no member
+// process, port or directory is left. A parent killed outright (SIGKILL,
+// which it cannot catch) still leaves no member process or port: the
+// members end with it; only its directory is left.
+func TestParentEndLeavesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		sig     syscall.Signal
+		leftDir bool
+	}{{syscall.SIGTERM, false}, {syscall.SIGKILL, true}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			cmd, rep := startParent(t, t.TempDir())
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			cmd.Wait()
+			waitGone(rep.Pids)
+			if tc.leftDir {
+				os.RemoveAll(rep.Dir)
+			}
+			assertGone(t, rep.Pids, rep.Endpoints, rep.Dir)
+		})
+	}
+}
+
+// waitGone waits a little for processes that are ending.
+func waitGone(pids []int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
 
 // assertGone fails unless every pid has ended, every endpoint refuses
