@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
+	"os"
 	"time"
 )
 
@@ -87,15 +87,15 @@ func (c *Cluster) Delay(i int, d time.Duration) error {
 
 // Pause stops member i's process (SIGSTOP) until Resume(i).
 func (c *Cluster) Pause(i int) error {
-	return c.signal(i, syscall.SIGSTOP, true)
+	return c.signal(i, stopProcess, true)
 }
 
 // Resume continues member i's process (SIGCONT).
 func (c *Cluster) Resume(i int) error {
-	return c.signal(i, syscall.SIGCONT, false)
+	return c.signal(i, continueProcess, false)
 }
 
-func (c *Cluster) signal(i int, sig syscall.Signal, paused bool) error {
+func (c *Cluster) signal(i int, sig func(*os.Process) error, paused bool) error {
 	m, err := c.member(i)
 	if err != nil {
 		return err
@@ -105,8 +105,8 @@ func (c *Cluster) signal(i int, sig syscall.Signal, paused bool) error {
 	if m.cmd == nil {
 		return fmt.Errorf("%w: member %d is down", ErrNoMember, i)
 	}
-	if err := m.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("etcdcluster: %v to member %d: %w", sig, i, err)
+	if err := sig(m.cmd.Process); err != nil {
+		return fmt.Errorf("etcdcluster: member %d: %w", i, err)
 	}
 	m.paused = paused
 	return nil

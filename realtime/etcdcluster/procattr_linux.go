@@ -1,6 +1,9 @@
 package etcdcluster
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // memberProcAttr puts a member in its own process group, so that a
 // terminal's Ctrl-C reaches only the parent (which then ends the members
@@ -8,3 +11,6 @@ import "syscall"
 func memberProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+func stopProcess(p *os.Process) error     { return p.Signal(syscall.SIGSTOP) }
+func continueProcess(p *os.Process) error { return p.Signal(syscall.SIGCONT) }

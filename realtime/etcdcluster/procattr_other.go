@@ -2,7 +2,10 @@
 
 package etcdcluster
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // memberProcAttr puts a member in its own process group, so that a
 // terminal's Ctrl-C reaches only the parent (which then ends the members
@@ -10,3 +13,6 @@ import "syscall"
 func memberProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+func stopProcess(p *os.Process) error     { return p.Signal(syscall.SIGSTOP) }
+func continueProcess(p *os.Process) error { return p.Signal(syscall.SIGCONT) }
