@@ -160,8 +160,9 @@ func (e *Etcd) MinTTL() time.Duration { return e.minTTL }
 // Embedded reports whether the cluster is the backend's own.
 func (e *Etcd) Embedded() bool { return len(e.opts.Endpoints) == 0 }
 
-// Cluster is the embedded cluster (nil for given endpoints): tests stop
-// its members.
+// Cluster is the embedded cluster when it runs in this process (one
+// member; nil for given endpoints, and for member processes: see
+// Members): tests stop its members.
 func (e *Etcd) Cluster() *etcdembed.Cluster {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -102,3 +102,35 @@ func TestEtcdMembersInterruptLeavesNothing(t *testing.T) {
 		t.Errorf("left behind in %s: %v", parent, left)
 	}
 }
+
+// Config.Check refuses a cluster the scenario asks for that the
+// configuration cannot give, naming the setting.
+func TestConfigCheckMembers(t *testing.T) {
+	faults := memberScenario(8 * time.Second)
+	noSize := faults
+	noSize.Etcd.Members = 0
+	for _, tc := range []struct {
+		name    string
+		c       realtime.Config
+		sc      spec.Scenario
+		setting string // "" when it is accepted
+	}{
+		{"the scenario's size", realtime.Config{Backend: "etcd"}, faults, ""},
+		{"the flag's size", realtime.Config{Backend: "etcd", EtcdMembers: 5}, noSize, ""},
+		{"too few for faults", realtime.Config{Backend: "etcd"}, noSize, "etcd-members"},
+		{"sizes disagree", realtime.Config{Backend: "etcd", EtcdMembers: 5}, faults, "etcd-members"},
+		{"not etcd", realtime.Config{Backend: "memory"}, faults, "scenario"},
+		{"given endpoints", realtime.Config{Backend: "etcd", EtcdEndpoints: []string{"http://127.0.0.1:2379"}}, faults, "scenario"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Check(tc.sc)
+			var ce *realtime.ConfigError
+			switch {
+			case tc.setting == "" && err != nil:
+				t.Fatal(err)
+			case tc.setting != "" && (!errors.As(err, &ce) || ce.Setting != tc.setting):
+				t.Fatalf("got %v, want a problem with %s", err, tc.setting)
+			}
+		})
+	}
+}
