@@ -221,3 +221,32 @@ func assertGone(t *testing.T, pids []int, eps []string, dir string) {
 		t.Errorf("%s is still there (%v)", dir, err)
 	}
 }
+
+// Restart ends every member process and starts them again on their data,
+// behind the same proxies: what was written is still there.
+func TestRestartResumes(t *testing.T) {
+	c := startCluster(t, 3)
+	if err := put(t, c, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Pids()
+	if err := c.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, pid := range c.Pids() {
+		if pid == 0 || pid == before[i] {
+			t.Errorf("member %d: pid %d after the restart, %d before", i, pid, before[i])
+		}
+	}
+	cli, err := etcdembed.Client(c.Endpoints()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, "k")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
+		t.Fatalf("after the restart: %v, %v", resp, err)
+	}
+}
