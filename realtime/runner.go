@@ -99,6 +99,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
 	}
+	if _, wire := opts.Store.(*HTTPStore); sc.OverTheWire() && !wire {
+		return nil, fmt.Errorf("%w: forgers and network.write_delay need a resource across a network (HTTPStore)", ErrUnmappable)
+	}
 	if _, etcdGates := opts.Store.(EtcdStore); etcdGates {
 		for i, rs := range sc.Restarts {
 			if !rs.Persist {
@@ -167,6 +170,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		for _, w := range r.worlds {
 			for _, d := range w.agents {
 				d.start(runCtx)
+			}
+			if err := w.startForgers(); err != nil {
+				openErr = err
 			}
 		}
 	}
@@ -422,6 +428,8 @@ type world struct {
 
 	pushMu sync.Mutex
 	pushes *agent.Pushes
+
+	genuine genuine // the newest proof the coordinator granted, per resource (forger.go)
 }
 
 func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
