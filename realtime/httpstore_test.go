@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/fencehttp"
@@ -172,8 +174,11 @@ func TestWriteDelayOnTheWire(t *testing.T) {
 // stores refuse them before anything starts.
 func TestOverTheWireNeedsHTTP(t *testing.T) {
 	sc := forgingOverlap(t, time.Second)
-	if _, err := realtime.New(sc, realtime.Options{}); err == nil {
-		t.Error("New ran forgers on the memory store")
+	if _, err := realtime.New(sc, realtime.Options{}); !errors.Is(err, spec.ErrOverTheWire) {
+		t.Errorf("New on the memory store: %v, want ErrOverTheWire", err)
+	}
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{}); !errors.Is(err, spec.ErrOverTheWire) {
+		t.Errorf("the simulator: %v, want ErrOverTheWire", err)
 	}
 	err := realtime.Config{Backend: realtime.BackendMemory, Resource: realtime.StoreSQLite}.Check(sc)
 	if err == nil || !strings.Contains(err.Error(), "--resource http") {

@@ -99,9 +99,6 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
 	}
-	if _, wire := opts.Store.(*HTTPStore); sc.OverTheWire() && !wire {
-		return nil, fmt.Errorf("%w: forgers and network.write_delay need a resource across a network (HTTPStore)", ErrUnmappable)
-	}
 	if _, etcdGates := opts.Store.(EtcdStore); etcdGates {
 		for i, rs := range sc.Restarts {
 			if !rs.Persist {
@@ -119,6 +116,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	}
 	if r.timeout <= 0 {
 		r.timeout = sc.TTL
+	}
+	if _, wire := r.store.(*HTTPStore); sc.OverTheWire() && !wire {
+		return nil, fmt.Errorf("realtime: %w: the store is %s", spec.ErrOverTheWire, r.store.Name())
 	}
 	r.h = sc.Header(modes)
 	r.h.Backend = r.backend.Name()

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,6 +46,11 @@ func CountForgers(n int) []Forgery {
 
 // ForgerName is the name of forger i (0-based): "forger-1", ...
 func ForgerName(i int) string { return fmt.Sprintf("forger-%d", i+1) }
+
+// ErrOverTheWire refuses a scenario with forgers or a write delay on the
+// wire where no resource sits across a network: the simulator, and the
+// real-time stores other than http.
+var ErrOverTheWire = errors.New("forgers and network.write_delay need a resource across a network (--resource http)")
 
 // OverTheWire reports whether sc asks for what only a resource across a
 // network plays: forgers, or a write delay on the wire.
