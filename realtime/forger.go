@@ -176,7 +176,8 @@ func (w *world) forgedWrite(ctx context.Context, kind spec.Forgery, name string,
 	var stale *leasefence.StaleFenceError
 	switch {
 	case err == nil:
-		return nil // landed: the resource's record says so
+		r.emitLive(w.mode, tmpl) // for a dashboard; the history has it from the record
+		return nil
 	case ctx.Err() != nil:
 		return nil // the run ended
 	case errors.As(err, &herr) && herr.Status < http.StatusInternalServerError:
