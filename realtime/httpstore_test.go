@@ -225,3 +225,28 @@ func TestHTTPSetupEndsItsServers(t *testing.T) {
 		t.Error("a closed store started a server")
 	}
 }
+
+// Every built-in scenario over real HTTP, at a tenth of its time: the
+// coordinator's restarts keep signing, pushes reach the servers' gates,
+// and the fenced mode keeps its invariants.
+func TestBuiltinsOnHTTP(t *testing.T) {
+	t.Parallel()
+	for _, name := range spec.BuiltinNames() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc := short(t, name, 12*time.Second, 0.1)
+			store := newHTTPStore(t, realtime.HTTPOptions{})
+			backend := realtime.NewMemory()
+			backend.Prover = store.Signer()
+			res, file := runRecorded(t, sc, realtime.Options{Backend: backend, Store: store})
+			assertInvariants(t, res)
+			checkRoundTrip(t, res, file)
+			if f := res.Modes[history.Fenced]; f.CommitsAdmitted == 0 {
+				t.Errorf("no write landed over HTTP")
+			}
+			if n := store.Verifier().Refused(); n != 0 {
+				t.Errorf("the servers refused %d honest proofs", n)
+			}
+		})
+	}
+}
