@@ -154,11 +154,12 @@ func TestUnverifiedServerIsCaught(t *testing.T) {
 }
 
 // A write slow on the wire is the check-to-write gap with no stall at
-// all: naive writes land stale, the fenced gate refuses them.
+// all: a holder that does not renew loses its lease while its write is on
+// the way, so naive writes land stale and the fenced gate refuses them.
 func TestWriteDelayOnTheWire(t *testing.T) {
 	t.Parallel()
 	sc := short(t, "overlap", 30*time.Second, 0.1)
-	sc.Agent.Stall = spec.Dist{}
+	sc.Agent.Stall, sc.Agent.RenewAt = spec.Dist{}, 0
 	sc.Network.WriteDelay = spec.Dist{TailP: 0.25, TailMin: 120 * time.Millisecond, TailMax: 250 * time.Millisecond} // TTL 100ms
 	store := newHTTPStore(t, realtime.HTTPOptions{})
 	backend := realtime.NewMemory()
