@@ -13,6 +13,8 @@ require (
 	github.com/leasefence/lab/leasefence v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/fencehttp v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-isatty v0.0.24
 	github.com/muesli/termenv v0.16.0
@@ -115,5 +117,7 @@ replace (
 	github.com/leasefence/lab/leasefence => ./leasefence
 	github.com/leasefence/lab/leasefence/etcdlease => ./leasefence/etcdlease
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest => ./leasefence/etcdlease/etcdtest
+	github.com/leasefence/lab/leasefence/fencehttp => ./leasefence/fencehttp
+	github.com/leasefence/lab/leasefence/fencetoken => ./leasefence/fencetoken
 	github.com/leasefence/lab/leasefence/sqlgate => ./leasefence/sqlgate
 )

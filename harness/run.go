@@ -42,6 +42,9 @@ func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	if sc.OverTheWire() {
+		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
+	}
 	modes := opts.Modes
 	if len(modes) == 0 {
 		modes = Modes

@@ -99,6 +99,9 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	if sc.OverTheWire() {
+		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
+	}
 	if mode != Fenced && mode != Naive {
 		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
 	}

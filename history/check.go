@@ -115,6 +115,7 @@ func (c *Checker) Report() *Report {
 	r := j.r
 	r.PerResource = j.per
 	r.Counterexamples = j.cx.list()
+	j.forgeries()
 	if c.mode == Fenced {
 		r.Violations = c.violations(r)
 	}
@@ -370,6 +371,17 @@ func explained(gens []Generation, byFloor map[floorKey][]int32, w *Write) bool {
 	return false
 }
 
+// forgeries counts what the forgers did, resource by resource, as the
+// Reader folded it.
+func (j *judgement) forgeries() {
+	for i := range j.per {
+		f := j.rd.Forgeries(i)
+		j.r.ForgeriesRefused += f.Refused
+		j.r.ForgeriesLanded += f.Landed
+		j.r.ForgedFloorsMoved += f.FloorsMoved
+	}
+}
+
 // violations names the invariants the fenced mode promises under the
 // header's assumptions and r shows broken.
 func (c *Checker) violations(r *Report) []string {
@@ -385,6 +397,12 @@ func (c *Checker) violations(r *Report) []string {
 	}
 	if r.UnexplainedRefusals > 0 {
 		v = append(v, Plural(r.UnexplainedRefusals, "refusal with no overlap behind it", "refusals with no overlap behind them"))
+	}
+	if r.ForgeriesLanded > 0 {
+		v = append(v, Plural(r.ForgeriesLanded, "forged write", "forged writes")+" landed through the gate")
+	}
+	if r.ForgedFloorsMoved > 0 {
+		v = append(v, Plural(r.ForgedFloorsMoved, "floor", "floors")+" moved by a forger")
 	}
 	return v
 }

@@ -42,8 +42,8 @@
 // fence). Readers ignore fields they do not know, so the format can grow;
 // an unknown kind is an error, and so is an event that names no agent or no
 // resource where its kind names one (every kind names an agent but
-// coordinator_restarted, intervened and library_error; every kind that
-// names an agent names a resource too, but partition_began,
+// coordinator_restarted, intervened, library_error and the forgery kinds,
+// which name a resource; every kind that names an agent names a resource too, but partition_began,
 // partition_ended, check_passed, check_failed, stall_began, stall_ended and
 // write_skipped), or one the header does not list.
 //
@@ -88,6 +88,8 @@
 //	partition_ended        the partition healed
 //	intervened             a live intervention was applied: intervention
 //	library_error          the library returned an error it never should: detail; the run ends
+//	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused
+//	forgery_landed         a forger's write landed at the resource under the fence it claimed (fenced: a violation)
 //
 // A file that cannot be read gives a *LineError naming the file and line
 // (wrapping ErrBadHistory); the header and the events before the bad line

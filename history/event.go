@@ -112,6 +112,14 @@ const (
 	// LibraryError: the library under test returned an error it never
 	// should (Detail says which call and what); the run ends here.
 	LibraryError
+	// ForgeryRefused: the resource refused a write under a proof a forger
+	// made up (Outcome: the forgery; Detail: the forger and the answer it
+	// got). A forger names no agent: it holds no lease.
+	ForgeryRefused
+	// ForgeryLanded: a forger's write landed at the resource (Fence: the
+	// fence it claimed; Outcome and Detail as for ForgeryRefused). In the
+	// fenced mode that is a violation.
+	ForgeryLanded
 	numKinds
 )
 
@@ -126,6 +134,7 @@ var kindNames = [numKinds]string{
 	WriteLanded: "write_landed", LeaseAbandoned: "lease_abandoned", AdmitPushed: "admit_pushed",
 	PushDropped: "push_dropped", CoordinatorRestarted: "coordinator_restarted",
 	PartitionBegan: "partition_began", PartitionEnded: "partition_ended", Intervened: "intervened", LibraryError: "library_error",
+	ForgeryRefused: "forgery_refused", ForgeryLanded: "forgery_landed",
 }
 
 // Kinds returns every event kind, in order.
@@ -155,11 +164,11 @@ func ParseKind(name string) (Kind, bool) {
 }
 
 // NamesAgent reports whether every event of kind k names the agent it
-// concerns. Only a coordinator restart, a live intervention and a library
-// error may name none.
+// concerns. Only a coordinator restart, a live intervention, a library
+// error and a forger's write may name none.
 func (k Kind) NamesAgent() bool {
 	switch k {
-	case CoordinatorRestarted, Intervened, LibraryError:
+	case CoordinatorRestarted, Intervened, LibraryError, ForgeryRefused, ForgeryLanded:
 		return false
 	}
 	return k > 0 && k < numKinds
@@ -173,6 +182,8 @@ func (k Kind) NamesResource() bool {
 	switch k {
 	case PartitionBegan, PartitionEnded, CheckPassed, CheckFailed, StallBegan, StallEnded, WriteSkipped:
 		return false
+	case ForgeryRefused, ForgeryLanded:
+		return true
 	}
 	return k.NamesAgent()
 }

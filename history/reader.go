@@ -78,6 +78,15 @@ type Reader struct {
 	landed      []landing
 	incarnation int32
 	refused     int
+	forgeries   []Forgeries // per resource
+}
+
+// Forgeries is what forgers did at one resource: writes refused, writes
+// landed, and landed writes whose claimed fence was above every fence
+// landed there before (each moved the floor of a gate that admitted it).
+type Forgeries struct {
+	Refused, Landed, FloorsMoved int
+	high                         leasefence.Fence // the highest fence landed, honest or forged
 }
 
 // NewReader returns a Reader for a history with h's participants.
@@ -87,6 +96,8 @@ func NewReader(h *Header) *Reader {
 		latest:  make([]int32, len(h.Resources)),
 		holding: make([]int32, len(h.Agents)),
 		landed:  make([]landing, len(h.Resources)),
+
+		forgeries: make([]Forgeries, len(h.Resources)),
 	}
 	for i := range r.latest {
 		r.latest[i] = -1
@@ -210,6 +221,15 @@ func (r *Reader) Add(e *Event) error {
 			g := &r.gens[gi]
 			g.ActEnd = max(g.ActEnd, e.At)
 		}
+	case ForgeryRefused:
+		r.forgeries[e.Resource].Refused++
+	case ForgeryLanded:
+		f := &r.forgeries[e.Resource]
+		f.Landed++
+		if e.Fence > max(f.high, r.landed[e.Resource].highest.fence) {
+			f.FloorsMoved++
+			f.high = e.Fence
+		}
 	case LeaseAbandoned:
 		if gi := r.holding[e.Agent]; gi >= 0 {
 			g := &r.gens[gi]
@@ -220,6 +240,9 @@ func (r *Reader) Add(e *Event) error {
 	}
 	return nil
 }
+
+// Forgeries returns what forgers did at resource.
+func (r *Reader) Forgeries(resource int) Forgeries { return r.forgeries[resource] }
 
 // Refused returns how many events Add refused.
 func (r *Reader) Refused() int { return r.refused }

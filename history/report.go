@@ -114,6 +114,13 @@ type Report struct {
 	// UnexplainedRefusals counts refusals that match no overlap and no
 	// fence reuse. Always 0 unless the gate is wrong.
 	UnexplainedRefusals int `json:"unexplained_refusals"`
+	// ForgeriesRefused and ForgeriesLanded are the writes under proofs
+	// forgers made up that the resource refused, and that landed (naive:
+	// no gate to refuse them; fenced: a violation). ForgedFloorsMoved
+	// counts the forged writes that landed above every fence before them.
+	ForgeriesRefused  int `json:"forgeries_refused,omitempty"`
+	ForgeriesLanded   int `json:"forgeries_landed,omitempty"`
+	ForgedFloorsMoved int `json:"forged_floors_moved,omitempty"`
 
 	PerResource     []ResourceReport `json:"per_resource"`
 	Counterexamples []Counterexample `json:"counterexamples"`

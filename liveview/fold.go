@@ -95,6 +95,10 @@ func (v *Fold) Add(e *history.Event) {
 		v.refusals = append(v.refusals, RefusalView{At: e.At, Rejection: leasefence.Rejection{
 			Resource: v.h.Resources[e.Resource], Holder: v.h.Agents[e.Agent], Fence: e.Fence,
 			FloorHolder: v.name(e.Other), FloorFence: e.OtherFence, Seq: uint64(v.gates[e.Resource].Refused)}})
+	case history.ForgeryRefused:
+		v.totals.ForgeriesRefused++
+	case history.ForgeryLanded:
+		v.totals.ForgeriesLanded++
 	case history.Expired, history.Released, history.CoordinatorRestarted:
 		if e.Kind == history.Expired {
 			v.totals.Expiries++

@@ -46,3 +46,20 @@ func TestFoldAgreesWithTheChecker(t *testing.T) {
 		})
 	}
 }
+
+// Forged writes are totalled apart from the gate's refusals of stale
+// fences, and never enter the gate's refusal log.
+func TestFoldCountsForgeriesApart(t *testing.T) {
+	h, events, err := history.ReadFile("../history/testdata/forgeries_fenced.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := liveview.New(&h, history.Fenced, 0)
+	for i := range events {
+		f.Add(&events[i])
+	}
+	snap := f.Snapshot(h.Duration)
+	if got := snap.Totals; got.ForgeriesRefused != 1 || got.ForgeriesLanded != 2 || got.CommitsRefused != 0 || len(snap.Refusals) != 0 {
+		t.Errorf("totals %+v, %d refusals logged: want 1 forgery refused, 2 landed, no stale refusal", got, len(snap.Refusals))
+	}
+}

@@ -67,6 +67,11 @@ type Totals struct {
 	// landed after a write of a higher fence.
 	StaleWritesLanded int
 	MessagesLost      int
+	// ForgeriesRefused and ForgeriesLanded count the writes of forgers
+	// (proofs the coordinator never granted), apart from the refusals of
+	// stale fences in CommitsRefused.
+	ForgeriesRefused int
+	ForgeriesLanded  int
 }
 
 // HolderView is a resource's lease as the coordinator and its holder see it.

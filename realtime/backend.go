@@ -80,6 +80,10 @@ type Resource interface {
 // A restart replaces each coordinator with a new one that resumes after
 // the last fence it issued (persist) or from zero.
 type Memory struct {
+	// Prover, if set, gives every grant its proof (see
+	// leasefence.CoordinatorOptions.Prover); set it before Open.
+	Prover leasefence.Prover
+
 	mu     sync.Mutex
 	coords []*memCoord
 }
@@ -98,7 +102,7 @@ func (*Memory) Name() string { return "memory" }
 
 // Open implements Backend.
 func (m *Memory) Open(_ context.Context, _ history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
-	c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl})
+	c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl, Prover: m.Prover})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +123,7 @@ func (m *Memory) Restart(_ context.Context, persist bool) error {
 		if persist {
 			start = mc.cur.Load().IssuedFence()
 		}
-		c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: mc.clock, TTL: mc.ttl, StartFence: start})
+		c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: mc.clock, TTL: mc.ttl, StartFence: start, Prover: m.Prover})
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ const (
 	StoreMemory   = "memory"
 	StoreSQLite   = "sqlite"
 	StoreEtcd     = "etcd"
+	StoreHTTP     = "http"
 )
 
 // MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
@@ -98,13 +99,16 @@ func (c Config) Check(sc spec.Scenario) error {
 		return bad("backend", "must be %s or %s, got %q", BackendMemory, BackendEtcd, c.Backend)
 	}
 	switch c.store() {
-	case StoreMemory, StoreSQLite:
+	case StoreMemory, StoreSQLite, StoreHTTP:
 	case StoreEtcd:
 		if c.Backend != BackendEtcd {
 			return bad("resource", "etcd keeps the gates in the backend's etcd: it needs backend etcd")
 		}
 	default:
-		return bad("resource", "must be memory, sqlite or etcd, got %q", c.Resource)
+		return bad("resource", "must be memory, sqlite, etcd or http, got %q", c.Resource)
+	}
+	if c.store() != StoreHTTP && sc.OverTheWire() {
+		return bad("resource", "the scenario has forgers or a network.write_delay, which only a resource across a network plays: use --resource http")
 	}
 	if c.Backend != BackendEtcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) {
 		return bad("backend", "etcd members and endpoints need backend etcd")
@@ -175,22 +179,45 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 		return nil, err
 	}
 	s := &Setup{Config: c}
+	// The store comes first on http: the coordinator signs with its key.
+	var wire *HTTPStore
+	if c.store() == StoreHTTP {
+		var err error
+		if wire, err = NewHTTPStore(HTTPOptions{}); err != nil {
+			return nil, err
+		}
+		s.Store = wire
+	}
 	switch c.Backend {
 	case BackendMemory:
-		s.Backend = NewMemory()
+		m := NewMemory()
+		if wire != nil {
+			m.Prover = wire.Signer()
+		}
+		s.Backend = m
 		s.Scale = c.TimeScale
 		if s.Scale == 0 {
 			s.Scale = 1
 		}
 		s.Scenario = Scale(sc, s.Scale)
 	case BackendEtcd:
-		e, err := NewEtcd(ctx, EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.clusterSize(sc), Dir: c.TempDir})
+		opts := EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.clusterSize(sc), Dir: c.TempDir}
+		if wire != nil {
+			opts.Prover = wire.Signer()
+		}
+		e, err := NewEtcd(ctx, opts)
 		if err != nil {
+			if wire != nil {
+				wire.Close()
+			}
 			return nil, err
 		}
 		s.Backend = e
 		if s.Scenario, s.Scale, err = MapOntoEtcd(sc, e.MinTTL(), c.TimeScale); err != nil {
 			e.Close()
+			if wire != nil {
+				wire.Close()
+			}
 			return nil, err
 		}
 	}

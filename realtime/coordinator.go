@@ -79,6 +79,7 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 	}
 	ri := agentIndex(c.w.r.h.Resources, req.Resource)
 	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
+	c.w.genuine.set(ri, leasefence.Lease{Token: out.Grant.Token, Proof: out.Grant.Proof})
 	if fresh && c.w.r.sc.Push.Enabled {
 		c.w.push(ri, out.Grant.Token, epoch)
 	}

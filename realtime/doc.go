@@ -8,7 +8,8 @@
 // Backend: the in-memory coordinator behind leasefence.Local, or
 // etcdlease's Coordinator on an embedded or existing etcd) through a fault
 // layer, and writes to resources behind a real gate (a Store: in-memory
-// leasefence.FenceGate, sqlgate on a SQLite file, or etcdlease's Gate).
+// leasefence.FenceGate, sqlgate on a SQLite file, etcdlease's Gate, or a
+// FenceGate behind a real HTTP server on a loopback port, HTTPStore).
 // Everything they do, and everything the coordinator is seen to do, is an
 // event of one history (package history), which history's checker judges
 // from nothing else: the same events, the same file (lab run --events),
@@ -47,6 +48,20 @@
 // resource an agent picks) come from seeded generators drawn as the
 // simulator draws them, so a seed gives the same choices in both modes and
 // in every run; when things happen is real, and not deterministic.
+//
+// # Across a network
+//
+// On HTTPStore every resource is a server of its own, fencehttp.Require
+// in front of its gate, and the coordinator signs each grant's proof
+// (the store's Signer as the backend's Prover). An agent's write carries
+// its lease in the request's context, whose proof fencehttp.Transport
+// stamps on the request; a refusal comes back 409 and is read as the
+// gate's own error. network.write_delay holds each write request on the
+// wire before it reaches the server (a stream of its own per agent, so
+// both modes draw the same delays). Forgers (forger.go) write beside the
+// agents with proofs they made up; their refusals are events, their
+// landings come from the resource's record like any other. Forgers and a
+// write delay are refused on any other store (spec.ErrOverTheWire).
 //
 // # Time scale
 //

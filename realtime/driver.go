@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/fencehttp"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -37,6 +39,7 @@ type driver struct {
 	dropReqs   float64
 	dropReps   float64
 	stats      faultCounters
+	wireDelays *rand.Rand // draws network.write_delay, under mu
 }
 
 // agentClock is an agent's clock on the wall clock: the monotonic time
@@ -56,7 +59,10 @@ func (c *agentClock) TrueAt(i leasefence.Instant) time.Duration {
 
 func newDriver(w *world, i int, scripted bool) (*driver, error) {
 	r := w.r
-	d := &driver{w: w, idx: i, name: r.h.Agents[i], dropReqs: r.sc.Network.DropRequests, dropReps: r.sc.Network.DropReplies}
+	d := &driver{w: w, idx: i, name: r.h.Agents[i], dropReqs: r.sc.Network.DropRequests, dropReps: r.sc.Network.DropReplies,
+		// Its own stream, seeded by the run and the agent: the k-th write
+		// of an agent is as slow on the wire in both modes.
+		wireDelays: rand.New(rand.NewPCG(r.sc.Seed, wireStream+uint64(i)))}
 	err := d.ag.Init(agent.Config{
 		Scenario: &r.sc, Mode: w.mode, Index: i, Scripted: scripted, Resources: r.h.Resources,
 		AgentIndex: func(name string) int { return agentIndex(r.h.Agents, name) },
@@ -176,11 +182,22 @@ func (d *driver) dropRates() (reqs, reps float64) {
 	return d.dropReqs, d.dropReps
 }
 
+// wireStream is where the agents' streams of write delays begin.
+const wireStream = 0x77697265 << 16
+
 // write lands the agent's write under t on resource ri, beside the agent,
-// and hands it the outcome.
+// and hands it the outcome; d.mu is held. The write's context carries the
+// agent's lease, whose proof a resource across a network is shown, and
+// the delay the write meets on the wire.
 func (d *driver) write(t leasefence.Token, ri int) {
 	tmpl := d.ag.Event(history.CommitAdmitted)
+	lease := leasefence.Lease{Token: t}
+	if l, _ := d.ag.Lease(); l != nil && l.Token == t {
+		lease = *l
+	}
+	delay := d.w.r.sc.Network.WriteDelay.Sample(d.wireDelays)
 	d.w.r.spawn(func(ctx context.Context) {
+		ctx = withWireDelay(fencehttp.WithLease(ctx, lease), delay)
 		landed, ok := d.w.land(ctx, tmpl, t, ri)
 		if !ok {
 			d.mu.Lock()

@@ -33,6 +33,8 @@ type EtcdOptions struct {
 	// Dir is where the embedded cluster's temporary directory is made
 	// ("" for the system's temporary directory).
 	Dir string
+	// Prover, if set, gives every grant its proof (etcdlease.Options.Prover).
+	Prover leasefence.Prover
 }
 
 // Etcd is the backend of etcdlease coordinators on one etcd cluster: one
@@ -189,7 +191,7 @@ func (e *Etcd) Open(_ context.Context, mode history.Mode, clock leasefence.Clock
 		return nil, fmt.Errorf("%w: ttl %v is not whole seconds of at least etcd's minimum %v", ErrUnmappable, ttl, e.minTTL)
 	}
 	ec := &etcdCoord{prefix: e.modePrefix(mode), clock: clock, ttl: ttl}
-	c, err := etcdlease.New(e.cli.Load(), etcdlease.Options{Prefix: ec.prefix, TTL: ttl, Clock: clock})
+	c, err := etcdlease.New(e.cli.Load(), etcdlease.Options{Prefix: ec.prefix, TTL: ttl, Clock: clock, Prover: e.opts.Prover})
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +234,7 @@ func (e *Etcd) Restart(ctx context.Context, persist bool) error {
 	old := e.cli.Swap(cli)
 	old.Close()
 	for _, ec := range e.coords {
-		co, err := etcdlease.New(cli, etcdlease.Options{Prefix: ec.prefix, TTL: ec.ttl, Clock: ec.clock})
+		co, err := etcdlease.New(cli, etcdlease.Options{Prefix: ec.prefix, TTL: ec.ttl, Clock: ec.clock, Prover: e.opts.Prover})
 		if err != nil {
 			return err
 		}

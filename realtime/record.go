@@ -74,7 +74,10 @@ func (w *world) landings(ctx context.Context, end time.Duration) ([]history.Even
 			if last > end {
 				break
 			}
-			e.Kind, e.At, e.Mode = kind, last, w.mode
+			if e.Kind != history.ForgeryLanded { // a forger's write is the forger's
+				e.Kind = kind
+			}
+			e.At, e.Mode = last, w.mode
 			out = append(out, e)
 		}
 	}

@@ -121,6 +121,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if r.timeout <= 0 {
 		r.timeout = sc.TTL
 	}
+	if _, wire := r.store.(*HTTPStore); sc.OverTheWire() && !wire {
+		return nil, fmt.Errorf("realtime: %w: the store is %s", spec.ErrOverTheWire, r.store.Name())
+	}
 	r.h = sc.Header(modes)
 	r.h.Backend = r.backend.Name()
 	for _, m := range r.h.Modes {
@@ -178,6 +181,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		for _, w := range r.worlds {
 			for _, d := range w.agents {
 				d.start(runCtx)
+			}
+			if err := w.startForgers(); err != nil {
+				openErr = err
 			}
 		}
 	}
@@ -434,6 +440,8 @@ type world struct {
 
 	pushMu sync.Mutex
 	pushes *agent.Pushes
+
+	genuine genuine // the newest proof the coordinator granted, per resource (forger.go)
 }
 
 func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {

@@ -172,7 +172,8 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 		for _, m := range modes {
 			v := row.get(res.Modes[m])
 			pr.Values = append(pr.Values, v)
-			if m == history.Fenced && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals") {
+			if m == history.Fenced && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals" ||
+				row.label == "forgeries landed" || row.label == "floors moved by forgers") {
 				pr.Alarm = true
 			}
 		}

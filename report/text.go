@@ -57,6 +57,9 @@ var reportRows = []reportRow{
 	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }, false},
 	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }, false},
 	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }, false},
+	{"forgeries refused", func(r *history.Report) int { return r.ForgeriesRefused }, true},
+	{"forgeries landed", func(r *history.Report) int { return r.ForgeriesLanded }, true},
+	{"floors moved by forgers", func(r *history.Report) int { return r.ForgedFloorsMoved }, true},
 }
 
 // maxShownCounterexamples is how many counterexamples per mode the text
@@ -206,6 +209,21 @@ func verdictParagraphs(res *history.Result) []string {
 			ps = append(ps, fmt.Sprintf("%s under fences reissued by a coordinator that lost its counter: "+
 				"not stale, each was its resource's newest lease generation.", history.Plural(n.ReissuedWritesLanded, "write landed", "writes landed")))
 		}
+	}
+	return append(ps, forgeryParagraphs(res)...)
+}
+
+// forgeryParagraphs says what the forgers got, mode by mode, if a
+// scenario had any.
+func forgeryParagraphs(res *history.Result) []string {
+	var ps []string
+	if f, ok := res.Modes[history.Fenced]; ok && f.ForgeriesRefused+f.ForgeriesLanded > 0 {
+		ps = append(ps, fmt.Sprintf("Forgers: the fenced mode's resources refused %s (proofs the coordinator never signed, "+
+			"or signed for another resource) and let %d land.", history.Plural(f.ForgeriesRefused, "forged write", "forged writes"), f.ForgeriesLanded))
+	}
+	if n, ok := res.Modes[history.Naive]; ok && n.ForgeriesRefused+n.ForgeriesLanded > 0 {
+		ps = append(ps, fmt.Sprintf("The naive mode checks no proof: %s landed, %d of them above every fence landed before.",
+			history.Plural(n.ForgeriesLanded, "forged write", "forged writes"), n.ForgedFloorsMoved))
 	}
 	return ps
 }

@@ -41,6 +41,11 @@ type Fixture struct {
 	// deterministic, so expectations must be invariants (a count of 0),
 	// at-least counts (">= N", "> N") or comparisons of counters.
 	Backend string
+	// Resource is where a real-time fixture's gates live ("memory",
+	// "sqlite", "etcd", "http"; "" for the backend's own). A fixture that
+	// names a resource and no backend runs on "memory".
+	Resource     string
+	resourceLine int
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -70,6 +75,9 @@ const (
 // backends lists what a fixture's backend key accepts.
 var backends = []string{BackendSim, "memory", "etcd"}
 
+// resources lists what a fixture's resource key accepts: lab's --resource.
+var resources = []string{"memory", "sqlite", "etcd", "http"}
+
 // ErrNotRealSafe is wrapped by SetBackend's refusal of a fixture whose
 // expectations only the simulator can meet.
 var ErrNotRealSafe = errors.New("expectation needs the deterministic simulator")
@@ -80,6 +88,9 @@ var ErrNotRealSafe = errors.New("expectation needs the deterministic simulator")
 func (fx *Fixture) SetBackend(b string) error {
 	if !slices.Contains(backends, b) {
 		return fmt.Errorf("backend must be %s, got %q", strings.Join(backends, ", "), b)
+	}
+	if b == BackendSim && fx.Resource != "" {
+		return fmt.Errorf("%s:%d: resource %s needs a real-time backend", fx.File, fx.resourceLine, fx.Resource)
 	}
 	if b != BackendSim {
 		for _, x := range fx.Expect {
@@ -105,7 +116,7 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", "backend", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", "resource", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
 
 // MaxFixtureSeeds bounds `seeds: {from, count}`: a fixture is a test, and
 // a test that runs longer than this is a swarm.
@@ -163,6 +174,7 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 			}
 		}
 	}
+	d.resource(byKey, fx)
 	e, ok := byKey[fixtureKeyScenario]
 	if ok {
 		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)
@@ -213,6 +225,13 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	}
 	if !d.failed[""] {
 		d.validate(&fx.Scenario, fixtureKeyScenario)
+		if fx.Scenario.OverTheWire() && fx.Resource != "http" {
+			field := join(fixtureKeyScenario, "forgers")
+			if len(fx.Scenario.Forgers) == 0 {
+				field = join(join(fixtureKeyScenario, "network"), "write_delay")
+			}
+			d.fail(d.lineFor(field), field, "only a resource across a network plays it: add `resource: http`")
+		}
 	}
 	if len(d.errs) > 0 {
 		return nil, d.err()
@@ -273,4 +292,27 @@ func (d *decoder) seeds(n ast.Node, path string) ([]uint64, bool) {
 	}
 	d.fail(lineOf(n), path, "must be a seed, a list of seeds or {from: N, count: N}, got %s", describe(n))
 	return nil, false
+}
+
+// resource reads the fixture's resource key: a real-time resource, which
+// moves a fixture that names no backend to "memory".
+func (d *decoder) resource(byKey map[string]entry, fx *Fixture) {
+	e, ok := byKey["resource"]
+	if !ok {
+		return
+	}
+	fx.resourceLine = e.line
+	r, ok := d.str(d.plain(e.value, "resource"), "resource")
+	switch {
+	case !ok:
+	case !slices.Contains(resources, r):
+		d.fail(e.line, "resource", "must be %s, got %q", strings.Join(resources, ", "), r)
+	case fx.Backend == BackendSim && d.lines["backend"] != 0:
+		d.fail(e.line, "resource", "%s needs a real-time backend, and backend is %s", r, fx.Backend)
+	default:
+		fx.Resource = r
+		if fx.Backend == BackendSim {
+			fx.Backend = "memory"
+		}
+	}
 }

@@ -257,7 +257,7 @@ func TestFixtureBackend(t *testing.T) {
 		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
 	}
 	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend, _ string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		ran = append(ran, backend)
 		return harness.Run(ctx, sc, opts)
 	}})
@@ -271,5 +271,25 @@ func TestFixtureBackend(t *testing.T) {
 	}
 	if err := sim.SetBackend("sim"); err != nil {
 		t.Error(err)
+	}
+}
+
+// A fixture that names resource http and no backend runs on memory, over
+// the wire; its forgers count is taken as the forgeries in turn; the
+// simulator refuses it.
+func TestFixtureResource(t *testing.T) {
+	fx, err := scenario.ParseFixture("f.yaml", []byte("resource: http\nscenario:\n  builtin: overlap\n  resources: 2\n  forgers: 5\nexpect:\n  fenced: {forgeries_landed: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.Backend != "memory" || fx.Resource != "http" {
+		t.Errorf("backend %q, resource %q: want memory, http", fx.Backend, fx.Resource)
+	}
+	want := []spec.Forgery{spec.ForgeOwnKey, spec.ForgeTampered, spec.ForgeAlgNone, spec.ForgeReplayed, spec.ForgeOwnKey}
+	if !slices.Equal(fx.Scenario.Forgers, want) {
+		t.Errorf("forgers %v, want %v", fx.Scenario.Forgers, want)
+	}
+	if err := fx.SetBackend(scenario.BackendSim); err == nil || !strings.Contains(err.Error(), "f.yaml:1") {
+		t.Errorf("SetBackend(sim) = %v, want a refusal naming f.yaml:1", err)
 	}
 }

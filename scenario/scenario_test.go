@@ -72,7 +72,7 @@ func TestParseErrors(t *testing.T) {
 		{"out of range", "builtin: gap\nnetwork:\n  drop_replies: 1.5\n",
 			[]string{"f.yaml:3: network.drop_replies: must be a probability in [0, 1], got 1.5"}},
 		{"unknown key", "builtin: gap\nnetwork:\n  drop_reply: 0.5\n",
-			[]string{"f.yaml:3: network.drop_reply: unknown key (the keys here are: drop_replies, drop_requests, duplicate, max_retries, reply_delay, request_delay, retry_after)"}},
+			[]string{"f.yaml:3: network.drop_reply: unknown key (the keys here are: drop_replies, drop_requests, duplicate, max_retries, reply_delay, request_delay, retry_after, write_delay)"}},
 		{"wrong type", "builtin: gap\nagents: many\n",
 			[]string{`f.yaml:2: agents: must be an integer, got the string "many"`}},
 		{"duration without unit", "builtin: gap\nttl: 1000\n",

@@ -23,6 +23,7 @@ var (
 	distType          = reflect.TypeFor[spec.Dist]()
 	rangeType         = reflect.TypeFor[spec.Range]()
 	durationRangeType = reflect.TypeFor[spec.DurationRange]()
+	forgersType       = reflect.TypeFor[[]spec.Forgery]()
 )
 
 // scenarioKeyBuiltin names the built-in scenario a file starts from.
@@ -185,6 +186,18 @@ func (d *decoder) decodeSpecial(n ast.Node, path string, v reflect.Value) bool {
 		if isString {
 			x, err := ParseDurationRange(str.Value)
 			return set(x, err, "must be MIN:MAX or one duration, e.g. -50ms:50ms: %v")
+		}
+	case forgersType:
+		// `forgers: N` is N forgers taking the forgeries in turn.
+		if _, isCount := n.(*ast.IntegerNode); isCount {
+			if x, ok := d.integer(n, path); ok {
+				if x < 0 || x > spec.MaxForgers {
+					d.fail(lineOf(n), path, "must be a count in [0, %d] or a list of forgeries, got %d", spec.MaxForgers, x)
+				} else {
+					v.Set(reflect.ValueOf(spec.CountForgers(int(x))))
+				}
+			}
+			return true
 		}
 	}
 	return false

@@ -38,6 +38,9 @@ type Scenario struct {
 	// Etcd is the embedded etcd cluster's size and member faults (the
 	// real-time etcd backend only).
 	Etcd Etcd `json:"etcd,omitempty"`
+	// Forgers write with proofs they made up, one forger per entry (see
+	// Forgery); only a resource that verifies proofs can play them.
+	Forgers []Forgery `json:"forgers,omitempty"`
 
 	// Script replaces the behaviour of the agents it names with exact
 	// actions at exact instants; unnamed agents behave as Agent says.
@@ -89,6 +92,10 @@ type Network struct {
 	// agent gives up waiting after 4 x the TTL.
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 	MaxRetries int           `json:"max_retries,omitempty"`
+	// WriteDelay delays each write request on its way to the resource:
+	// the write slow on the wire, after the check passed. Only a resource
+	// across a network can play it.
+	WriteDelay Dist `json:"write_delay,omitempty"`
 }
 
 // Clocks sets how each agent's clock relates to true time: reading =
@@ -253,6 +260,7 @@ func (s *Scenario) Validate() error {
 	s.validateClocks(bad)
 	s.validateFaults(bad)
 	s.validateEtcd(bad)
+	s.validateForgers(bad)
 	for i, a := range s.Script {
 		s.validateAction(bad, fmt.Sprintf("script[%d]", i), a)
 	}
@@ -316,6 +324,7 @@ func (s *Scenario) validateNetwork(bad complaint) {
 	checkProb(bad, "network.drop_replies", n.DropReplies)
 	checkProb(bad, "network.duplicate", n.Duplicate)
 	checkDuration(bad, "network.retry_after", n.RetryAfter)
+	checkDist(bad, "network.write_delay", n.WriteDelay)
 	if n.MaxRetries < 0 {
 		bad("network.max_retries", "must be >= 0, got %d", n.MaxRetries)
 	}

@@ -110,6 +110,9 @@ func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot) {
 				s = st.Stale
 			}
 			naive = st.Value.Render("naive: ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
+			if t.ForgeriesLanded > 0 {
+				naive += st.Muted.Render(", ") + st.Stale.Render(history.Plural(t.ForgeriesLanded, "forgery", "forgeries")+" landed")
+			}
 		case history.Fenced:
 			s := st.Muted
 			if t.CommitsRefused > 0 {
@@ -126,6 +129,14 @@ func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot) {
 				landed = st.Good.Render(landed)
 			}
 			fenced = st.Value.Render("fenced: ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
+			if t.ForgeriesRefused+t.ForgeriesLanded > 0 {
+				// Forged proofs are refused before the gate: not stale fences.
+				forged := st.Refused.Render(history.Plural(t.ForgeriesRefused, "forgery", "forgeries") + " refused")
+				if t.ForgeriesLanded > 0 {
+					forged += st.Muted.Render(", ") + st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.ForgeriesLanded))
+				}
+				fenced += st.Muted.Render(", ") + forged
+			}
 		}
 	}
 	switch {

@@ -29,6 +29,12 @@ func TestCountsAgree(t *testing.T) {
 			p.set([]history.Mode{history.Fenced}, []liveview.Snapshot{{Totals: liveview.Totals{StaleWritesLanded: n}}})
 			return p.view
 		},
+		"strip, forgeries": func(n int) string {
+			p := stripPane{st: st, width: 300}
+			p.set([]history.Mode{history.Naive, history.Fenced}, []liveview.Snapshot{
+				{Totals: liveview.Totals{ForgeriesLanded: n}}, {Totals: liveview.Totals{CommitsRefused: 3, ForgeriesRefused: n}}})
+			return p.view
+		},
 		"holders title": func(n int) string {
 			p := holdersPane{st: st, mode: history.Fenced, zombies: n, height: 10}
 			return p.title()
@@ -38,7 +44,11 @@ func TestCountsAgree(t *testing.T) {
 		"header totals":       {"0 agents on 0 resources", "1 agent on 1 resource", "2 agents on 2 resources"},
 		"strip, both modes":   {"naive: 0 stale writes landed silently", "naive: 1 stale write landed silently", "naive: 2 stale writes landed silently"},
 		"strip, fenced alone": {"0 stale writes landed  (run", "1 stale write landed (a bug)  (run", "2 stale writes landed (a bug)  (run"},
-		"holders title":       {"holders · fenced", "1 agent believes an expired lease", "2 agents believe expired leases"},
+		// Forged proofs are counted apart from the stale fences refused.
+		"strip, forgeries": {"silently  vs  fenced: 3 refused, 0 landed  (same",
+			"silently, 1 forgery landed  vs  fenced: 3 refused, 0 landed, 1 forgery refused  (same",
+			"silently, 2 forgeries landed  vs  fenced: 3 refused, 0 landed, 2 forgeries refused  (same"},
+		"holders title": {"holders · fenced", "1 agent believes an expired lease", "2 agents believe expired leases"},
 	}
 	events := [3]string{"0 events", "1 event", "2 events"}
 	for name, line := range lines {

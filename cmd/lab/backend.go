@@ -23,6 +23,7 @@ const backendSim = report.BackendSim
 // or the real-time runner on the in-memory coordinator or on etcd.
 type backendFlags struct {
 	backend, resource string
+	backendGiven      bool // --backend was on the command line
 	etcdMembers       int
 	etcdEndpoints     string
 	timeScale         float64
@@ -32,11 +33,29 @@ const backendUsage = `where the leases live: sim (the deterministic simulator), 
 time on the in-memory coordinator) or etcd (in real time on etcd)`
 
 func (bf *backendFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&bf.backend, "backend", backendSim, backendUsage)
-	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file) or etcd (default: the backend's own)")
+	bf.backend = backendSim
+	fs.Var(backendValue{bf}, "backend", backendUsage)
+	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file), etcd or http (a server per resource on\n"+
+		"a loopback port, verifying signed proofs; alone, it runs on --backend memory) (default: the backend's own)")
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
+}
+
+// backendValue is --backend: it records that the flag was given, so that
+// --resource http alone can choose the in-memory coordinator.
+type backendValue struct{ bf *backendFlags }
+
+func (v backendValue) String() string {
+	if v.bf == nil {
+		return ""
+	}
+	return v.bf.backend
+}
+
+func (v backendValue) Set(s string) error {
+	v.bf.backend, v.bf.backendGiven = s, true
+	return nil
 }
 
 // real reports whether the flags choose the real-time runner.
@@ -49,7 +68,7 @@ func (bf *backendFlags) validate() error {
 	if bf.backend != "" && !slices.Contains(backends, bf.backend) {
 		return fmt.Errorf("--backend: must be %s, got %q", strings.Join(backends, ", "), bf.backend)
 	}
-	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd}
+	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd, realtime.StoreHTTP}
 	if bf.resource != "" && !slices.Contains(stores, bf.resource) {
 		return fmt.Errorf("--resource: must be %s, got %q", strings.Join(stores, ", "), bf.resource)
 	}
@@ -76,8 +95,17 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
+	if !bf.real() && bf.resource == realtime.StoreHTTP && !bf.backendGiven {
+		// A server on a port is real by nature: --resource http alone
+		// runs on the in-memory coordinator.
+		flags := *bf
+		flags.backend = realtime.BackendMemory
+		return flags.config(sc)
+	}
 	if !bf.real() {
 		switch {
+		case sc.OverTheWire():
+			return nil, errors.New("--backend: the simulator keeps its resources in memory, and the scenario has forgers or a network.write_delay: use --resource http")
 		case bf.resource != "":
 			return nil, errors.New("--resource: the simulator keeps its resources in memory; --resource needs --backend memory or etcd")
 		case bf.etcdMembers != 0:
@@ -146,13 +174,16 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
 // flags' configuration with the fixture's backend, a fresh setup per seed.
 // The flags must make sense for every backend a fixture may name.
-func (bf *backendFlags) fixtureRunner() (func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), error) {
+func (bf *backendFlags) fixtureRunner() (func(context.Context, string, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	return func(ctx context.Context, backend, resource string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		flags := *bf
 		flags.backend = backend
+		if resource != "" {
+			flags.resource = resource
+		}
 		c, err := flags.config(sc)
 		if err != nil {
 			return nil, err

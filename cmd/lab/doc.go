@@ -77,7 +77,7 @@
 //
 // # Real backends
 //
-//	lab run|watch|fixtures ... [--backend sim|memory|etcd] [--resource memory|sqlite|etcd]
+//	lab run|watch|fixtures ... [--backend sim|memory|etcd] [--resource memory|sqlite|etcd|http]
 //	        [--etcd-members N | --etcd-endpoints URL,...] [--time-scale K]
 //
 // --backend sim (the default) is the deterministic simulator. memory and
@@ -97,6 +97,20 @@
 // in-memory FenceGate, sqlgate on a temporary SQLite file, or etcdlease's
 // gate (the default on etcd). In naive mode the agents still hold etcd
 // leases, check them, and write the resource with no fence.
+//
+// --resource http puts each resource behind a real HTTP server on a
+// loopback port (127.0.0.1, a port the system picks, closed when the run
+// ends): fencehttp.Require verifies the Fence-Token header in front of an
+// in-memory FenceGate, and the coordinator signs every grant's proof with
+// an Ed25519 key made for the run. Agents write over HTTP; a stale write
+// comes back 409 as the gate's *StaleFenceError. Given alone it runs on
+// --backend memory (with --backend sim it is refused). Only there can a
+// scenario have forgers (forgers: N, or a list of own_key, tampered,
+// alg_none, replayed: writers presenting proofs they made up) and a
+// network.write_delay (each write held on the wire before it reaches the
+// server). The report counts forgeries_refused, forgeries_landed and
+// forged_floors_moved; in fenced mode a forged write that lands is a
+// violation. A fixture says resource: http.
 //
 // The run lasts the scenario's --duration of wall time, times the time
 // scale. etcd's TTLs are whole seconds of at least its minimum (asked of
@@ -273,6 +287,8 @@
 //	partition_ended        the partition healed
 //	intervened             a live intervention was applied: intervention
 //	library_error          the library returned an error it never should: detail; the run ends
+//	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused
+//	forgery_landed         a forger's write landed at the resource under the fence it claimed (fenced: a violation)
 //
 // # The JSON report
 //
@@ -308,7 +324,10 @@
 // containment_breaches (a holder believed after the coordinator's expiry;
 // fenced promises 0 while drift is within the skew budget), fence_reuses
 // (only a restart that lost the counter), unexplained_refusals (always 0
-// unless the gate is wrong). Then "per_resource" (a list of {resource,
+// unless the gate is wrong), and, with forgers (--resource http),
+// forgeries_refused, forgeries_landed and forged_floors_moved (a forged
+// write landed above every fence before it; fenced promises 0 of both
+// landed and moved). Then "per_resource" (a list of {resource,
 // commits_admitted, commits_refused, stale_writes_landed,
 // reissued_writes_landed, overlaps, silent_overlaps, floor_fence,
 // floor_holder}), "counterexamples" (a list, at most 5 of each kind, of

@@ -51,7 +51,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"events":                {"no-such-dir/h.jsonl", `--events: open no-such-dir/h.jsonl: no such file or directory`},
 		"swarm":                 {"2", `--swarm: must be true or false, got "2"`},
 		"backend":               {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},
-		"resource":              {"redis", `--resource: must be memory, sqlite, etcd, got "redis"`},
+		"resource":              {"redis", `--resource: must be memory, sqlite, etcd, http, got "redis"`},
 		"etcd-members":          {"9", `--etcd-members: must be in [1, 7], got 9`},
 		"etcd-endpoints":        {"localhost:2379", `--etcd-endpoints: "localhost:2379" must be a URL such as http://127.0.0.1:2379`},
 		"time-scale":            {"fast", `--time-scale: must be a number, got "fast"`},
@@ -74,7 +74,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 	},
 	"fixtures": {
 		"backend":        {"zookeeper", `--backend: must be sim, memory, etcd, got "zookeeper"`},
-		"resource":       {"redis", `--resource: must be memory, sqlite, etcd, got "redis"`},
+		"resource":       {"redis", `--resource: must be memory, sqlite, etcd, http, got "redis"`},
 		"etcd-members":   {"-1", `--etcd-members: must be in [1, 7], got -1`},
 		"etcd-endpoints": {"etcd", `--etcd-endpoints: "etcd" must be a URL such as http://127.0.0.1:2379`},
 		"time-scale":     {"11", `--time-scale: must be in (0, 10], got 11`},

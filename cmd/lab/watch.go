@@ -72,9 +72,9 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	if cfg.real != nil {
 		switch {
 		case *speed != 1:
-			return a.badInput("watch", fmt.Errorf("--speed: --backend %s runs in real time, at 1x", bf.backend))
+			return a.badInput("watch", fmt.Errorf("--speed: --backend %s runs in real time, at 1x", cfg.real.config.Backend))
 		case *save != "":
-			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", bf.backend))
+			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", cfg.real.config.Backend))
 		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
@@ -85,7 +85,10 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	}
 	cfg.command = append(cfg.command, sf.args()...)
 	if cfg.real != nil {
-		cfg.command = append(cfg.command, "--backend="+bf.backend)
+		cfg.command = append(cfg.command, "--backend="+cfg.real.config.Backend)
+		if bf.resource != "" {
+			cfg.command = append(cfg.command, "--resource="+bf.resource)
+		}
 	}
 	if *mode != "both" {
 		cfg.command = append(cfg.command, "--mode="+*mode)
