@@ -59,16 +59,24 @@ func TestControls(t *testing.T) {
 					t.Errorf("speed %v, want %v", live.Speed(), harness.MaxSpeed)
 				}
 			}},
-		{name: "n pauses and steps one event, as Live.Step does", scenario: "gap", keys: []string{"n"},
+		{name: "n pauses and runs to the next event of the mode in view", scenario: "gap", keys: []string{"n"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
+				// The twin steps timers until the fenced history has one
+				// more event: timers that emit nothing are no step.
 				twin := newLive(t, "gap")
 				twin.Advance(0)
-				twin.Step()
-				want, _ := twin.Snapshot(history.Fenced)
+				before, _ := twin.Snapshot(history.Fenced)
+				want := before
+				for want.Events == before.Events && twin.Step() {
+					want, _ = twin.Snapshot(history.Fenced)
+				}
 				got := m.snaps[m.focus]
-				if !live.Paused() || got.Now != want.Now || got.Events != want.Events || got.Now == 0 {
-					t.Errorf("after n: paused %v, at %v with %d events; one Step goes to %v with %d",
-						live.Paused(), got.Now, got.Events, want.Now, want.Events)
+				if !live.Paused() || got.Now != want.Now || got.Events != before.Events+1 || got.Events != want.Events {
+					t.Errorf("after n: paused %v, at %v with %d events; the next event is %d at %v",
+						live.Paused(), got.Now, got.Events, before.Events+1, want.Now)
+				}
+				if !strings.Contains(m.status, "stepped one event") {
+					t.Errorf("status %q, want it to say one event was stepped", m.status)
 				}
 			}},
 		{name: "] and [ step the drop rate within [0, 1]", scenario: "overlap", keys: []string{"]]]"},
@@ -209,6 +217,7 @@ func TestInterventionErrorShowsInStatus(t *testing.T) {
 
 func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 	m, live := started(t, "gap", 500*time.Millisecond)
+	m = settle(t, m, press("g")...) // choose the first row: agent-1, the holder
 	if m.sel.agent != "agent-1" {
 		t.Fatalf("selected %q at 500ms, want the holder agent-1", m.sel.agent)
 	}
@@ -217,6 +226,31 @@ func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 	row, _ := m.holders.selected()
 	if row.agent != "agent-1" || !row.zombie || m.holders.cursor != 1 {
 		t.Errorf("selected row %+v at row %d, want agent-1's believes-expired row 1", row, m.holders.cursor)
+	}
+}
+
+// TestSelectionStaysOnTheChosenAgent: once agent-1's belief ends (its
+// write refused), the cursor rests on the resource's row, now agent-2's,
+// but the selection is still agent-1: s does not stall agent-2.
+func TestSelectionStaysOnTheChosenAgent(t *testing.T) {
+	m, live := started(t, "gap", 500*time.Millisecond)
+	m = settle(t, m, press("g")...)
+	live.Advance(1000 * time.Millisecond) // agent-1's stale write is refused at 1.400s
+	m = settle(t, m, frameMsg{})
+	if m.sel.agent != "agent-1" {
+		t.Fatalf("selection moved to %q, want agent-1, the agent chosen", m.sel.agent)
+	}
+	if !strings.Contains(m.statusLine(), "selected agent-1 (no lease now)") {
+		t.Errorf("status line %q does not say agent-1 holds nothing now", m.statusLine())
+	}
+	m = settle(t, m, press("s")...)
+	if n := len(live.Scenario().Interventions); n != 0 || !strings.Contains(m.status, "agent-1 holds no lease now") {
+		t.Errorf("s made %d interventions (status %q), want none and a word on agent-1", n, m.status)
+	}
+	m = settle(t, m, press("g")...) // choosing again takes the row's holder
+	m = settle(t, m, press("s")...)
+	if ivs := live.Scenario().Interventions; len(ivs) != 1 || ivs[0].Agent != "agent-2" {
+		t.Errorf("interventions %+v, want one stall of agent-2", ivs)
 	}
 }
 

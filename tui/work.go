@@ -23,8 +23,9 @@ const (
 	opAdvance   opKind = iota // move virtual time on by d, unless paused (frame-locked drivers)
 	opPause                   // toggle pause
 	opSpeed                   // multiply the speed by factor, within the Live's limits
-	opStep                    // pause if running, then fire the next event
+	opStep                    // pause if running, then run to the next event of mode
 	opIntervene               // a recorded intervention
+	opHold                    // pause (never resume), saying why: what
 )
 
 // op is one queued control.
@@ -33,7 +34,8 @@ type op struct {
 	d      time.Duration
 	factor float64
 	iv     spec.Intervention
-	what   string // the intervention, for the status line
+	mode   history.Mode // the mode in view, whose next event a step runs to
+	what   string       // the intervention or the reason to hold, for the status line
 }
 
 // frameMsg asks for a fresh snapshot. The ticker sends it with advance 0
@@ -101,10 +103,10 @@ func (o op) apply(live Source) (string, error) {
 		return "speed " + fmtSpeed(x), nil
 	case opStep:
 		live.SetPaused(true)
-		if !live.Step() {
-			return "nothing left to step: the run is over", nil
-		}
-		return "stepped to " + history.FormatDuration(live.Now()), nil
+		return stepEvent(live, o.mode), nil
+	case opHold:
+		live.SetPaused(true)
+		return o.what, nil
 	case opIntervene:
 		at := live.Now()
 		if err := live.Intervene(o.iv); err != nil {
@@ -113,4 +115,33 @@ func (o op) apply(live Source) (string, error) {
 		return fmt.Sprintf("%s at %s", o.what, history.FormatDuration(at)), nil
 	}
 	return "", fmt.Errorf("tui: unknown op %d", o.kind)
+}
+
+// maxStepTimers bounds how many of the Live's timers one step fires
+// looking for the next event of the mode in view: a timer that emits
+// nothing (a message in flight, the other mode's work) is no event to the
+// person, so one press runs through them.
+const maxStepTimers = 100_000
+
+// stepEvent runs live to the next event of mode m, and says which it is.
+// Several events at one instant (one timer's work) come together, and the
+// status says how many.
+func stepEvent(live Source, m history.Mode) string {
+	before, _ := live.Snapshot(m)
+	for range maxStepTimers {
+		if !live.Step() {
+			return "nothing left to step: the run is over"
+		}
+		after, _ := live.Snapshot(m)
+		if n := after.Events - before.Events; n > 0 {
+			if n == 1 {
+				return fmt.Sprintf("stepped one event, to event %d at %s", after.Events, history.FormatDuration(live.Now()))
+			}
+			return fmt.Sprintf("stepped to %s: %d events at one instant (events %d-%d)", history.FormatDuration(live.Now()), n, before.Events+1, after.Events)
+		}
+		if after.Done {
+			return "nothing left to step: the run is over"
+		}
+	}
+	return "stepped to " + history.FormatDuration(live.Now()) + ": no event of " + string(m) + " yet"
 }

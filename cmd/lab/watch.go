@@ -182,5 +182,5 @@ func (a *app) saveScenario(path string, sc spec.Scenario) {
 // runDashboard is the real dashboard: the tui package on the process's
 // terminal.
 func runDashboard(ctx context.Context, live tui.Source) error {
-	return tui.Run(ctx, live, tui.Options{})
+	return tui.Run(ctx, live, tui.Options{PauseAtFirstRefusal: true})
 }
