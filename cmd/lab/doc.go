@@ -283,10 +283,12 @@
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
 //	  "events": 28,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
+//	  "verdict": "held",              // "held", or "broken" when there are violations (exit status 1)
 //	  "backend": "sim",               // the runner: sim, memory or etcd (the history header's)
 //	  "real": { ... },                // real backends only: where, resource, wall_ms, time_scale,
 //	                                  //   faults {calls, requests_dropped, partitioned, duplicated, replies_dropped}
 //	  "interrupted": true,            // only when Ctrl-C cut the run short
+//	  "interventions": [ ... ],       // only when live interventions were made: {at, kind, agent, duration, value, persist}
 //	  "modes": {
 //	    "fenced": { ... },            // present when the mode ran
 //	    "naive":  { ... }

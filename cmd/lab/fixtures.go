@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,13 @@ broken (or another input is bad), 130 when interrupted.`
 // maxFailureLines is how many failed expectations a FAIL line lists
 // without -v.
 const maxFailureLines = 8
+
+// defaultFixturesDir is where lab fixtures looks when given nothing: the
+// repository's own fixtures, when run from its root.
+const defaultFixturesDir = "fixtures"
+
+var errNoFixturesDir = errors.New("no ./" + defaultFixturesDir + " directory here: with no arguments lab fixtures runs the *.yaml and *.yml files of " +
+	"./" + defaultFixturesDir + " (run it from the repository's root), or name a directory or files: lab fixtures DIR|FILE...")
 
 // fixtureRun is one fixture file's fate, for the summary and JUnit.
 type fixtureRun struct {
@@ -68,7 +76,10 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))
 	}
 	if len(pos) == 0 {
-		pos = []string{"fixtures"}
+		if !isDir(defaultFixturesDir) {
+			return a.badInput("fixtures", errNoFixturesDir)
+		}
+		pos = []string{defaultFixturesDir}
 	}
 	files, err := fixtureFiles(pos)
 	if err != nil {
@@ -243,6 +254,13 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 			loc = fmt.Sprintf("%s:%d", r.file, f.Expectation.Line)
 		}
 		fmt.Fprintf(a.stdout, "    %s: %s\n", loc, f)
+	}
+	if len(failures) > 0 {
+		repro := []string{"lab", "run", r.file, "--seed", strconv.FormatUint(failures[0].Seed, 10)}
+		if b := r.fixture.Backend; b != scenario.BackendSim {
+			repro = append(repro, "--backend", b)
+		}
+		fmt.Fprintf(a.stdout, "    reproduce: %s\n", commandLine(repro...))
 	}
 }
 

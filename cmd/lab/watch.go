@@ -112,7 +112,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	a.saveScenario(*save, live.Scenario())
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
-	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
+	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed", Interventions: live.Scenario().Interventions}
 	hd := cfg.sc.Header(cfg.modes)
 	report.Text(a.stdout, &hd, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
@@ -151,7 +151,7 @@ func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
 	if res == nil {
 		return exitInterrupted // the dashboard never started the run
 	}
-	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed"}
+	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed", Interventions: live.Scenario().Interventions}
 	hd := s.Scenario.Header(cfg.modes) // the scenario as it ran, its times scaled
 	report.Text(a.stdout, &hd, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
 	if res.Failed() {
