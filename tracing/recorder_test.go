@@ -232,7 +232,7 @@ func TestRepeatedDenialsAreOneEvent(t *testing.T) {
 }
 
 // TestGapTraceShape states the golden file's main facts as assertions: the
-// design note's timeline, one trace per generation, and the refused write
+// gap scenario's timeline, one trace per generation, and the refused write
 // linked to the newer holder.
 func TestGapTraceShape(t *testing.T) {
 	spans, _ := recordRun(t, builtin(t, "gap"), t0)
@@ -720,7 +720,7 @@ func TestCloseDuringARun(t *testing.T) {
 	}
 }
 
-// The design note's renewal anchoring, as the traces tell it: the renewal
+// The renewal scenario's anchoring, as the traces tell it: the renewal
 // reply lands at 1000ms; naive agent-1 then believes for another TTL (to
 // 2000ms), the client only until 1100ms, before the coordinator's expiry at
 // 1140ms.
