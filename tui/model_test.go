@@ -264,7 +264,7 @@ func TestSingleModeRun(t *testing.T) {
 	m := settle(t, manual(live), tea.WindowSizeMsg{Width: 100, Height: 30}, frameMsg{})
 	m = settle(t, m, press("tab")...)
 	view := m.View()
-	for _, want := range []string{"view [naive]", "1 stale write landed silently", "run both modes to compare", "no gate in naive mode"} {
+	for _, want := range []string{"view [naive]", "1 stale write landed silently", "run both modes to compare", "writes landed · naive · no gate", "1 landed silently"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("single-mode view lacks %q:\n%s", want, view)
 		}
