@@ -41,19 +41,19 @@ type Snapshot struct {
 	Push     bool    // the gate push is on
 	DropRate float64 // the current request drop probability
 
-	Totals   Totals
-	Holders  []HolderView  // one per resource, in resource order
-	Gates    []GateView    // one per resource (fenced mode), in resource order
+	Totals  Totals
+	Holders []HolderView // one per resource, in resource order
+	Gates   []GateView   // one per resource (fenced mode), in resource order
 	// Writes is what naive mode has instead of gates: one per resource
 	// (naive mode only), in resource order.
 	Writes []WritesView
 	// StaleWrites are the newest writes that landed stale (naive mode),
 	// oldest first (at most MaxSnapshotRefusals).
 	StaleWrites []StaleWriteView
-	Agents   []AgentView   // one per agent, in agent order
-	Refusals []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
-	Lanes    []Lane        // one per agent, over the last TimelineWindow of virtual time
-	Window   time.Duration // the span the lanes cover, ending at Now
+	Agents      []AgentView   // one per agent, in agent order
+	Refusals    []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
+	Lanes       []Lane        // one per agent, over the last TimelineWindow of virtual time
+	Window      time.Duration // the span the lanes cover, ending at Now
 }
 
 // MaxSnapshotRefusals is how many refusals a Snapshot carries.

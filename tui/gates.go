@@ -46,7 +46,6 @@ func gatesLines(snap *liveview.Snapshot) int {
 	return 2 + max(len(snap.Gates), 1)
 }
 
-
 // SetSize gives the pane its box; the first line is the title.
 func (p *gatesPane) SetSize(width, height int) {
 	if width == p.width && height == p.height {
