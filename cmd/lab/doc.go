@@ -322,6 +322,13 @@
 // `lab swarm --json` prints harness.SwarmResult with "reproduce" on each
 // failure and "events_per_second".
 //
+// `lab fixtures --json` prints {"verdict", "passed", "failed", "skipped",
+// "fixtures"}: verdict is "broken" when a run of any fixture broke the
+// fenced mode's invariants, else "held" (whether the expectations were
+// met is passed and failed); each fixture is {name, file, verdict, passed,
+// failures (sentences), reproduce (the lab run command of its first
+// failing seed), error (why it did not load or finish)}.
+//
 // # Exit status
 //
 //	0    the fenced mode held its invariants (every seed; every fixture passed)

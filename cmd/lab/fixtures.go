@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +24,8 @@ time, and on FAIL the expectations that failed with what was found instead; a
 file that does not load is reported as BROKEN with its errors, and the others
 still run. It closes with the line "N passed, N failed".
 
---junit writes a JUnit XML report for CI systems.
+--junit writes a JUnit XML report for CI systems; --json prints each fixture's
+verdict on stdout instead of the lines (which go to stderr).
 
 Exit status: 0 when every fixture passed, 1 when one failed, 2 when a file is
 broken (or another input is bad), 130 when interrupted.`
@@ -61,10 +61,11 @@ func (r *fixtureRun) passed() bool { return r.loadErr == nil && r.outcome != nil
 
 // fixtures is `lab fixtures`.
 func (a *app) fixtures(ctx context.Context, args []string) int {
-	fs := a.newFlagSet("fixtures", "[dir|file ...] [--junit PATH] [-v]", fixturesAbout)
+	fs := a.newFlagSet("fixtures", "[dir|file ...] [--junit PATH] [--json] [-v]", fixturesAbout)
 	junit := fs.String("junit", "", "write a JUnit XML report to `PATH` (creating its directory)")
 	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
+	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout (the lines go to stderr)")
 	var bf backendFlags
 	bf.register(fs)
 	bf.backend = "" // unset: each fixture runs on the backend it names
@@ -103,6 +104,10 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	}
 
 	start := time.Now()
+	stdout := a.stdout
+	if *asJSON {
+		a.stdout = a.stderr // the lines, for a person; stdout is the JSON
+	}
 	runs := a.runFixtures(ctx, files, &bf, runner, *jobs, *verbose)
 	if junitFile != nil {
 		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
@@ -111,7 +116,14 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
 		}
 	}
-	return a.fixturesSummary(runs, len(files), ctx.Err() != nil)
+	code := a.fixturesSummary(runs, len(files), ctx.Err() != nil)
+	if *asJSON {
+		a.stdout = stdout
+		if err := writeFixturesJSON(stdout, runs); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --json: %v\n", err)
+		}
+	}
+	return code
 }
 
 // runFixtures loads and runs each file in turn until ctx ends, printing
@@ -255,12 +267,8 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 		}
 		fmt.Fprintf(a.stdout, "    %s: %s\n", loc, f)
 	}
-	if len(failures) > 0 {
-		repro := []string{"lab", "run", r.file, "--seed", strconv.FormatUint(failures[0].Seed, 10)}
-		if b := r.fixture.Backend; b != scenario.BackendSim {
-			repro = append(repro, "--backend", b)
-		}
-		fmt.Fprintf(a.stdout, "    reproduce: %s\n", commandLine(repro...))
+	if repro := r.reproduce(); repro != "" {
+		fmt.Fprintf(a.stdout, "    reproduce: %s\n", repro)
 	}
 }
 
