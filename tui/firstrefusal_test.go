@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
@@ -77,5 +78,27 @@ func TestNoPauseUnlessAsked(t *testing.T) {
 	}
 	if m.paused {
 		t.Errorf("paused by itself at %v with zero Options", m.snaps[m.focus].Now)
+	}
+}
+
+// TestProgramPausesAtFirstRefusal runs the dashboard as a program, frames
+// of 100ms sent as a frame-locked driver would: it pauses by itself at
+// the first frame after the refusal, and the frames after it move nothing.
+func TestProgramPausesAtFirstRefusal(t *testing.T) {
+	live := newLive(t, "overlap")
+	m := New(live, Options{PauseAtFirstRefusal: true})
+	m.manual = true
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 30))
+	for range 30 {
+		tm.Send(frame(100 * time.Millisecond))
+	}
+	tm.Type("+") // queued behind the frames: once it shows, they were all applied
+	waitFor(t, tm, "speed 2x")
+	final := finalModel(t, tm)
+	if !final.paused || live.Now() != 1900*time.Millisecond {
+		t.Errorf("paused %v at %v, want paused at 1.900s: the first frame after the refusal at 1.829s", final.paused, live.Now())
+	}
+	if v := final.View(); !strings.Contains(v, "PAUSED  t 1.900s") || !strings.Contains(v, "rejection log · fenced · 1 refused") {
+		t.Errorf("the screen does not show the run paused at the first refusal:\n%s", v)
 	}
 }

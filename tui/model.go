@@ -151,7 +151,7 @@ func (m *Model) launch() tea.Cmd {
 	if m.snaps != nil {
 		last = m.snaps[m.focus].Now
 	}
-	return work(m.live, m.info.modes, ops, last, m.snaps != nil)
+	return work(m.live, m.info.modes, ops, last, m.snaps != nil, m.pauseAtRefusal && !m.firstSeen)
 }
 
 // enqueue queues an op and launches it if nothing is in flight.
@@ -168,9 +168,14 @@ func (m *Model) absorb(msg workMsg) {
 	} else if msg.status != "" {
 		m.status, m.statusErr = msg.status, false
 	}
+	if msg.heldSeen {
+		m.firstSeen = true
+	}
+	if msg.held != "" {
+		m.status, m.statusErr = msg.held, false
+	}
 	if msg.snaps != nil {
 		m.snaps = msg.snaps
-		m.noticeFirstRefusal()
 		m.done = true
 		for i := range m.snaps {
 			m.done = m.done && m.snaps[i].Done
@@ -180,24 +185,6 @@ func (m *Model) absorb(msg workMsg) {
 		}
 	}
 	m.refreshPanes()
-}
-
-// noticeFirstRefusal pauses the run, once, at the first refused write in
-// any mode (the first stale landing when no mode has a gate), when the
-// dashboard was asked to.
-func (m *Model) noticeFirstRefusal() {
-	if !m.pauseAtRefusal || m.firstSeen {
-		return
-	}
-	note := firstRefusalNote(m.snaps)
-	if note == "" {
-		return
-	}
-	m.firstSeen = true
-	if m.paused {
-		return // the person is already looking
-	}
-	m.queue = append(m.queue, op{kind: opHold, what: note})
 }
 
 // firstRefusalNote is the line that says why the run paused itself: the

@@ -309,14 +309,14 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 	live := newLive(t, "gap")
 	live.SetPaused(true)
 	modes := live.Modes()
-	first := work(live, modes, nil, 0, false)().(workMsg)
+	first := work(live, modes, nil, 0, false, false)().(workMsg)
 	if len(first.snaps) != len(modes) {
 		t.Fatalf("first round took %d snapshots, want %d", len(first.snaps), len(modes))
 	}
-	if again := work(live, modes, nil, live.Now(), true)().(workMsg); again.snaps != nil || !again.paused {
+	if again := work(live, modes, nil, live.Now(), true, false)().(workMsg); again.snaps != nil || !again.paused {
 		t.Errorf("an unchanged paused run was snapshotted again (paused %v)", again.paused)
 	}
-	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
+	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true, false)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
 		t.Errorf("a round with a control did not snapshot (speed %v)", withOp.speed)
 	}
 }
@@ -324,7 +324,7 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 func TestOpsApplyInOrder(t *testing.T) {
 	live := newLive(t, "gap")
 	// Pause, then advance: the advance must see the pause and do nothing.
-	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false)().(workMsg)
+	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false, false)().(workMsg)
 	if live.Now() != 0 || !msg.paused {
 		t.Errorf("an advance queued after a pause moved time to %v", live.Now())
 	}

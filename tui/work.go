@@ -25,7 +25,6 @@ const (
 	opSpeed                   // multiply the speed by factor, within the Live's limits
 	opStep                    // pause if running, then run to the next event of mode
 	opIntervene               // a recorded intervention
-	opHold                    // pause (never resume), saying why: what
 )
 
 // op is one queued control.
@@ -35,7 +34,7 @@ type op struct {
 	factor float64
 	iv     spec.Intervention
 	mode   history.Mode // the mode in view, whose next event a step runs to
-	what   string       // the intervention or the reason to hold, for the status line
+	what   string       // the intervention, for the status line
 }
 
 // frameMsg asks for a fresh snapshot. The ticker sends it with advance 0
@@ -52,12 +51,18 @@ type workMsg struct {
 	now    time.Duration
 	status string
 	err    error
+	// held is why the round paused the run at the first refusal, once
+	// seen (see Options.PauseAtFirstRefusal); "" when it did not.
+	held     string
+	heldSeen bool // the first refusal was seen, paused here or not
 }
 
 // work applies ops to live in order, then snapshots every mode. With no ops
 // and virtual time still at last, it skips the snapshot: a paused or
-// finished run costs nothing per frame.
-func work(live Source, modes []history.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
+// finished run costs nothing per frame. With watchFirst it looks for the
+// first refusal after every advance and at the end, and pauses the run
+// there: the frames queued behind it then move nothing.
+func work(live Source, modes []history.Mode, ops []op, last time.Duration, have, watchFirst bool) tea.Cmd {
 	return func() tea.Msg {
 		var r workMsg
 		for _, o := range ops {
@@ -67,16 +72,42 @@ func work(live Source, modes []history.Mode, ops []op, last time.Duration, have 
 			} else if status != "" {
 				r.status, r.err = status, nil
 			}
+			if watchFirst && !r.heldSeen && o.kind == opAdvance {
+				r.holdAtFirstRefusal(live, snapshots(live, modes))
+			}
 		}
 		r.paused, r.speed, r.now = live.Paused(), live.Speed(), live.Now()
 		if len(ops) == 0 && have && r.now == last {
 			return r
 		}
-		r.snaps = make([]liveview.Snapshot, len(modes))
-		for i, m := range modes {
-			r.snaps[i], _ = live.Snapshot(m)
+		r.snaps = snapshots(live, modes)
+		if watchFirst && !r.heldSeen {
+			r.holdAtFirstRefusal(live, r.snaps)
+			r.paused = live.Paused()
 		}
 		return r
+	}
+}
+
+func snapshots(live Source, modes []history.Mode) []liveview.Snapshot {
+	snaps := make([]liveview.Snapshot, len(modes))
+	for i, m := range modes {
+		snaps[i], _ = live.Snapshot(m)
+	}
+	return snaps
+}
+
+// holdAtFirstRefusal pauses live if snaps show the first refusal, unless
+// the person has paused it already, and notes why.
+func (r *workMsg) holdAtFirstRefusal(live Source, snaps []liveview.Snapshot) {
+	note := firstRefusalNote(snaps)
+	if note == "" {
+		return
+	}
+	r.heldSeen = true
+	if !live.Paused() {
+		live.SetPaused(true)
+		r.held = note
 	}
 }
 
@@ -104,9 +135,6 @@ func (o op) apply(live Source) (string, error) {
 	case opStep:
 		live.SetPaused(true)
 		return stepEvent(live, o.mode), nil
-	case opHold:
-		live.SetPaused(true)
-		return o.what, nil
 	case opIntervene:
 		at := live.Now()
 		if err := live.Intervene(o.iv); err != nil {
