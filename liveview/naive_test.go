@@ -11,6 +11,21 @@ import (
 	"github.com/leasefence/lab/spec"
 )
 
+// foldRun runs the built-in scenario name in mode m, folding its events,
+// and returns the checker's report and the fold's snapshot at the end.
+func foldRun(t *testing.T, name string, m history.Mode) (spec.Scenario, *history.Report, liveview.Snapshot) {
+	t.Helper()
+	sc, _ := spec.Builtin(name)
+	h := sc.Header([]history.Mode{m})
+	f := liveview.New(&h, m, sc.Network.DropRequests)
+	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: []history.Mode{m},
+		Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { f.Add(&e) })}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc, res.Modes[m], f.Snapshot(sc.Duration)
+}
+
 // TestFoldNaiveWrites: naive mode has no gate; the fold says what landed
 // on each resource and lists the stale landings, over whom. In the gap,
 // agent-1's write under fence 1 lands at 1.400s over agent-2's under 2.
@@ -18,16 +33,7 @@ import (
 func TestFoldNaiveWrites(t *testing.T) {
 	for _, name := range []string{"gap", "overlap"} {
 		t.Run(name, func(t *testing.T) {
-			sc, _ := spec.Builtin(name)
-			h := sc.Header([]history.Mode{history.Naive})
-			f := liveview.New(&h, history.Naive, sc.Network.DropRequests)
-			res, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: []history.Mode{history.Naive},
-				Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { f.Add(&e) })}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := res.Modes[history.Naive]
-			snap := f.Snapshot(sc.Duration)
+			sc, rep, snap := foldRun(t, name, history.Naive)
 			if snap.Gates != nil || len(snap.Writes) != sc.Resources {
 				t.Fatalf("%d gates and %d write counts, want none and one per resource", len(snap.Gates), len(snap.Writes))
 			}

@@ -39,7 +39,7 @@ const maxFailureLines = 8
 const defaultFixturesDir = "fixtures"
 
 var errNoFixturesDir = errors.New("no ./" + defaultFixturesDir + " directory here: with no arguments lab fixtures runs the *.yaml and *.yml files of " +
-	"./" + defaultFixturesDir + " (run it from the repository's root), or name a directory or files: lab fixtures DIR|FILE...")
+	"./" + defaultFixturesDir + " (run it from the repository's root), or name a directory or files (lab fixtures DIR|FILE ...)")
 
 // fixtureRun is one fixture file's fate, for the summary and JUnit.
 type fixtureRun struct {
