@@ -31,7 +31,8 @@
 // in virtual seconds per wall second, 1 by default), with pause, single
 // steps and live interventions (stall an agent, drop messages, restart the
 // coordinator, toggle the gate push; ? lists the keys). The default
-// scenario, overlap, refuses a stale write within its first two seconds.
+// scenario, overlap, refuses a stale write within its first two seconds;
+// the dashboard pauses by itself there, once, saying why (space resumes).
 // --save writes the scenario with your interventions to a file, which
 // `lab run` replays exactly. When standard output is not a terminal (a
 // pipe, CI), there is no dashboard: the scenario runs headless and the

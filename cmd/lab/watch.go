@@ -18,7 +18,8 @@ import (
 const watchAbout = `Shows a scenario live in the terminal, naive and fenced side by side on the same
 virtual clock and the same faults: the holders, each gate's floor, every agent's
 lane, and the refusals as they happen. The default scenario (` + spec.DefaultScenario + `) shows a
-stale write refused within its first seconds.
+stale write refused within its first seconds; the dashboard pauses by itself at
+the first refusal, once, and says why (space resumes, n steps one event).
 
 The scenario is a built-in name, a scenario file or a fixture file; every harness
 knob can be set by a flag, as for lab run. In the dashboard: space pauses, n
