@@ -102,3 +102,19 @@ func TestProgramPausesAtFirstRefusal(t *testing.T) {
 		t.Errorf("the screen does not show the run paused at the first refusal:\n%s", v)
 	}
 }
+
+// TestEveryStepIsAnEvent: from anywhere in a run, each n adds at least
+// one event to the mode in view; time never moves on without one.
+func TestEveryStepIsAnEvent(t *testing.T) {
+	live := newLive(t, "overlap")
+	live.Advance(9652 * time.Millisecond)
+	m := settle(t, manual(live), tea.WindowSizeMsg{Width: 100, Height: 30}, frameMsg{})
+	for i := range 50 {
+		before := m.snaps[m.focus]
+		m = settle(t, m, press("n")...)
+		after := m.snaps[m.focus]
+		if after.Events <= before.Events {
+			t.Fatalf("press %d: %d events at %v, then %d at %v", i+1, before.Events, before.Now, after.Events, after.Now)
+		}
+	}
+}

@@ -79,6 +79,12 @@ func TestControls(t *testing.T) {
 					t.Errorf("status %q, want it to say one event was stepped", m.status)
 				}
 			}},
+		{name: ". steps one event, as the help says n and . do", scenario: "gap", keys: []string{"."},
+			check: func(t *testing.T, m Model, live *harness.Live) {
+				if !live.Paused() || !strings.Contains(m.status, "stepped one event, to event") {
+					t.Errorf("after .: paused %v, status %q", live.Paused(), m.status)
+				}
+			}},
 		{name: "] and [ step the drop rate within [0, 1]", scenario: "overlap", keys: []string{"]]]"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
 				if got := m.snaps[m.focus].DropRate; got != 0.15 {
