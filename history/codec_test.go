@@ -41,7 +41,7 @@ func everyKind() []Event {
 		case CoordinatorRestarted:
 			e.Agent, e.Resource, e.Outcome = -1, -1, OutcomeCounterLost
 		case Intervened:
-			e.Intervention = &Intervention{At: e.At, Kind: StallAgent, Agent: "agent-1", Duration: time.Second, Value: 0.5, Persist: true}
+			e.Intervention = &Intervention{At: e.At, Kind: StallAgent, Agent: "agent-1", Duration: time.Second, Value: 0.5, Persist: true, Member: 2, Leader: true}
 		}
 		events = append(events, e)
 	}

@@ -68,6 +68,12 @@ func (d *digest) add(e *Event) {
 		if iv.Persist {
 			d.u64(1)
 		}
+		if iv.Member != 0 {
+			d.u64(uint64(iv.Member))
+		}
+		if iv.Leader {
+			d.u64(2)
+		}
 	}
 }
 

@@ -241,6 +241,13 @@ const (
 	RestartCoordinator InterventionKind = "restart-coordinator"
 	// TogglePush turns the gate push on or off.
 	TogglePush InterventionKind = "toggle-push"
+	// PartitionMember (real-time etcd only) cut etcd member Member off
+	// from the other members and the clients for Duration, or delayed
+	// its traffic by Value seconds.
+	PartitionMember InterventionKind = "partition-member"
+	// PauseMember (real-time etcd only) stopped etcd member Member's
+	// process for Duration; Leader says it was the leader then.
+	PauseMember InterventionKind = "pause-member"
 )
 
 // Intervention is a live change to a running simulation, applied at virtual
@@ -252,6 +259,8 @@ type Intervention struct {
 	Duration time.Duration    `json:"duration,omitempty"`
 	Value    float64          `json:"value,omitempty"`
 	Persist  bool             `json:"persist,omitempty"`
+	Member   int              `json:"member,omitempty"` // an etcd member, from 1
+	Leader   bool             `json:"leader,omitempty"` // the member led its cluster
 }
 
 // Event is one step of a history, at true time At. It is a plain value:

@@ -25,7 +25,7 @@ const (
 
 // MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
 // most seven members.
-const MaxEtcdMembers = 7
+const MaxEtcdMembers = spec.MaxEtcdMembers
 
 // CheckEndpoint reports whether ep is an etcd client URL.
 func CheckEndpoint(ep string) error {
@@ -126,6 +126,9 @@ func (c Config) Check(sc spec.Scenario) error {
 	if len(sc.Interventions) > 0 {
 		return bad("scenario", "it has recorded interventions, which replay only in the simulator")
 	}
+	if err := c.checkMembers(sc); err != nil {
+		return err
+	}
 	if c.Backend == BackendEtcd {
 		if len(c.EtcdEndpoints) > 0 && len(sc.Restarts) > 0 {
 			return bad("scenario", "it restarts the coordinator, and only an embedded etcd can be restarted: drop --etcd-endpoints or the restarts")
@@ -181,7 +184,7 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 		}
 		s.Scenario = Scale(sc, s.Scale)
 	case BackendEtcd:
-		e, err := NewEtcd(ctx, EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.EtcdMembers, Dir: c.TempDir})
+		e, err := NewEtcd(ctx, EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.clusterSize(sc), Dir: c.TempDir})
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +216,7 @@ func (s *Setup) Describe() string {
 	b := s.Backend.Name()
 	if e, ok := s.Backend.(*Etcd); ok {
 		if e.Embedded() {
-			b += fmt.Sprintf(" (embedded, %d member%s, min ttl %v)", e.opts.Members, map[bool]string{true: "s"}[e.opts.Members > 1], e.MinTTL())
+			b += fmt.Sprintf(" (embedded, %d member%s, min ttl %v)", e.opts.Members, map[bool]string{true: "s as processes behind proxies"}[e.opts.Members > 1], e.MinTTL())
 		} else {
 			b += fmt.Sprintf(" (%s, keys under %s, min ttl %v)", strings.Join(e.opts.Endpoints, ","), e.Prefix(), e.MinTTL())
 		}

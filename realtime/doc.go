@@ -36,6 +36,12 @@
 //     stops every member and starts it again on its data directory
 //     (persist), or starts a fresh cluster on a new directory (a restore
 //     without --bump-revision: revisions, and so fences, start over).
+//   - Member faults (the scenario's etcd.faults) need an embedded cluster
+//     of at least three members, which then run as processes behind
+//     proxies (package etcdcluster): a member, or the leader of the
+//     moment, is paused with SIGSTOP or cut off from the others and the
+//     clients (or its traffic delayed) for a window; each is an
+//     Intervened event, and Result.MemberFaults lists them.
 //
 // The choices (which call is dropped, how long a stall lasts, which
 // resource an agent picks) come from seeded generators drawn as the

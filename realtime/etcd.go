@@ -20,6 +20,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/realtime/etcdcluster"
 )
 
 // EtcdOptions says which etcd a run uses.
@@ -47,6 +48,7 @@ type Etcd struct {
 
 	mu      sync.Mutex
 	cluster *etcdembed.Cluster
+	procs   *etcdcluster.Cluster // instead of cluster, for more than one member
 	cli     atomic.Pointer[clientv3.Client]
 	coords  []*etcdCoord
 	minTTL  time.Duration
@@ -84,15 +86,14 @@ func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 			return nil, fmt.Errorf("realtime: etcd: %w", err)
 		}
 		e.dir = dir
-		c, err := etcdembed.StartCluster(dir, opts.Members)
+		eps, err := e.startCluster(ctx, dir)
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("realtime: etcd: %w", err)
 		}
-		e.cluster = c
-		endpoints = c.Endpoints()
+		endpoints = eps
 	}
-	cli, err := etcdembed.Client(endpoints...)
+	cli, err := e.newClient(endpoints)
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("realtime: etcd: %w", err)
@@ -103,6 +104,37 @@ func NewEtcd(ctx context.Context, opts EtcdOptions) (*Etcd, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// startCluster starts an embedded cluster of the backend's size in dir,
+// in this process for one member and as processes for more, and returns
+// its client endpoints.
+func (e *Etcd) startCluster(ctx context.Context, dir string) ([]string, error) {
+	if e.opts.Members > 1 {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		c, err := etcdcluster.Start(ctx, etcdcluster.Options{Members: e.opts.Members, Dir: dir})
+		if err != nil {
+			return nil, err
+		}
+		e.procs = c
+		return c.Endpoints(), nil
+	}
+	c, err := etcdembed.StartCluster(dir, e.opts.Members)
+	if err != nil {
+		return nil, err
+	}
+	e.cluster = c
+	return c.Endpoints(), nil
+}
+
+// newClient is a client of the cluster's endpoints.
+func (e *Etcd) newClient(endpoints []string) (*clientv3.Client, error) {
+	if e.opts.Members > 1 && e.Embedded() {
+		return processClient(endpoints)
+	}
+	return etcdembed.Client(endpoints...)
 }
 
 // probeMinTTL asks the cluster for a one-second lease: it grants its
@@ -128,8 +160,9 @@ func (e *Etcd) MinTTL() time.Duration { return e.minTTL }
 // Embedded reports whether the cluster is the backend's own.
 func (e *Etcd) Embedded() bool { return len(e.opts.Endpoints) == 0 }
 
-// Cluster is the embedded cluster (nil for given endpoints): tests stop
-// its members.
+// Cluster is the embedded cluster when it runs in this process (one
+// member; nil for given endpoints, and for member processes: see
+// Members): tests stop its members.
 func (e *Etcd) Cluster() *etcdembed.Cluster {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -176,20 +209,23 @@ var ErrCannotRestart = errors.New("realtime: etcd: only an embedded cluster can 
 func (e *Etcd) Restart(ctx context.Context, persist bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cluster == nil || e.closed {
+	if (e.cluster == nil && e.procs == nil) || e.closed {
 		return ErrCannotRestart
 	}
-	e.cluster.Close()
+	if persist && e.procs != nil {
+		return e.procs.Restart(ctx)
+	}
 	if persist {
+		e.cluster.Close()
 		return e.cluster.Restart()
 	}
+	e.closeCluster()
 	e.fresh++
-	c, err := etcdembed.StartCluster(filepath.Join(e.dir, fmt.Sprintf("fresh-%d", e.fresh)), e.opts.Members)
+	eps, err := e.startCluster(ctx, filepath.Join(e.dir, fmt.Sprintf("fresh-%d", e.fresh)))
 	if err != nil {
 		return err
 	}
-	e.cluster = c
-	cli, err := etcdembed.Client(c.Endpoints()...)
+	cli, err := e.newClient(eps)
 	if err != nil {
 		return err
 	}
@@ -226,13 +262,21 @@ func (e *Etcd) Close() error {
 		}
 		cli.Close()
 	}
-	if e.cluster != nil {
-		e.cluster.Close()
-	}
+	e.closeCluster()
 	if e.dir != "" {
 		errs = append(errs, os.RemoveAll(e.dir))
 	}
 	return errors.Join(errs...)
+}
+
+// closeCluster stops the embedded cluster's members, of either kind.
+func (e *Etcd) closeCluster() {
+	if e.cluster != nil {
+		e.cluster.Close()
+	}
+	if e.procs != nil {
+		e.procs.Close()
+	}
 }
 
 // EtcdStore keeps the resources in the backend's etcd: each behind an

@@ -229,37 +229,6 @@ func TestEtcdOverlap(t *testing.T) {
 	t.Error("in 3 seeds, no run had the naive mode land a stale write and the fenced mode refuse one")
 }
 
-// The leader of a three-member cluster stops mid-run and comes back: the
-// fenced mode still lands no stale write, and reuses no fence.
-func TestEtcdLeaderStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a three-member etcd for several seconds")
-	}
-	t.Parallel()
-	sc, _ := spec.Builtin("overlap")
-	sc.Duration = 7 * time.Second
-	sc.Agent.Stall.TailP = 0.5
-	s := etcdSetup(t, 3, sc)
-	cluster := s.Backend.(*realtime.Etcd).Cluster()
-	go func() {
-		time.Sleep(2 * time.Second)
-		leader := cluster.Leader()
-		if leader == nil {
-			return
-		}
-		leader.Stop()
-		time.Sleep(2 * time.Second)
-		leader.Restart()
-	}()
-	res, file := runRecorded(t, s.Scenario, realtime.Options{Modes: []history.Mode{history.Fenced}, Backend: s.Backend, Store: s.Store})
-	assertInvariants(t, res)
-	checkRoundTrip(t, res, file)
-	f := res.Modes[history.Fenced]
-	if f.FenceReuses != 0 || f.CommitsAdmitted == 0 {
-		t.Errorf("fenced: %d fence reuses, %d commits admitted", f.FenceReuses, f.CommitsAdmitted)
-	}
-}
-
 // Interrupting a run on etcd and closing its setup leaves no member
 // running, no port open and no directory behind.
 func TestEtcdInterruptLeavesNothing(t *testing.T) {

@@ -52,6 +52,8 @@ type Result struct {
 	Wall time.Duration `json:"wall_ns"`
 	// Faults is what the fault layer did, over every agent and mode.
 	Faults FaultStats `json:"faults"`
+	// MemberFaults are the etcd member faults played, in order.
+	MemberFaults []MemberFaultRecord `json:"member_faults,omitempty"`
 }
 
 // Runner runs one scenario in real time: agents are goroutines on real
@@ -73,6 +75,7 @@ type Runner struct {
 	live     []history.Subscriber             // hear each event as it happens (a dashboard)
 	stopped  bool
 	wall     time.Duration // the run's length, once stopped
+	members  []MemberFaultRecord
 
 	pauseMu sync.Mutex
 	resume  chan struct{} // nil while running; closed on resume
@@ -205,7 +208,7 @@ func (r *Runner) result() *Result {
 	for _, m := range r.h.Modes {
 		hr.Add(r.checkers[m].Report())
 	}
-	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall}
+	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall, MemberFaults: r.members}
 	for _, w := range r.worlds {
 		for _, d := range w.agents {
 			res.Faults = res.Faults.Add(d.stats.stats())
@@ -341,8 +344,8 @@ func (r *Runner) emitLive(mode history.Mode, e history.Event) {
 	}
 }
 
-// schedule starts the run's timed faults: partitions and coordinator
-// restarts.
+// schedule starts the run's timed faults: partitions, coordinator
+// restarts and etcd member faults.
 func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	at := func(d time.Duration, f func()) {
 		wg.Add(1)
@@ -371,6 +374,7 @@ func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	for _, rs := range r.sc.Restarts {
 		at(rs.At, func() { r.restart(ctx, rs.Persist) })
 	}
+	r.scheduleMembers(ctx, wg)
 }
 
 // restart restarts the coordinators, and records it in every mode.

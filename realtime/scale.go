@@ -54,6 +54,11 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 		sc.Restarts[i].At = d(sc.Restarts[i].At)
 	}
 	sc.Push.Delay = dist(sc.Push.Delay)
+	sc.Etcd.Faults = append([]spec.MemberFault(nil), sc.Etcd.Faults...)
+	for i := range sc.Etcd.Faults {
+		f := &sc.Etcd.Faults[i]
+		f.At, f.Duration, f.Delay = d(f.At), d(f.Duration), d(f.Delay)
+	}
 	sc.Script = append([]spec.Action(nil), sc.Script...)
 	for i := range sc.Script {
 		a := &sc.Script[i]

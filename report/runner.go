@@ -35,6 +35,8 @@ type RealFigures struct {
 	// Faults counts what the fault layer between agents and coordinator
 	// did, over every agent and mode.
 	Faults FaultCounts `json:"faults"`
+	// MemberFaults are the etcd member faults played, in order.
+	MemberFaults []MemberFault `json:"member_faults,omitempty"`
 }
 
 // FaultCounts are a fault layer's counts of calls.
@@ -73,4 +75,5 @@ func (r Runner) write(w io.Writer) {
 	fmt.Fprintf(w, "fault layer: %s, %s dropped (%d cut by a partition), %s dropped, %d duplicated\n",
 		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
 		x.Faults.Partitioned, history.Plural(x.Faults.RepliesDropped, "reply", "replies"), x.Faults.Duplicated)
+	writeMemberFaults(w, x.MemberFaults)
 }

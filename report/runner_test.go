@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestRunnerLines(t *testing.T) {
 			if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Backend != tc.run.Backend || (got.Real == nil) != (tc.run.Real == nil) || (got.Real != nil && *got.Real != *real) {
+			if got.Backend != tc.run.Backend || (got.Real == nil) != (tc.run.Real == nil) || (got.Real != nil && !reflect.DeepEqual(*got.Real, *real)) {
 				t.Errorf("JSON backend %q real %+v, want %q %+v", got.Backend, got.Real, tc.run.Backend, tc.run.Real)
 			}
 		})

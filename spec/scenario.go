@@ -35,6 +35,9 @@ type Scenario struct {
 	Partitions []Partition `json:"partitions,omitempty"`
 	Restarts   []Restart   `json:"restarts,omitempty"`
 	Push       Push        `json:"push,omitempty"`
+	// Etcd is the embedded etcd cluster's size and member faults (the
+	// real-time etcd backend only).
+	Etcd Etcd `json:"etcd,omitempty"`
 
 	// Script replaces the behaviour of the agents it names with exact
 	// actions at exact instants; unnamed agents behave as Agent says.
@@ -249,6 +252,7 @@ func (s *Scenario) Validate() error {
 	s.validateNetwork(bad)
 	s.validateClocks(bad)
 	s.validateFaults(bad)
+	s.validateEtcd(bad)
 	for i, a := range s.Script {
 		s.validateAction(bad, fmt.Sprintf("script[%d]", i), a)
 	}

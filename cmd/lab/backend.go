@@ -34,7 +34,7 @@ time on the in-memory coordinator) or etcd (in real time on etcd)`
 func (bf *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&bf.backend, "backend", backendSim, backendUsage)
 	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file) or etcd (default: the backend's own)")
-	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1)")
+	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 }
@@ -140,7 +140,7 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	f := res.Faults
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
-			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}}
+			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}, MemberFaults: memberFaults(res)}
 }
 
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the

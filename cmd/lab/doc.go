@@ -89,7 +89,9 @@
 // judged by the same checker, and --events, --html, --trace and --json work
 // as for the simulator (the trace's spans are in wall time). On etcd the
 // default is one embedded member on a temporary directory; --etcd-members 3
-// an embedded three-member cluster; --etcd-endpoints an existing cluster,
+// an embedded three-member cluster, each member its own process behind
+// proxies the run owns, so that a scenario's etcd.faults can pause and
+// partition members (README "Real faults"); --etcd-endpoints an existing cluster,
 // with every key under a prefix fresh to the run and removed after (a
 // cluster that is not embedded cannot be restarted, so scenarios with
 // restarts are refused there). --resource picks where the gates live: the

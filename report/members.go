@@ -1,0 +1,43 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leasefence/lab/history"
+)
+
+// MemberFault is an etcd member fault a real-time run played: what, to
+// which member, when and for how long.
+type MemberFault struct {
+	AtMS int64 `json:"at_ms"`
+	// Fault is "partition" (cut off from the other members and the
+	// clients), "delay" (its traffic held back DelayMS) or "pause"
+	// (SIGSTOP).
+	Fault      string `json:"fault"`
+	Member     int    `json:"member"` // from 1
+	Leader     bool   `json:"leader"` // it led the cluster when the fault began
+	DurationMS int64  `json:"duration_ms"`
+	DelayMS    int64  `json:"delay_ms,omitempty"`
+	// Error says why the fault could not be played.
+	Error string `json:"error,omitempty"`
+}
+
+// writeMemberFaults writes one line per member fault.
+func writeMemberFaults(w io.Writer, faults []MemberFault) {
+	ms := func(n int64) string { return history.FormatDuration(time.Duration(n) * time.Millisecond) }
+	for _, f := range faults {
+		who := fmt.Sprintf("member %d", f.Member)
+		if f.Leader {
+			who += " (the leader)"
+		}
+		what := map[string]string{"partition": "cut " + who + " off from the other members and the clients",
+			"delay": "delayed the traffic of " + who + " by " + ms(f.DelayMS), "pause": "paused " + who + " with SIGSTOP"}[f.Fault]
+		line := fmt.Sprintf("etcd member fault at %s: %s for %s", ms(f.AtMS), what, ms(f.DurationMS))
+		if f.Error != "" {
+			line = fmt.Sprintf("etcd member fault at %s: %s %s", ms(f.AtMS), f.Fault, f.Error)
+		}
+		fmt.Fprintln(w, line)
+	}
+}

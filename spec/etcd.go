@@ -1,0 +1,90 @@
+package spec
+
+import (
+	"fmt"
+	"time"
+)
+
+// Etcd is what a scenario asks of an embedded etcd cluster: its size, and
+// faults between its members. Only the real-time etcd backend plays it;
+// the simulator's coordinator has no members and ignores it.
+type Etcd struct {
+	// Members is the cluster's size (0: as the run's configuration
+	// says). A cluster of more than one member runs each member as its
+	// own process behind proxies the run owns.
+	Members int `json:"members,omitempty"`
+	// Faults are the faults between the members, at instants of the run.
+	Faults []MemberFault `json:"faults,omitempty"`
+}
+
+// MemberFaultKind is a fault of one etcd member.
+type MemberFaultKind string
+
+// The member faults.
+const (
+	// PartitionMember cuts member Member (the leader at At, if it names
+	// none) off from the other members and from every client, both
+	// ways, for Duration; with Delay its traffic is held back that long
+	// instead of cut.
+	PartitionMember MemberFaultKind = "partition_member"
+	// PauseMember stops member Member's process (SIGSTOP) for Duration.
+	PauseMember MemberFaultKind = "pause_member"
+	// PauseLeader stops whichever member leads at At, for Duration.
+	PauseLeader MemberFaultKind = "pause_leader"
+)
+
+// MemberFault is one fault of an etcd member, from At for Duration.
+type MemberFault struct {
+	At       time.Duration   `json:"at"`
+	Do       MemberFaultKind `json:"do"`
+	Member   int             `json:"member,omitempty"` // from 1; partition_member (0: the leader) and pause_member
+	Duration time.Duration   `json:"duration"`
+	// Delay, for partition_member, delays the member's traffic by this
+	// much instead of cutting it.
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// MaxEtcdMembers is the largest cluster a scenario may ask for: etcd's
+// own advice is at most seven members.
+const MaxEtcdMembers = 7
+
+// MinFaultMembers is the smallest cluster member faults may be played
+// on: the members left when one is cut off or paused must still be a
+// majority.
+const MinFaultMembers = 3
+
+func (s *Scenario) validateEtcd(bad complaint) {
+	e := s.Etcd
+	if e.Members < 0 || e.Members > MaxEtcdMembers {
+		bad("etcd.members", "must be in [1, %d], got %d", MaxEtcdMembers, e.Members)
+	}
+	if len(e.Faults) > 0 && e.Members != 0 && e.Members < MinFaultMembers {
+		bad("etcd.members", "member faults need at least %d members, got %d", MinFaultMembers, e.Members)
+	}
+	for i, f := range e.Faults {
+		field := fmt.Sprintf("etcd.faults[%d]", i)
+		if f.At < 0 || f.At > s.Duration {
+			bad(field+".at", "must be in [0, duration], got %v", f.At)
+		}
+		if f.Duration <= 0 || f.Duration > MaxDuration {
+			bad(field+".duration", "must be in (0, %v], got %v", MaxDuration, f.Duration)
+		}
+		switch f.Do {
+		case PartitionMember, PauseMember:
+			if (f.Member < 1 && (f.Do == PauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
+				bad(field+".member", "must name a member, from 1 to etcd.members (at most %d), got %d", MaxEtcdMembers, f.Member)
+			}
+		case PauseLeader:
+			if f.Member != 0 {
+				bad(field+".member", "pause_leader pauses whichever member leads: name none, got %d", f.Member)
+			}
+		default:
+			bad(field+".do", "must be partition_member, pause_member or pause_leader, got %q", f.Do)
+		}
+		if f.Delay < 0 || f.Delay > MaxDuration {
+			bad(field+".delay", "must be in [0, %v], got %v", MaxDuration, f.Delay)
+		} else if f.Delay > 0 && f.Do != PartitionMember {
+			bad(field+".delay", "only partition_member delays traffic")
+		}
+	}
+}
