@@ -14,7 +14,8 @@ import (
 // from the grant until it gives the lease up or, if it never does, until
 // its belief ends and its last write is done (the checker's acting
 // interval); stalls between a stall's start and end; and believes an
-// expired lease once the reader has its generation lapsed while it acts.
+// expired lease once the reader has its generation lapsed while it acts;
+// a refused write or a failed check ends its belief, as it tells the agent.
 // The zero AgentTrack is not ready: use NewAgentTrack.
 type AgentTrack struct {
 	acquiring, acting, denied, lapsed bool
@@ -120,8 +121,15 @@ func (t *AgentTrack) Add(e *Event, r *Reader, agent int) {
 			t.stalls--
 		}
 		t.lastAct = e.At
-	case CommitAdmitted, WriteLanded, CommitRefused:
+	case CommitAdmitted, WriteLanded:
 		t.lastAct = e.At
+	case CommitRefused, CheckFailed:
+		// The agent has learnt its lease is over: a gate refused its
+		// fence, or its own check failed. It believes no longer.
+		t.lastAct = e.At
+		if t.acting {
+			t.beliefOver = true
+		}
 	}
 }
 

@@ -19,7 +19,9 @@ type Fold struct {
 	mode     history.Mode
 	read     *history.Reader
 	agents   []agentFold
-	gates    []GateView // fenced mode only
+	gates    []GateView   // fenced mode only
+	writes   []WritesView // naive mode only
+	stale    []StaleWriteView
 	refusals []RefusalView
 	totals   Totals
 	events   uint64
@@ -43,9 +45,11 @@ func New(h *history.Header, m history.Mode, drop float64) *Fold {
 		v.agents[i].AgentTrack = history.NewAgentTrack()
 		v.agents[i].segs = []Segment{{State: AgentIdle, Resource: -1}}
 	}
-	if m == history.Fenced {
-		for _, name := range h.Resources {
+	for _, name := range h.Resources {
+		if m == history.Fenced {
 			v.gates = append(v.gates, GateView{Resource: name})
+		} else {
+			v.writes = append(v.writes, WritesView{Resource: name})
 		}
 	}
 	return v
@@ -83,6 +87,9 @@ func (v *Fold) Add(e *history.Event) {
 		if v.gates != nil {
 			v.gates[e.Resource].Admitted++
 		}
+		if v.writes != nil {
+			v.landed(e, kind == MarkStale)
+		}
 	case history.CommitRefused:
 		v.totals.CommitsRefused++
 		a.mark(Mark{At: e.At, Kind: MarkRefused, Resource: int32(e.Resource)})
@@ -116,6 +123,23 @@ func (v *Fold) Add(e *history.Event) {
 	if a != nil {
 		a.note(e.At)
 	}
+}
+
+// landed counts a naive write landing on its resource, and lists it if
+// it landed stale, over the newest generation's writer.
+func (v *Fold) landed(e *history.Event, stale bool) {
+	w := &v.writes[e.Resource]
+	w.Landed++
+	if !stale {
+		w.Newest, w.NewestFence = v.name(e.Agent), e.Fence
+		return
+	}
+	w.Stale++
+	if len(v.stale) == 2*MaxSnapshotRefusals {
+		v.stale = append(v.stale[:0], v.stale[MaxSnapshotRefusals:]...)
+	}
+	v.stale = append(v.stale, StaleWriteView{At: e.At, Resource: w.Resource, Writer: v.name(e.Agent), Fence: e.Fence,
+		Over: w.Newest, OverFence: w.NewestFence})
 }
 
 func (v *Fold) name(agent int) string {
@@ -159,6 +183,13 @@ func (a *agentFold) mark(m Mark) {
 func (v *Fold) Snapshot(now time.Duration) Snapshot {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// An agent whose own deadline has passed with no write in flight
+	// believes no longer, though no event of its own says so yet.
+	for i := range v.agents {
+		if at, ok := v.agents[i].Settle(now); ok {
+			v.agents[i].note(at)
+		}
+	}
 	snap := Snapshot{Mode: v.mode, Now: now, Events: v.events, DropRate: v.dropRate, Totals: v.totals,
 		Window: TimelineWindow}
 	for ri, name := range v.h.Resources {
@@ -211,5 +242,9 @@ func (v *Fold) Snapshot(now time.Duration) Snapshot {
 	}
 	tail := v.refusals[max(0, len(v.refusals)-MaxSnapshotRefusals):]
 	snap.Refusals = append([]RefusalView(nil), tail...)
+	if v.writes != nil {
+		snap.Writes = append([]WritesView(nil), v.writes...)
+		snap.StaleWrites = append([]StaleWriteView(nil), v.stale[max(0, len(v.stale)-MaxSnapshotRefusals):]...)
+	}
 	return snap
 }

@@ -1,13 +1,10 @@
 package liveview_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // The fold shows what the history says: its totals at the end of a run
@@ -16,16 +13,7 @@ import (
 func TestFoldAgreesWithTheChecker(t *testing.T) {
 	for _, name := range []string{"gap", "overlap", "push"} {
 		t.Run(name, func(t *testing.T) {
-			sc, _ := spec.Builtin(name)
-			h := sc.Header([]history.Mode{history.Fenced})
-			f := liveview.New(&h, history.Fenced, sc.Network.DropRequests)
-			res, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: []history.Mode{history.Fenced},
-				Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { f.Add(&e) })}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := res.Modes[history.Fenced]
-			snap := f.Snapshot(sc.Duration)
+			sc, rep, snap := foldRun(t, name, history.Fenced)
 			got := snap.Totals
 			if got.Acquisitions != rep.Acquisitions || got.CommitsAdmitted != rep.CommitsAdmitted ||
 				got.CommitsRefused != rep.CommitsRefused || got.StaleWritesLanded != rep.StaleWritesLanded ||

@@ -41,13 +41,19 @@ type Snapshot struct {
 	Push     bool    // the gate push is on
 	DropRate float64 // the current request drop probability
 
-	Totals   Totals
-	Holders  []HolderView  // one per resource, in resource order
-	Gates    []GateView    // one per resource (fenced mode), in resource order
-	Agents   []AgentView   // one per agent, in agent order
-	Refusals []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
-	Lanes    []Lane        // one per agent, over the last TimelineWindow of virtual time
-	Window   time.Duration // the span the lanes cover, ending at Now
+	Totals  Totals
+	Holders []HolderView // one per resource, in resource order
+	Gates   []GateView   // one per resource (fenced mode), in resource order
+	// Writes is what naive mode has instead of gates: one per resource
+	// (naive mode only), in resource order.
+	Writes []WritesView
+	// StaleWrites are the newest writes that landed stale (naive mode),
+	// oldest first (at most MaxSnapshotRefusals).
+	StaleWrites []StaleWriteView
+	Agents      []AgentView   // one per agent, in agent order
+	Refusals    []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
+	Lanes       []Lane        // one per agent, over the last TimelineWindow of virtual time
+	Window      time.Duration // the span the lanes cover, ending at Now
 }
 
 // MaxSnapshotRefusals is how many refusals a Snapshot carries.
@@ -95,6 +101,28 @@ type GateView struct {
 	FloorHolder string
 	Admitted    int
 	Refused     int
+}
+
+// WritesView is what landed on one resource with no gate in between.
+type WritesView struct {
+	Resource string
+	Landed   int // every write that landed
+	Stale    int // of them, those that landed after a newer generation's
+	// Newest and NewestFence are the writer of the newest generation's
+	// last write: what a stale write landed over.
+	Newest      string
+	NewestFence leasefence.Fence
+}
+
+// StaleWriteView is one write that landed stale, at the true instant it
+// landed, over the newer generation's write before it.
+type StaleWriteView struct {
+	At        time.Duration
+	Resource  string
+	Writer    string
+	Fence     leasefence.Fence
+	Over      string
+	OverFence leasefence.Fence
 }
 
 // AgentView is one agent.

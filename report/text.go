@@ -72,6 +72,18 @@ type Stop struct {
 	Interrupted bool
 	At          time.Duration // the virtual instant it was stopped at, if known
 	By          string        // what stopped it; "" means Ctrl-C
+	// Interventions are the live interventions made while it ran (in a
+	// dashboard), in order: the report lists every one.
+	Interventions []history.Intervention
+}
+
+// ran is how much of the run's time the report covers: all of it, or up
+// to the instant it was stopped at.
+func (s Stop) ran(full time.Duration) string {
+	if s.Interrupted && s.At > 0 && s.At < full {
+		return history.FormatDuration(s.At) + " (of " + history.FormatDuration(full) + ")"
+	}
+	return history.FormatDuration(full)
 }
 
 // Text writes the human report of a run: a header, one column per mode of
@@ -82,7 +94,7 @@ type Stop struct {
 func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Runner) {
 	modes := resultModes(res)
 	fmt.Fprintf(w, "%s · seed %d · %s of %s time · %s · digest %s\n", res.Scenario, res.Seed,
-		history.FormatDuration(time.Duration(res.VirtualDurationMS)*time.Millisecond), run.timeKind(),
+		stop.ran(time.Duration(res.VirtualDurationMS)*time.Millisecond), run.timeKind(),
 		history.Plural(res.Events, "event", "events"), res.Digest)
 	run.write(w)
 	fmt.Fprintln(w, h.Outline())
@@ -96,6 +108,7 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 		}
 		fmt.Fprintf(w, "INTERRUPTED at %s of virtual time: the counts below cover only what ran before %s.\n", history.FormatDuration(stop.At), by)
 	}
+	writeInterventions(w, stop.Interventions)
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "  %-22s", "")
@@ -277,12 +290,31 @@ seed give the same digest, event for event.
 type jsonResult struct {
 	*history.Result
 	Runner
-	Interrupted bool `json:"interrupted,omitempty"`
+	Verdict       string                 `json:"verdict"`
+	Interrupted   bool                   `json:"interrupted,omitempty"`
+	Interventions []history.Intervention `json:"interventions,omitempty"`
+}
+
+// The verdicts of the JSON report: the fenced mode (and the library in
+// every mode) kept its promises, or broke one.
+const (
+	VerdictHeld   = "held"
+	VerdictBroken = "broken"
+)
+
+// Verdict is VerdictBroken when res failed (the fenced mode broke an
+// invariant, or the library returned an error it never should), else
+// VerdictHeld.
+func Verdict(res *history.Result) string {
+	if res.Failed() {
+		return VerdictBroken
+	}
+	return VerdictHeld
 }
 
 // JSON writes the report as indented JSON.
 func JSON(w io.Writer, res *history.Result, stop Stop, run Runner) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonResult{Result: res, Runner: run, Interrupted: stop.Interrupted})
+	return enc.Encode(jsonResult{Result: res, Runner: run, Verdict: Verdict(res), Interrupted: stop.Interrupted, Interventions: stop.Interventions})
 }

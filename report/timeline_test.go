@@ -34,7 +34,7 @@ func lane(m *modeTimeline, agent int) string {
 }
 
 // TestTimelineDesignNote checks the lanes rebuilt from the events against
-// the design note's two timelines.
+// the gap and renewal scenarios' timelines.
 func TestTimelineDesignNote(t *testing.T) {
 	// The network of these scenarios has no delay: a request sent at t is
 	// answered at t, so the waiting in between takes no time and leaves no

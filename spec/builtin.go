@@ -31,9 +31,10 @@ var builtins = map[string]func() Scenario{
 	},
 	"gap": func() Scenario {
 		return Scenario{
-			Name:        "gap",
-			Description: "the design note's check-to-write gap: A checks at 950ms, stalls, writes at 1400ms; B took over at 1000ms",
-			Seed:        1, Duration: 3 * time.Second, Agents: 2, Resources: 1, TTL: time.Second,
+			Name: "gap",
+			Description: "agent-1 checks its lease at 950ms, stalls past its 1s TTL while agent-2 takes over, and writes at 1400ms: " +
+				"the check-to-write gap",
+			Seed: 1, Duration: 3 * time.Second, Agents: 2, Resources: 1, TTL: time.Second,
 			Agent: Behaviour{WritesPerLease: 1},
 			Script: []Action{
 				{At: 0, Agent: "agent-1", Do: ActAcquire},
@@ -49,8 +50,8 @@ var builtins = map[string]func() Scenario{
 	"renewal": func() Scenario {
 		return Scenario{
 			Name: "renewal",
-			Description: "the design note's renewal anchoring, 100ms in: A renews at 100ms, the coordinator extends at 140ms " +
-				"to 1140ms, the reply lands at 1000ms; naive A believes until 2000ms, the client until 1100ms",
+			Description: "a slow renewal reply: the lease is extended to 1140ms, the reply lands at 1000ms; naive agent-1 counts " +
+				"the TTL from the reply (until 2000ms), the client from the send (until 1100ms)",
 			Seed: 1, Duration: 3 * time.Second, Agents: 2, Resources: 1, TTL: time.Second,
 			Agent: Behaviour{WritesPerLease: 1},
 			Script: []Action{

@@ -21,8 +21,9 @@
 //     error span linked to the "lease" span of the holder that raised the
 //     floor. Every timestamp is t0 plus the run's instant, so a run
 //     recorded now is found by a time-window search now; with
-//     NewIDGenerator the same scenario, seed and t0 give the same trace and
-//     span ids. The spans are made on the recorder's own goroutine, beside
+//     NewIDGenerator the same scenario and seed give the same trace and
+//     span ids whenever the run is recorded (a real-time run's ids also
+//     depend on its start). The spans are made on the recorder's own goroutine, beside
 //     the run rather than in it.
 //   - NewHooks returns leasefence hook structs that emit the same span names
 //     and attribute keys, in wall time, for a Coordinator, Client or

@@ -18,11 +18,12 @@ import (
 type IDGenerator struct{}
 
 // NewIDGenerator returns an IDGenerator: with it, a Recorder's spans get
-// the ids it derived. A Recorder derives its ids from the scenario's
-// name and seed, the mode, t0 and the lease generation, so with this
-// generator the same run recorded twice with the same t0 gives the same
-// ids, and a run recorded at another t0 gives other ids (so two runs sent
-// to one collector are never merged into one trace).
+// the ids it derived. A Recorder derives its ids from the run alone: the
+// scenario's name and seed, the mode and the lease generation (or the
+// acquire), so with this generator the same simulated run recorded twice
+// gives the same ids, whenever it is recorded. A real-time run also mixes
+// in its start t0: its seed does not fix when things happen, so two such
+// runs are two traces.
 func NewIDGenerator() IDGenerator { return IDGenerator{} }
 
 // idSlot holds the ids a Recorder wants for the span it is about to

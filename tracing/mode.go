@@ -55,7 +55,7 @@ func (r *Recorder) newMode(mode history.Mode) *modeState {
 		slotCtx: withIDSlot(context.Background(), slot),
 		r:       r,
 		read:    history.NewReader(&r.run.header),
-		base:    fold(uint64(r.t0.UnixNano()), hashString(r.run.scenario), r.run.seed, hashString(string(mode))),
+		base:    fold(r.runID(), hashString(string(mode))),
 		agents:  make([]*agentState, len(r.run.header.Agents)),
 		floors:  make([]floorRef, len(r.run.header.Resources)),
 		rootAttrs: []attribute.KeyValue{

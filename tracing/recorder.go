@@ -48,8 +48,9 @@ import (
 // trace already ended) is a short root span "lease acquire" of its own.
 //
 // Every timestamp is t0 plus the run's instant. Ids are derived from the
-// scenario's name and seed, the mode, t0 and the generation; they are used
-// when the TracerProvider was built with NewIDGenerator.
+// scenario's name and seed, the mode and the generation (and, for a
+// real-time run, t0); they are used when the TracerProvider was built with
+// NewIDGenerator.
 //
 // The OpenTelemetry work is done on a goroutine of the recorder, not on
 // the simulation's: Event only queues the event (the run waits only when
@@ -116,6 +117,22 @@ func NewRecorder(h history.Header, t0 time.Time, opts ...Option) *Recorder {
 		done:   make(chan struct{}),
 	}
 }
+
+// runID is what every id of the run is derived from: the scenario and the
+// seed, which fix a simulated run event for event, so the same run traced
+// twice gives the same trace. A real-time run is not fixed by its seed
+// (when things happen is the machine's), so its start t0 is mixed in too:
+// two real-time runs sent to one collector are never merged.
+func (r *Recorder) runID() uint64 {
+	id := fold(hashString(r.run.scenario), r.run.seed)
+	if b := r.run.header.Backend; b != "" && b != backendSim {
+		id = fold(id, uint64(r.t0.UnixNano()))
+	}
+	return id
+}
+
+// backendSim is the history header's Backend for the simulator.
+const backendSim = "sim"
 
 // RunAttributes are the attributes that identify the run of a history with
 // header h: sim.scenario and sim.seed. Every root span a Recorder makes

@@ -32,9 +32,20 @@ var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 // the spans, in the order they ended.
 func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
 	t.Helper()
+	return recordRunAs(t, sc, start, "")
+}
+
+// recordRunAs is recordRun with the header saying backend made the
+// history ("" leaves the simulator's).
+func recordRunAs(t testing.TB, sc spec.Scenario, start time.Time, backend string) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
-	rec := NewRecorder(sc.Header(harness.Modes), start, WithTracerProvider(tp))
+	h := sc.Header(harness.Modes)
+	if backend != "" {
+		h.Backend = backend
+	}
+	rec := NewRecorder(h, start, WithTracerProvider(tp))
 	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +232,7 @@ func TestRepeatedDenialsAreOneEvent(t *testing.T) {
 }
 
 // TestGapTraceShape states the golden file's main facts as assertions: the
-// design note's timeline, one trace per generation, and the refused write
+// gap scenario's timeline, one trace per generation, and the refused write
 // linked to the newer holder.
 func TestGapTraceShape(t *testing.T) {
 	spans, _ := recordRun(t, builtin(t, "gap"), t0)
@@ -529,29 +540,42 @@ func TestRestartSeparatesGenerations(t *testing.T) {
 func TestSameSeedSameIDs(t *testing.T) {
 	sc := builtin(t, "overlap")
 	first, _ := recordRun(t, sc, t0)
-	second, _ := recordRun(t, sc, t0)
+	// The same run recorded a minute later: the same ids, only the
+	// timestamps move with t0.
+	second, _ := recordRun(t, sc, t0.Add(time.Minute))
 	if len(first) != len(second) {
 		t.Fatalf("%d spans, then %d", len(first), len(second))
 	}
 	for i := range first {
 		a, b := first[i], second[i]
 		if a.SpanContext().TraceID() != b.SpanContext().TraceID() || a.SpanContext().SpanID() != b.SpanContext().SpanID() ||
-			a.Parent().SpanID() != b.Parent().SpanID() || a.Name() != b.Name() || !a.StartTime().Equal(b.StartTime()) ||
-			!a.EndTime().Equal(b.EndTime()) || !slices.Equal(a.Attributes(), b.Attributes()) {
-			t.Fatalf("span %d differs between two runs with the same seed and t0:\n%v %v %s\n%v %v %s", i,
+			a.Parent().SpanID() != b.Parent().SpanID() || a.Name() != b.Name() || !a.StartTime().Add(time.Minute).Equal(b.StartTime()) ||
+			!a.EndTime().Add(time.Minute).Equal(b.EndTime()) || !slices.Equal(a.Attributes(), b.Attributes()) {
+			t.Fatalf("span %d differs between two recordings of the same run:\n%v %v %s\n%v %v %s", i,
 				a.SpanContext().TraceID(), a.SpanContext().SpanID(), a.Name(), b.SpanContext().TraceID(), b.SpanContext().SpanID(), b.Name())
 		}
 	}
 
-	// Another t0 is another run: a collector must not merge the two.
-	later, _ := recordRun(t, sc, t0.Add(time.Minute))
+	// Another seed is another run, and so is a real-time run started at
+	// another t0 (its seed does not fix it): a collector must not merge
+	// them with the first.
 	ids := map[trace.TraceID]bool{}
 	for _, s := range first {
 		ids[s.SpanContext().TraceID()] = true
 	}
-	for _, s := range later {
-		if ids[s.SpanContext().TraceID()] {
-			t.Fatalf("trace id %v reused by a run at another t0", s.SpanContext().TraceID())
+	reseeded := sc
+	reseeded.Seed++
+	otherSeed, _ := recordRun(t, reseeded, t0)
+	realFirst, _ := recordRunAs(t, sc, t0, "memory")
+	realLater, _ := recordRunAs(t, sc, t0.Add(time.Minute), "memory")
+	for _, s := range realFirst {
+		ids[s.SpanContext().TraceID()] = true
+	}
+	for name, spans := range map[string][]sdktrace.ReadOnlySpan{"another seed": otherSeed, "a real-time run at another t0": realLater} {
+		for _, s := range spans {
+			if ids[s.SpanContext().TraceID()] {
+				t.Fatalf("trace id %v reused by %s", s.SpanContext().TraceID(), name)
+			}
 		}
 	}
 }
@@ -696,7 +720,7 @@ func TestCloseDuringARun(t *testing.T) {
 	}
 }
 
-// The design note's renewal anchoring, as the traces tell it: the renewal
+// The renewal scenario's anchoring, as the traces tell it: the renewal
 // reply lands at 1000ms; naive agent-1 then believes for another TTL (to
 // 2000ms), the client only until 1100ms, before the coordinator's expiry at
 // 1140ms.

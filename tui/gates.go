@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/table"
@@ -20,6 +19,7 @@ type gatesPane struct {
 	want          int // the width the table needs
 	mode          history.Mode
 	gates         []liveview.GateView
+	writes        []liveview.WritesView // naive mode, in place of gates
 	sel           int
 	view          string
 }
@@ -41,12 +41,10 @@ func newGatesPane(st *styles, agents, resources int) gatesPane {
 // mode, why there are none.
 func gatesLines(snap *liveview.Snapshot) int {
 	if snap.Gates == nil {
-		return 1 + len(naiveGatesNote)
+		return naiveWritesLines(snap)
 	}
 	return 2 + max(len(snap.Gates), 1)
 }
-
-var naiveGatesNote = []string{"no gate in naive mode:", "writes go straight to the", "resource, so nothing is", "refused and nothing logged."}
 
 // SetSize gives the pane its box; the first line is the title.
 func (p *gatesPane) SetSize(width, height int) {
@@ -60,7 +58,7 @@ func (p *gatesPane) SetSize(width, height int) {
 }
 
 func (p *gatesPane) setSnapshot(snap *liveview.Snapshot, sel selection) {
-	p.mode, p.gates, p.sel = snap.Mode, snap.Gates, sel.res
+	p.mode, p.gates, p.writes, p.sel = snap.Mode, snap.Gates, snap.Writes, sel.res
 	p.render()
 }
 
@@ -89,8 +87,7 @@ func (p *gatesPane) render() {
 func (p *gatesPane) draw() string {
 	title := p.st.PaneTitle.Render("gates") + p.st.Muted.Render(" · "+string(p.mode))
 	if p.gates == nil {
-		body := renderLines(p.st.Muted, slices.Clone(naiveGatesNote)...)
-		return fit(titled(title, body), p.width, p.height)
+		return drawNaiveWrites(p.st, p.writes, p.sel, p.width, p.height)
 	}
 	return fit(titled(title, p.tbl.View()), p.width, p.height)
 }

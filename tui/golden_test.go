@@ -55,7 +55,7 @@ func TestViewGolden(t *testing.T) {
 		w, h     int
 		keys     []string
 	}{
-		// The design note's gap, after agent-1's stale write was refused.
+		// The gap scenario, after agent-1's stale write was refused.
 		{name: "gap_after_refusal", scenario: "gap", advance: 1500 * time.Millisecond, w: 100, h: 30},
 		{name: "gap_80x24", scenario: "gap", advance: 1500 * time.Millisecond, w: 80, h: 24},
 		{name: "gap_naive_view", scenario: "gap", advance: 1500 * time.Millisecond, w: 100, h: 30, keys: []string{"tab"}},

@@ -69,8 +69,13 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
 
 	t := snap.Totals
-	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %d admitted  %d lost  %s",
-		t.Acquisitions, t.Renewals, t.Expiries, t.CommitsAdmitted, t.MessagesLost, history.Plural(snap.Events, "event", "events")))
+	// Naive has no gate to admit anything: its writes simply land.
+	writes := fmt.Sprintf("%d admitted", t.CommitsAdmitted)
+	if snap.Mode == history.Naive {
+		writes = fmt.Sprintf("%d landed (%d stale)", t.CommitsAdmitted, t.StaleWritesLanded)
+	}
+	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %s  %d lost  %s",
+		t.Acquisitions, t.Renewals, t.Expiries, writes, t.MessagesLost, history.Plural(snap.Events, "event", "events")))
 	p.draw()
 }
 

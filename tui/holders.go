@@ -18,8 +18,8 @@ type holderRow struct {
 	name   string // the resource
 	agent  string // "" when the resource is free
 	fence  leasefence.Fence
-	coord  time.Duration // time left at the coordinator
-	belief time.Duration // time left in the agent's own belief
+	coord  time.Duration // time until the coordinator ends the lease
+	belief time.Duration // time until the agent's own deadline, as it thinks
 	state  liveview.AgentState
 	zombie bool // listed because it believes past the coordinator's expiry
 }
@@ -46,7 +46,7 @@ const leftWidth = 8
 
 var holderColumns = []table.Column{
 	{Title: "resource", Width: 9}, {Title: "holder", Width: 10}, {Title: "fence", Width: 6},
-	{Title: "coord left", Width: leftWidth + 2}, {Title: "belief left", Width: 11}, {Title: "state", Width: 18},
+	{Title: "lease ends in", Width: 13}, {Title: "holder thinks", Width: 13}, {Title: "state", Width: 18},
 }
 
 func newHoldersPane(st *styles) holdersPane {
@@ -101,20 +101,23 @@ func (p *holdersPane) setSnapshot(snap *liveview.Snapshot, sel selection) select
 	return p.selection()
 }
 
-// find is the row of sel: its agent on its resource, else the resource's
-// first row.
+// find is the row of sel: its agent on its resource, else its agent on
+// any resource (a selection stays on the agent chosen), else the
+// resource's first row.
 func (p *holdersPane) find(sel selection) int {
-	first := -1
+	first, elsewhere := -1, -1
 	for i, r := range p.rows {
-		if r.res != sel.res {
-			continue
-		}
-		if r.agent == sel.agent {
+		switch {
+		case sel.agent != "" && r.agent == sel.agent && r.res == sel.res:
 			return i
-		}
-		if first < 0 {
+		case sel.agent != "" && r.agent == sel.agent && elsewhere < 0:
+			elsewhere = i
+		case r.res == sel.res && first < 0:
 			first = i
 		}
+	}
+	if elsewhere >= 0 {
+		return elsewhere
 	}
 	return max(first, 0)
 }
@@ -164,16 +167,20 @@ func (p *holdersPane) render() {
 		if r.zombie || r.coord <= 0 {
 			coord = "expired"
 		}
-		if !r.zombie && r.belief <= 0 {
+		state := stateWord(r.state)
+		switch {
+		case !r.zombie && r.belief <= 0:
 			// The holder has stopped believing (it gave the lease up, or its
-			// grant is still on the way): nothing is left of its belief. A
-			// believes-expired agent keeps its signed figure: how long ago
-			// its own deadline passed while it still meant to write.
+			// grant is still on the way): nothing is left of its belief.
 			belief = "-"
+		case r.belief <= 0:
+			// Its own deadline has passed too, but it is stalled in the
+			// middle of a write whose check passed: the write lands late.
+			belief, state = "expired", "! late write due"
 		}
 		// Right-aligned, so that seconds line up under seconds.
 		rows = append(rows, table.Row{mark + r.name, r.agent, strconv.FormatUint(uint64(r.fence), 10),
-			fmt.Sprintf("%*s", leftWidth, coord), fmt.Sprintf("%*s", leftWidth, belief), stateWord(r.state)})
+			fmt.Sprintf("%*s", leftWidth, coord), fmt.Sprintf("%*s", leftWidth, belief), state})
 	}
 	p.tbl.SetRows(rows)
 	if c := p.cursor - off; p.tbl.Cursor() != c { // each call renders every row: skip the second when it can

@@ -44,8 +44,11 @@ type Model struct {
 	focus  int                 // the mode in view, an index into info.modes
 	paused bool
 	done   bool
-	speed  float64
-	drop   float64 // the drop rate once the queued ops are applied
+	// pauseAtRefusal: pause by itself once, at the first refused (or, in
+	// naive mode, stale) write; firstSeen: that moment has been seen.
+	pauseAtRefusal, firstSeen bool
+	speed                     float64
+	drop                      float64 // the drop rate once the queued ops are applied
 
 	sel    selection
 	filter int // the log's resource, or -1 for all
@@ -85,7 +88,7 @@ func New(live Source, opts Options) Model {
 	m := Model{
 		live: live, tick: opts.tick(), keys: defaultKeys(), help: help.New(), st: st, filter: -1,
 		info:  runInfo{name: sc.Name, seed: sc.Seed, agents: sc.Agents, resources: sc.Resources, ttl: sc.TTL, modes: live.Modes()},
-		speed: live.Speed(), paused: live.Paused(), drop: sc.Network.DropRequests,
+		speed: live.Speed(), paused: live.Paused(), drop: sc.Network.DropRequests, pauseAtRefusal: opts.PauseAtFirstRefusal,
 		holders: newHoldersPane(st), gates: newGatesPane(st, sc.Agents, sc.Resources), log: logPane{st: st}, timeline: newTimelinePane(st),
 	}
 	m.help.Styles = st.Help
@@ -148,7 +151,7 @@ func (m *Model) launch() tea.Cmd {
 	if m.snaps != nil {
 		last = m.snaps[m.focus].Now
 	}
-	return work(m.live, m.info.modes, ops, last, m.snaps != nil)
+	return work(m.live, m.info.modes, ops, last, m.snaps != nil, m.pauseAtRefusal && !m.firstSeen)
 }
 
 // enqueue queues an op and launches it if nothing is in flight.
@@ -165,6 +168,12 @@ func (m *Model) absorb(msg workMsg) {
 	} else if msg.status != "" {
 		m.status, m.statusErr = msg.status, false
 	}
+	if msg.heldSeen {
+		m.firstSeen = true
+	}
+	if msg.held != "" {
+		m.status, m.statusErr = msg.held, false
+	}
 	if msg.snaps != nil {
 		m.snaps = msg.snaps
 		m.done = true
@@ -176,6 +185,32 @@ func (m *Model) absorb(msg workMsg) {
 		}
 	}
 	m.refreshPanes()
+}
+
+// firstRefusalNote is the line that says why the run paused itself: the
+// first refused write, or the first stale one landed, or "" for neither.
+func firstRefusalNote(snaps []liveview.Snapshot) string {
+	// Why and how to go on come first: the details may be cut on a narrow
+	// terminal, and the rejection log has them.
+	const next = " · space resumes, n steps · "
+	stale := ""
+	for i := range snaps {
+		s := &snaps[i]
+		if len(s.Refusals) > 0 {
+			r := s.Refusals[0]
+			return "paused at the first refusal" + next + fmt.Sprintf("%s@%d refused by %s's gate (floor %s@%d) at %s",
+				r.Holder, r.Fence, r.Resource, r.FloorHolder, r.FloorFence, history.FormatDuration(r.At))
+		}
+		if s.Totals.StaleWritesLanded > 0 && stale == "" {
+			stale = "paused at the first stale write" + next + "it landed in " + string(s.Mode) + " mode, with no gate to refuse it"
+		}
+	}
+	for i := range snaps {
+		if snaps[i].Mode == history.Fenced {
+			return "" // a gate is running: wait for its refusal, a moment after the stale landing
+		}
+	}
+	return stale
 }
 
 func hasDropOp(ops []op) bool {
@@ -204,19 +239,15 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Slower):
 		return m.enqueue(op{kind: opSpeed, factor: 0.5})
 	case key.Matches(msg, k.Step):
-		return m.enqueue(op{kind: opStep})
+		return m.enqueue(op{kind: opStep, mode: m.info.modes[m.focus]})
 	case key.Matches(msg, k.Up):
-		m.sel = m.holders.moveTo(m.holders.cursor - 1)
-		m.refreshPanes()
+		m.choose(m.holders.cursor - 1)
 	case key.Matches(msg, k.Down):
-		m.sel = m.holders.moveTo(m.holders.cursor + 1)
-		m.refreshPanes()
+		m.choose(m.holders.cursor + 1)
 	case key.Matches(msg, k.Top):
-		m.sel = m.holders.moveTo(0)
-		m.refreshPanes()
+		m.choose(0)
 	case key.Matches(msg, k.Bottom):
-		m.sel = m.holders.moveTo(math.MaxInt)
-		m.refreshPanes()
+		m.choose(math.MaxInt)
 	case key.Matches(msg, k.Stall):
 		return m.stall()
 	case key.Matches(msg, k.DropUp), key.Matches(msg, k.DropDown):
@@ -256,12 +287,25 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// stall stalls the selected row's agent for two TTLs: long enough for its
-// lease to expire under it and pass to another agent, so its next write
-// is stale.
+// choose moves the cursor to row i: the person's selection, which stays
+// on that agent until they move it.
+func (m *Model) choose(i int) {
+	m.sel = m.holders.moveTo(i)
+	m.sel.chosen = true
+	m.refreshPanes()
+}
+
+// stall stalls the selected agent for two TTLs: long enough for its lease
+// to expire under it and pass to another agent, so its next write is
+// stale. It is the agent the person chose, never one that happens to have
+// taken its row.
 func (m Model) stall() (tea.Model, tea.Cmd) {
 	row, ok := m.holders.selected()
-	if !ok || row.agent == "" {
+	switch {
+	case ok && m.sel.chosen && m.sel.agent != "" && row.agent != m.sel.agent:
+		m.status, m.statusErr = m.sel.agent+" holds no lease now: nothing to stall (select a row with a holder)", true
+		return m, nil
+	case !ok || row.agent == "":
 		name := "nothing"
 		if ok {
 			name = row.name + " is free"
@@ -340,7 +384,10 @@ func share(body, hold, mid, tl, holdMost, midMost int) shares {
 	if more := min(max(midMost-s.mid, 0), extra); more > 0 {
 		s.mid, extra = s.mid+more, extra-more
 	}
-	s.timeline += max(extra, 0)
+	// The rest goes to the rejection log, which grows into it as writes
+	// are refused; the timeline has a line per lane and nothing to put in
+	// more.
+	s.mid += max(extra, 0)
 	return s
 }
 
@@ -382,15 +429,18 @@ func (m *Model) refreshPanes() {
 		return
 	}
 	snap := &m.snaps[m.focus]
-	m.sel = m.holders.setSnapshot(snap, m.sel)
+	shown := m.holders.setSnapshot(snap, m.sel)
+	if !m.sel.chosen {
+		m.sel = selection{res: shown.res} // nobody chosen: the first row, whoever holds it
+	}
 	filter := ""
 	if m.filter >= 0 && m.filter < len(snap.Holders) {
 		filter = snap.Holders[m.filter].Resource
 	}
 	m.log.setSnapshot(snap, filter)
 	m.layout()
-	m.gates.setSnapshot(snap, m.sel)
-	m.timeline.setSnapshot(snap, m.sel)
+	m.gates.setSnapshot(snap, shown)
+	m.timeline.setSnapshot(snap, shown)
 	m.header.set(snap, m.info.modes[m.focus], m.paused, m.done, m.speed)
 	m.strip.set(m.info.modes, m.snaps)
 	m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
@@ -429,7 +479,9 @@ func (m Model) View() string {
 func (m Model) statusLine() string {
 	right := ""
 	if row, ok := m.holders.selected(); ok {
-		if row.agent != "" {
+		if m.sel.chosen && m.sel.agent != "" && row.agent != m.sel.agent {
+			right = "selected " + m.sel.agent + " (no lease now)"
+		} else if row.agent != "" {
 			right = fmt.Sprintf("selected %s on %s", row.agent, row.name)
 		} else {
 			right = "selected " + row.name + " (free)"

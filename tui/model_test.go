@@ -59,16 +59,30 @@ func TestControls(t *testing.T) {
 					t.Errorf("speed %v, want %v", live.Speed(), harness.MaxSpeed)
 				}
 			}},
-		{name: "n pauses and steps one event, as Live.Step does", scenario: "gap", keys: []string{"n"},
+		{name: "n pauses and runs to the next event of the mode in view", scenario: "gap", keys: []string{"n"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
+				// The twin steps timers until the fenced history has one
+				// more event: timers that emit nothing are no step.
 				twin := newLive(t, "gap")
 				twin.Advance(0)
-				twin.Step()
-				want, _ := twin.Snapshot(history.Fenced)
+				before, _ := twin.Snapshot(history.Fenced)
+				want := before
+				for want.Events == before.Events && twin.Step() {
+					want, _ = twin.Snapshot(history.Fenced)
+				}
 				got := m.snaps[m.focus]
-				if !live.Paused() || got.Now != want.Now || got.Events != want.Events || got.Now == 0 {
-					t.Errorf("after n: paused %v, at %v with %d events; one Step goes to %v with %d",
-						live.Paused(), got.Now, got.Events, want.Now, want.Events)
+				if !live.Paused() || got.Now != want.Now || got.Events != before.Events+1 || got.Events != want.Events {
+					t.Errorf("after n: paused %v, at %v with %d events; the next event is %d at %v",
+						live.Paused(), got.Now, got.Events, before.Events+1, want.Now)
+				}
+				if !strings.Contains(m.status, "stepped one event") {
+					t.Errorf("status %q, want it to say one event was stepped", m.status)
+				}
+			}},
+		{name: ". steps one event, as the help says n and . do", scenario: "gap", keys: []string{"."},
+			check: func(t *testing.T, m Model, live *harness.Live) {
+				if !live.Paused() || !strings.Contains(m.status, "stepped one event, to event") {
+					t.Errorf("after .: paused %v, status %q", live.Paused(), m.status)
 				}
 			}},
 		{name: "] and [ step the drop rate within [0, 1]", scenario: "overlap", keys: []string{"]]]"},
@@ -209,6 +223,7 @@ func TestInterventionErrorShowsInStatus(t *testing.T) {
 
 func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 	m, live := started(t, "gap", 500*time.Millisecond)
+	m = settle(t, m, press("g")...) // choose the first row: agent-1, the holder
 	if m.sel.agent != "agent-1" {
 		t.Fatalf("selected %q at 500ms, want the holder agent-1", m.sel.agent)
 	}
@@ -217,6 +232,31 @@ func TestSelectionFollowsAgentIntoBelievesExpired(t *testing.T) {
 	row, _ := m.holders.selected()
 	if row.agent != "agent-1" || !row.zombie || m.holders.cursor != 1 {
 		t.Errorf("selected row %+v at row %d, want agent-1's believes-expired row 1", row, m.holders.cursor)
+	}
+}
+
+// TestSelectionStaysOnTheChosenAgent: once agent-1's belief ends (its
+// write refused), the cursor rests on the resource's row, now agent-2's,
+// but the selection is still agent-1: s does not stall agent-2.
+func TestSelectionStaysOnTheChosenAgent(t *testing.T) {
+	m, live := started(t, "gap", 500*time.Millisecond)
+	m = settle(t, m, press("g")...)
+	live.Advance(1000 * time.Millisecond) // agent-1's stale write is refused at 1.400s
+	m = settle(t, m, frameMsg{})
+	if m.sel.agent != "agent-1" {
+		t.Fatalf("selection moved to %q, want agent-1, the agent chosen", m.sel.agent)
+	}
+	if !strings.Contains(m.statusLine(), "selected agent-1 (no lease now)") {
+		t.Errorf("status line %q does not say agent-1 holds nothing now", m.statusLine())
+	}
+	m = settle(t, m, press("s")...)
+	if n := len(live.Scenario().Interventions); n != 0 || !strings.Contains(m.status, "agent-1 holds no lease now") {
+		t.Errorf("s made %d interventions (status %q), want none and a word on agent-1", n, m.status)
+	}
+	m = settle(t, m, press("g")...) // choosing again takes the row's holder
+	m = settle(t, m, press("s")...)
+	if ivs := live.Scenario().Interventions; len(ivs) != 1 || ivs[0].Agent != "agent-2" {
+		t.Errorf("interventions %+v, want one stall of agent-2", ivs)
 	}
 }
 
@@ -230,7 +270,7 @@ func TestSingleModeRun(t *testing.T) {
 	m := settle(t, manual(live), tea.WindowSizeMsg{Width: 100, Height: 30}, frameMsg{})
 	m = settle(t, m, press("tab")...)
 	view := m.View()
-	for _, want := range []string{"view [naive]", "1 stale write landed silently", "run both modes to compare", "no gate in naive mode"} {
+	for _, want := range []string{"view [naive]", "1 stale write landed silently", "run both modes to compare", "writes landed · naive · no gate", "1 landed silently"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("single-mode view lacks %q:\n%s", want, view)
 		}
@@ -275,14 +315,14 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 	live := newLive(t, "gap")
 	live.SetPaused(true)
 	modes := live.Modes()
-	first := work(live, modes, nil, 0, false)().(workMsg)
+	first := work(live, modes, nil, 0, false, false)().(workMsg)
 	if len(first.snaps) != len(modes) {
 		t.Fatalf("first round took %d snapshots, want %d", len(first.snaps), len(modes))
 	}
-	if again := work(live, modes, nil, live.Now(), true)().(workMsg); again.snaps != nil || !again.paused {
+	if again := work(live, modes, nil, live.Now(), true, false)().(workMsg); again.snaps != nil || !again.paused {
 		t.Errorf("an unchanged paused run was snapshotted again (paused %v)", again.paused)
 	}
-	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
+	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true, false)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
 		t.Errorf("a round with a control did not snapshot (speed %v)", withOp.speed)
 	}
 }
@@ -290,7 +330,7 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 func TestOpsApplyInOrder(t *testing.T) {
 	live := newLive(t, "gap")
 	// Pause, then advance: the advance must see the pause and do nothing.
-	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false)().(workMsg)
+	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false, false)().(workMsg)
 	if live.Now() != 0 || !msg.paused {
 		t.Errorf("an advance queued after a pause moved time to %v", live.Now())
 	}

@@ -19,6 +19,11 @@ type Options struct {
 	// simulation up with wall time. 0 means DefaultTick; otherwise it must
 	// lie in [MinTick, MaxTick].
 	Tick time.Duration
+	// PauseAtFirstRefusal pauses the run by itself, once, when a write is
+	// first refused at a gate (or, with only the naive mode, first lands
+	// stale), with a line saying why and how to go on: the moment the lab
+	// exists to show is never missed. lab watch sets it.
+	PauseAtFirstRefusal bool
 }
 
 // Validate reports an Options field out of range, naming it.

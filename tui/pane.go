@@ -27,11 +27,14 @@ var (
 
 // selection is the row the person picked: an agent, or a resource when it
 // has no holder. It follows the agent when its row moves (a holder that
-// becomes believes-expired keeps its selection) and falls back to the
-// resource's first row when the agent leaves the list.
+// becomes believes-expired, or takes another resource, keeps its
+// selection); while the agent is on no row the cursor rests on the
+// resource's first row, and the selection is still the agent, never the
+// row's new holder. chosen is false until the person moves the cursor.
 type selection struct {
-	res   int // resource index
-	agent string
+	res    int // resource index
+	agent  string
+	chosen bool
 }
 
 // window is the first index of a scrolled list of n items showing rows of

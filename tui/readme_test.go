@@ -2,21 +2,15 @@ package tui
 
 import (
 	"testing"
-	"time"
-
-	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/leasefence/lab/internal/readmetest"
 )
 
 // TestReadmeDashboard checks the README's picture of the dashboard is
-// what it draws: the default scenario at 100x24, paused soon after the
-// first stale write was refused (fenced) and landed (naive). -update
-// rewrites it.
+// what it draws: the default scenario at 100x24 as lab watch opens it,
+// run until it paused by itself at the first refused write (fenced; the
+// same stale write landed in naive). -update rewrites it.
 func TestReadmeDashboard(t *testing.T) {
-	live := newLive(t, "overlap")
-	live.Advance(3151 * time.Millisecond)
-	m := settle(t, manual(live), tea.WindowSizeMsg{Width: 100, Height: 24}, frameMsg{})
-	m = settle(t, m, press("space")...)
+	m := runToFirstPause(t, newLive(t, "overlap"), 100, 24)
 	readmetest.Check(t, "dashboard", m.View(), update())
 }

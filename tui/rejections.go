@@ -68,8 +68,6 @@ func (p *logPane) SetSize(width, height int) {
 // column headers and a line each), or the note that stands in for them.
 func (p *logPane) lines() int {
 	switch {
-	case p.mode == history.Naive:
-		return 1 + 4
 	case p.total == 0:
 		return 1 + 2
 	case p.shown == 0:
@@ -88,11 +86,25 @@ func (p *logPane) setSnapshot(snap *liveview.Snapshot, filter string) {
 		last := snap.Refusals[n-1]
 		k.last, k.seq, k.res = last.At, last.Seq, last.Resource
 	}
+	if snap.Mode == history.Naive {
+		p.total = len(snap.StaleWrites)
+		k.n = p.total
+		if p.total > 0 {
+			last := snap.StaleWrites[p.total-1]
+			k.last, k.res = last.At, last.Resource
+		}
+	}
 	defer func() { p.view = p.draw() }()
 	if k == p.key || !p.ready {
 		return
 	}
 	p.key = k
+	if snap.Mode == history.Naive {
+		var body string
+		p.header, body, p.shown = p.naiveLogBody(snap, filter)
+		p.setContent(body)
+		return
+	}
 	// Align the columns on the widest value shown.
 	var tw, rw int
 	p.shown = 0
@@ -117,8 +129,14 @@ func (p *logPane) setSnapshot(snap *liveview.Snapshot, filter string) {
 		fmt.Fprintf(&b, "%*s %-*s %s vs %s", tw, history.FormatDuration(r.At), rw, r.Resource+"#"+strconv.FormatUint(r.Seq, 10),
 			p.st.Refused.Render(holderAt(r.Holder, r.Fence)), holderAt(r.FloorHolder, r.FloorFence))
 	}
+	p.setContent(b.String())
+}
+
+// setContent puts the lines in the viewport, which keeps following the
+// newest unless the person scrolled up.
+func (p *logPane) setContent(s string) {
 	follow := p.vp.AtBottom()
-	p.vp.SetContent(b.String())
+	p.vp.SetContent(s)
 	if follow {
 		p.vp.GotoBottom()
 	}
@@ -136,6 +154,9 @@ func (p *logPane) scroll(lines int) {
 // draw draws the title, the column headers and the visible refusals.
 func (p *logPane) draw() string {
 	title := p.st.PaneTitle.Render("rejection log") + p.st.Muted.Render(fmt.Sprintf(" · %s · %d refused", p.mode, p.refused))
+	if p.mode == history.Naive {
+		title = p.naiveTitle()
+	}
 	if p.filter != "" {
 		title += p.st.Muted.Render(" · only ") + p.st.Value.Render(p.filter)
 	}
@@ -143,14 +164,12 @@ func (p *logPane) draw() string {
 	switch {
 	case !p.ready:
 		body = ""
-	case p.mode == history.Naive:
-		body = renderLines(p.st.Muted, "naive mode has no gate: nothing is", "refused, nothing is logged, and") + "\n" +
-			p.st.Stale.Render(history.Plural(p.stale, "stale write", "stale writes")+" landed silently") + "\n" +
-			p.st.Muted.Render("(S in the timeline)")
+	case p.total == 0 && p.mode == history.Naive:
+		body = renderLines(p.st.Muted, "no stale write yet: select a holder", "and stall it (s) past its TTL")
 	case p.total == 0:
 		body = renderLines(p.st.Muted, "no refusals yet: select a holder", "and stall it (s) past its TTL")
 	case p.shown == 0:
-		body = p.st.Muted.Render("no refusals on " + p.filter + " (f: next filter)")
+		body = p.st.Muted.Render("nothing on " + p.filter + " (f: next filter)")
 	default:
 		body = p.st.Muted.Render(p.header) + "\n" + p.vp.View()
 	}

@@ -23,7 +23,7 @@ const (
 	opAdvance   opKind = iota // move virtual time on by d, unless paused (frame-locked drivers)
 	opPause                   // toggle pause
 	opSpeed                   // multiply the speed by factor, within the Live's limits
-	opStep                    // pause if running, then fire the next event
+	opStep                    // pause if running, then run to the next event of mode
 	opIntervene               // a recorded intervention
 )
 
@@ -33,7 +33,8 @@ type op struct {
 	d      time.Duration
 	factor float64
 	iv     spec.Intervention
-	what   string // the intervention, for the status line
+	mode   history.Mode // the mode in view, whose next event a step runs to
+	what   string       // the intervention, for the status line
 }
 
 // frameMsg asks for a fresh snapshot. The ticker sends it with advance 0
@@ -50,12 +51,18 @@ type workMsg struct {
 	now    time.Duration
 	status string
 	err    error
+	// held is why the round paused the run at the first refusal, once
+	// seen (see Options.PauseAtFirstRefusal); "" when it did not.
+	held     string
+	heldSeen bool // the first refusal was seen, paused here or not
 }
 
 // work applies ops to live in order, then snapshots every mode. With no ops
 // and virtual time still at last, it skips the snapshot: a paused or
-// finished run costs nothing per frame.
-func work(live Source, modes []history.Mode, ops []op, last time.Duration, have bool) tea.Cmd {
+// finished run costs nothing per frame. With watchFirst it looks for the
+// first refusal after every advance and at the end, and pauses the run
+// there: the frames queued behind it then move nothing.
+func work(live Source, modes []history.Mode, ops []op, last time.Duration, have, watchFirst bool) tea.Cmd {
 	return func() tea.Msg {
 		var r workMsg
 		for _, o := range ops {
@@ -65,16 +72,42 @@ func work(live Source, modes []history.Mode, ops []op, last time.Duration, have 
 			} else if status != "" {
 				r.status, r.err = status, nil
 			}
+			if watchFirst && !r.heldSeen && o.kind == opAdvance {
+				r.holdAtFirstRefusal(live, snapshots(live, modes))
+			}
 		}
 		r.paused, r.speed, r.now = live.Paused(), live.Speed(), live.Now()
 		if len(ops) == 0 && have && r.now == last {
 			return r
 		}
-		r.snaps = make([]liveview.Snapshot, len(modes))
-		for i, m := range modes {
-			r.snaps[i], _ = live.Snapshot(m)
+		r.snaps = snapshots(live, modes)
+		if watchFirst && !r.heldSeen {
+			r.holdAtFirstRefusal(live, r.snaps)
+			r.paused = live.Paused()
 		}
 		return r
+	}
+}
+
+func snapshots(live Source, modes []history.Mode) []liveview.Snapshot {
+	snaps := make([]liveview.Snapshot, len(modes))
+	for i, m := range modes {
+		snaps[i], _ = live.Snapshot(m)
+	}
+	return snaps
+}
+
+// holdAtFirstRefusal pauses live if snaps show the first refusal, unless
+// the person has paused it already, and notes why.
+func (r *workMsg) holdAtFirstRefusal(live Source, snaps []liveview.Snapshot) {
+	note := firstRefusalNote(snaps)
+	if note == "" {
+		return
+	}
+	r.heldSeen = true
+	if !live.Paused() {
+		live.SetPaused(true)
+		r.held = note
 	}
 }
 
@@ -101,10 +134,7 @@ func (o op) apply(live Source) (string, error) {
 		return "speed " + fmtSpeed(x), nil
 	case opStep:
 		live.SetPaused(true)
-		if !live.Step() {
-			return "nothing left to step: the run is over", nil
-		}
-		return "stepped to " + history.FormatDuration(live.Now()), nil
+		return stepEvent(live, o.mode), nil
 	case opIntervene:
 		at := live.Now()
 		if err := live.Intervene(o.iv); err != nil {
@@ -113,4 +143,33 @@ func (o op) apply(live Source) (string, error) {
 		return fmt.Sprintf("%s at %s", o.what, history.FormatDuration(at)), nil
 	}
 	return "", fmt.Errorf("tui: unknown op %d", o.kind)
+}
+
+// maxStepTimers bounds how many of the Live's timers one step fires
+// looking for the next event of the mode in view: a timer that emits
+// nothing (a message in flight, the other mode's work) is no event to the
+// person, so one press runs through them.
+const maxStepTimers = 100_000
+
+// stepEvent runs live to the next event of mode m, and says which it is.
+// Several events at one instant (one timer's work) come together, and the
+// status says how many.
+func stepEvent(live Source, m history.Mode) string {
+	before, _ := live.Snapshot(m)
+	for range maxStepTimers {
+		if !live.Step() {
+			return "nothing left to step: the run is over"
+		}
+		after, _ := live.Snapshot(m)
+		if n := after.Events - before.Events; n > 0 {
+			if n == 1 {
+				return fmt.Sprintf("stepped one event, to event %d at %s", after.Events, history.FormatDuration(live.Now()))
+			}
+			return fmt.Sprintf("stepped to %s: %d events at one instant (events %d-%d)", history.FormatDuration(live.Now()), n, before.Events+1, after.Events)
+		}
+		if after.Done {
+			return "nothing left to step: the run is over"
+		}
+	}
+	return "stepped to " + history.FormatDuration(live.Now()) + ": no event of " + string(m) + " yet"
 }

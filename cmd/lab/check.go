@@ -80,6 +80,7 @@ func (a *app) check(ctx context.Context, args []string) int {
 		if err := writePage(page, h, events, res, stop); err != nil {
 			return a.badInput("check", fmt.Errorf("--html: %w", err))
 		}
+		fmt.Fprintf(a.stderr, "lab check: wrote %s\n", page.Name())
 	}
 	if *asJSON {
 		if err := report.JSON(a.stdout, res, stop, report.Runner{Backend: h.Backend}); err != nil {

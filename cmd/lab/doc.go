@@ -31,7 +31,8 @@
 // in virtual seconds per wall second, 1 by default), with pause, single
 // steps and live interventions (stall an agent, drop messages, restart the
 // coordinator, toggle the gate push; ? lists the keys). The default
-// scenario, overlap, refuses a stale write within its first two seconds.
+// scenario, overlap, refuses a stale write within its first two seconds;
+// the dashboard pauses by itself there, once, saying why (space resumes).
 // --save writes the scenario with your interventions to a file, which
 // `lab run` replays exactly. When standard output is not a terminal (a
 // pipe, CI), there is no dashboard: the scenario runs headless and the
@@ -301,10 +302,12 @@
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
 //	  "events": 28,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
+//	  "verdict": "held",              // "held", or "broken" when there are violations (exit status 1)
 //	  "backend": "sim",               // the runner: sim, memory or etcd (the history header's)
 //	  "real": { ... },                // real backends only: where, resource, wall_ms, time_scale,
 //	                                  //   faults {calls, requests_dropped, partitioned, duplicated, replies_dropped}
 //	  "interrupted": true,            // only when Ctrl-C cut the run short
+//	  "interventions": [ ... ],       // only when live interventions were made: {at, kind, agent, duration, value, persist}
 //	  "modes": {
 //	    "fenced": { ... },            // present when the mode ran
 //	    "naive":  { ... }
@@ -340,6 +343,13 @@
 //
 // `lab swarm --json` prints harness.SwarmResult with "reproduce" on each
 // failure and "events_per_second".
+//
+// `lab fixtures --json` prints {"verdict", "passed", "failed", "skipped",
+// "fixtures"}: verdict is "broken" when a run of any fixture broke the
+// fenced mode's invariants, else "held" (whether the expectations were
+// met is passed and failed); each fixture is {name, file, verdict, passed,
+// failures (sentences), reproduce (the lab run command of its first
+// failing seed), error (why it did not load or finish)}.
 //
 // # Exit status
 //

@@ -24,7 +24,8 @@ time, and on FAIL the expectations that failed with what was found instead; a
 file that does not load is reported as BROKEN with its errors, and the others
 still run. It closes with the line "N passed, N failed".
 
---junit writes a JUnit XML report for CI systems.
+--junit writes a JUnit XML report for CI systems; --json prints each fixture's
+verdict on stdout instead of the lines (which go to stderr).
 
 Exit status: 0 when every fixture passed, 1 when one failed, 2 when a file is
 broken (or another input is bad), 130 when interrupted.`
@@ -32,6 +33,13 @@ broken (or another input is bad), 130 when interrupted.`
 // maxFailureLines is how many failed expectations a FAIL line lists
 // without -v.
 const maxFailureLines = 8
+
+// defaultFixturesDir is where lab fixtures looks when given nothing: the
+// repository's own fixtures, when run from its root.
+const defaultFixturesDir = "fixtures"
+
+var errNoFixturesDir = errors.New("no ./" + defaultFixturesDir + " directory here: with no arguments lab fixtures runs the *.yaml and *.yml files of " +
+	"./" + defaultFixturesDir + " (run it from the repository's root), or name a directory or files (lab fixtures DIR|FILE ...)")
 
 // fixtureRun is one fixture file's fate, for the summary and JUnit.
 type fixtureRun struct {
@@ -53,10 +61,11 @@ func (r *fixtureRun) passed() bool { return r.loadErr == nil && r.outcome != nil
 
 // fixtures is `lab fixtures`.
 func (a *app) fixtures(ctx context.Context, args []string) int {
-	fs := a.newFlagSet("fixtures", "[dir|file ...] [--junit PATH] [-v]", fixturesAbout)
+	fs := a.newFlagSet("fixtures", "[dir|file ...] [--junit PATH] [--json] [-v]", fixturesAbout)
 	junit := fs.String("junit", "", "write a JUnit XML report to `PATH` (creating its directory)")
 	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
+	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout (the lines go to stderr)")
 	var bf backendFlags
 	bf.register(fs)
 	bf.backend = "" // unset: each fixture runs on the backend it names
@@ -68,7 +77,10 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))
 	}
 	if len(pos) == 0 {
-		pos = []string{"fixtures"}
+		if !isDir(defaultFixturesDir) {
+			return a.badInput("fixtures", errNoFixturesDir)
+		}
+		pos = []string{defaultFixturesDir}
 	}
 	files, err := fixtureFiles(pos)
 	if err != nil {
@@ -92,6 +104,10 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	}
 
 	start := time.Now()
+	stdout := a.stdout
+	if *asJSON {
+		a.stdout = a.stderr // the lines, for a person; stdout is the JSON
+	}
 	runs := a.runFixtures(ctx, files, &bf, runner, *jobs, *verbose)
 	if junitFile != nil {
 		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
@@ -100,7 +116,14 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
 		}
 	}
-	return a.fixturesSummary(runs, len(files), ctx.Err() != nil)
+	code := a.fixturesSummary(runs, len(files), ctx.Err() != nil)
+	if *asJSON {
+		a.stdout = stdout
+		if err := writeFixturesJSON(stdout, runs); err != nil {
+			fmt.Fprintf(a.stderr, "lab fixtures: --json: %v\n", err)
+		}
+	}
+	return code
 }
 
 // runFixtures loads and runs each file in turn until ctx ends, printing
@@ -243,6 +266,9 @@ func (a *app) printFixture(r *fixtureRun, verbose bool) {
 			loc = fmt.Sprintf("%s:%d", r.file, f.Expectation.Line)
 		}
 		fmt.Fprintf(a.stdout, "    %s: %s\n", loc, f)
+	}
+	if repro := r.reproduce(); repro != "" {
+		fmt.Fprintf(a.stdout, "    reproduce: %s\n", repro)
 	}
 }
 

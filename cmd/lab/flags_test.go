@@ -80,6 +80,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"time-scale":     {"11", `--time-scale: must be in (0, 10], got 11`},
 		"junit":          {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
 		"v":              {"loud", `--v: must be true or false, got "loud"`},
+		"json":           {"maybe", `--json: must be true or false, got "maybe"`},
 		"jobs":           {"some", `--jobs: must be an integer, got "some"`},
 	},
 }

@@ -304,6 +304,9 @@ func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *harness.Result,
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
 		} else if err := cfg.html.Close(); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+		} else {
+			// On stderr: stdout is the report, and stays parseable.
+			fmt.Fprintf(a.stderr, "lab run: wrote %s\n", cfg.html.Name())
 		}
 	}
 	return eventsFailed

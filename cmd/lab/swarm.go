@@ -22,7 +22,8 @@ thousands of seeds explore thousands of fault mixes. A knob flag of a drawn knob
 fixes it for every seed (--drop-replies 1: every seed loses every reply), and the
 others are still drawn, each seed drawing them as it would have; any other knob
 flag changes the base scenario. The summary says which knobs were fixed and which
-drawn. --seed is refused: the seeds are --first-seed and the ones after it.
+drawn. It runs 100 seeds unless --seeds says otherwise; --seed is refused: the
+seeds are --first-seed and the ones after it.
 
 It prints each seed whose fenced mode broke an invariant with the one command
 that reproduces it, then a summary: seeds run, fenced failures, naive stale
@@ -31,12 +32,16 @@ writes, fenced refusals, events per second.
 Exit status: 0 when no seed broke the fenced mode, 1 when one did (a bug in the
 library), 2 for bad input, 130 when interrupted.`
 
+// defaultSwarmSeeds is how many seeds a swarm runs unless told: enough to
+// draw a fault mix that breaks a naive run, a few seconds on a laptop.
+const defaultSwarmSeeds = 100
+
 // swarm is `lab swarm`.
 func (a *app) swarm(ctx context.Context, args []string) int {
-	fs := a.newFlagSet("swarm", "[scenario|file] --seeds N [flags]", swarmAbout)
+	fs := a.newFlagSet("swarm", "[scenario|file] [--seeds N] [flags]", swarmAbout)
 	var sf scenarioFlags
 	sf.register(fs)
-	seeds := fs.Int("seeds", 0, "how many seeds to run (required)")
+	seeds := fs.Int("seeds", defaultSwarmSeeds, "how many seeds to run")
 	first := fs.Uint64("first-seed", 1, "the first seed; seeds run first-seed, first-seed+1, ...")
 	jobs := fs.Int("jobs", 0, "runs at once; 0 means one per core")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")

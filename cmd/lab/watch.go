@@ -18,7 +18,8 @@ import (
 const watchAbout = `Shows a scenario live in the terminal, naive and fenced side by side on the same
 virtual clock and the same faults: the holders, each gate's floor, every agent's
 lane, and the refusals as they happen. The default scenario (` + spec.DefaultScenario + `) shows a
-stale write refused within its first seconds.
+stale write refused within its first seconds; the dashboard pauses by itself at
+the first refusal, once, and says why (space resumes, n steps one event).
 
 The scenario is a built-in name, a scenario file or a fixture file; every harness
 knob can be set by a flag, as for lab run. In the dashboard: space pauses, n
@@ -115,7 +116,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	a.saveScenario(*save, live.Scenario())
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
-	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed"}
+	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed", Interventions: live.Scenario().Interventions}
 	hd := cfg.sc.Header(cfg.modes)
 	report.Text(a.stdout, &hd, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
@@ -154,7 +155,7 @@ func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
 	if res == nil {
 		return exitInterrupted // the dashboard never started the run
 	}
-	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed"}
+	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed", Interventions: live.Scenario().Interventions}
 	hd := s.Scenario.Header(cfg.modes) // the scenario as it ran, its times scaled
 	report.Text(a.stdout, &hd, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
 	if res.Failed() {
@@ -185,5 +186,5 @@ func (a *app) saveScenario(path string, sc spec.Scenario) {
 // runDashboard is the real dashboard: the tui package on the process's
 // terminal.
 func runDashboard(ctx context.Context, live tui.Source) error {
-	return tui.Run(ctx, live, tui.Options{})
+	return tui.Run(ctx, live, tui.Options{PauseAtFirstRefusal: true})
 }
