@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,11 @@ import (
 const (
 	BackendMemory = "memory"
 	BackendEtcd   = "etcd"
+	BackendRedis  = "redis"
 	StoreMemory   = "memory"
 	StoreSQLite   = "sqlite"
 	StoreEtcd     = "etcd"
+	StoreRedis    = "redis"
 )
 
 // MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
@@ -66,6 +69,9 @@ type Config struct {
 	EtcdMembers int
 	// EtcdEndpoints, if set, are an existing cluster to use instead.
 	EtcdEndpoints []string
+	// RedisURL, if set, is an existing Redis to use instead of a
+	// throwaway redis-server (BackendRedis).
+	RedisURL string
 	// TimeScale stretches the scenario's times; 0 means 1 on memory, and
 	// on etcd the smallest scale that makes the TTL whole seconds of at
 	// least etcd's minimum (see WholeSecondScale).
@@ -76,8 +82,8 @@ type Config struct {
 }
 
 func (c Config) store() string {
-	if c.Resource == "" && c.Backend == BackendEtcd {
-		return StoreEtcd
+	if c.Resource == "" && (c.Backend == BackendEtcd || c.Backend == BackendRedis) {
+		return c.Backend // the gates beside the leases: etcd on etcd, redis on redis
 	}
 	if c.Resource == "" {
 		return StoreMemory
@@ -93,9 +99,9 @@ func (c Config) Check(sc spec.Scenario) error {
 		return &ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
 	switch c.Backend {
-	case BackendMemory, BackendEtcd:
+	case BackendMemory, BackendEtcd, BackendRedis:
 	default:
-		return bad("backend", "must be %s or %s, got %q", BackendMemory, BackendEtcd, c.Backend)
+		return bad("backend", "must be %s, %s or %s, got %q", BackendMemory, BackendEtcd, BackendRedis, c.Backend)
 	}
 	switch c.store() {
 	case StoreMemory, StoreSQLite:
@@ -103,8 +109,12 @@ func (c Config) Check(sc spec.Scenario) error {
 		if c.Backend != BackendEtcd {
 			return bad("resource", "etcd keeps the gates in the backend's etcd: it needs backend etcd")
 		}
+	case StoreRedis:
 	default:
-		return bad("resource", "must be memory, sqlite or etcd, got %q", c.Resource)
+		return bad("resource", "must be memory, sqlite, etcd or redis, got %q", c.Resource)
+	}
+	if err := c.checkRedis(sc); err != nil {
+		return err
 	}
 	if c.Backend != BackendEtcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) {
 		return bad("backend", "etcd members and endpoints need backend etcd")
@@ -180,6 +190,13 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 			s.Scale = 1
 		}
 		s.Scenario = Scale(sc, s.Scale)
+	case BackendRedis:
+		r, err := NewRedis(ctx, RedisOptions{URL: c.RedisURL, Dir: c.TempDir})
+		if err != nil {
+			return nil, err
+		}
+		s.Backend, s.Scale = r, cmp.Or(c.TimeScale, 1)
+		s.Scenario = Scale(sc, s.Scale)
 	case BackendEtcd:
 		e, err := NewEtcd(ctx, EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.EtcdMembers, Dir: c.TempDir})
 		if err != nil {
@@ -203,6 +220,8 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 		s.Store = st
 	case StoreEtcd:
 		s.Store = EtcdStore{E: s.Backend.(*Etcd)}
+	case StoreRedis:
+		s.Store = RedisStore{R: s.Backend.(*Redis)}
 	}
 	return s, nil
 }
@@ -211,6 +230,9 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 // (embedded, 3 members, min ttl 1s)".
 func (s *Setup) Describe() string {
 	b := s.Backend.Name()
+	if r, ok := s.Backend.(*Redis); ok {
+		return r.describe()
+	}
 	if e, ok := s.Backend.(*Etcd); ok {
 		if e.Embedded() {
 			b += fmt.Sprintf(" (embedded, %d member%s, min ttl %v)", e.opts.Members, map[bool]string{true: "s"}[e.opts.Members > 1], e.MinTTL())
