@@ -30,7 +30,7 @@ import (
 // data loses the counter too, and generations start over, as fences do.
 type redisLock struct {
 	rdb   func() *redis.Client // the client in use, new after a restart
-	tag   string // "{<mode prefix>}"
+	tag   string               // "{<mode prefix>}"
 	ttl   time.Duration
 	clock leasefence.Clock
 

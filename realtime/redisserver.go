@@ -72,7 +72,9 @@ func freePort() (int, error) {
 
 func (s *redisServer) addr() string    { return "127.0.0.1:" + strconv.Itoa(s.port) }
 func (s *redisServer) dataDir() string { return filepath.Join(s.root, fmt.Sprintf("data-%d", s.gen)) }
-func (s *redisServer) logFile() string { return filepath.Join(s.root, fmt.Sprintf("server-%d.log", s.gen)) }
+func (s *redisServer) logFile() string {
+	return filepath.Join(s.root, fmt.Sprintf("server-%d.log", s.gen))
+}
 
 // start runs redis-server on the current data directory and waits until
 // it answers (it has loaded its append-only file by then).

@@ -38,12 +38,12 @@ func (s RedisStore) Resource(_ context.Context, mode history.Mode, name string, 
 func (RedisStore) Close() error { return nil }
 
 type redisResource struct {
-	r                  *Redis
-	prefix, name       string
-	data, record       string
-	now                func() time.Duration
-	mu                 sync.Mutex
-	saved              []Landing // the record as it was before restarts that lost it
+	r            *Redis
+	prefix, name string
+	data, record string
+	now          func() time.Duration
+	mu           sync.Mutex
+	saved        []Landing // the record as it was before restarts that lost it
 }
 
 func (res *redisResource) gate(cli *redis.Client) (*redislease.Gate, error) {
