@@ -41,6 +41,9 @@ type Fixture struct {
 	// deterministic, so expectations must be invariants (a count of 0),
 	// at-least counts (">= N", "> N") or comparisons of counters.
 	Backend string
+	// Resource is where a real backend keeps the gates ("memory",
+	// "sqlite", "etcd", "redis"); "" for the backend's own.
+	Resource string
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -68,7 +71,10 @@ const (
 )
 
 // backends lists what a fixture's backend key accepts.
-var backends = []string{BackendSim, "memory", "etcd"}
+var backends = []string{BackendSim, "memory", "etcd", "redis"}
+
+// resources lists what a fixture's resource key accepts.
+var resources = []string{"memory", "sqlite", "etcd", "redis"}
 
 // ErrNotRealSafe is wrapped by SetBackend's refusal of a fixture whose
 // expectations only the simulator can meet.
@@ -105,7 +111,7 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", "backend", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", "resource", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
 
 // MaxFixtureSeeds bounds `seeds: {from, count}`: a fixture is a test, and
 // a test that runs longer than this is a swarm.
@@ -160,6 +166,18 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 				fx.Backend = b
 			} else {
 				d.fail(e.line, "backend", "must be %s, got %q", strings.Join(backends, ", "), b)
+			}
+		}
+	}
+	if e, ok := byKey["resource"]; ok {
+		if r, ok := d.str(d.plain(e.value, "resource"), "resource"); ok {
+			switch {
+			case !slices.Contains(resources, r):
+				d.fail(e.line, "resource", "must be %s, got %q", strings.Join(resources, ", "), r)
+			case fx.Backend == BackendSim:
+				d.fail(e.line, "resource", "the simulator keeps its resources in memory: a resource needs a real backend")
+			default:
+				fx.Resource = r
 			}
 		}
 	}

@@ -257,7 +257,7 @@ func TestFixtureBackend(t *testing.T) {
 		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
 	}
 	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend, _ string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		ran = append(ran, backend)
 		return harness.Run(ctx, sc, opts)
 	}})
