@@ -136,22 +136,39 @@ func TestRedisRestartPersisted(t *testing.T) {
 
 // A run stopped midway (Ctrl-C) still stops the server it started and
 // removes its directory; so does a run that ends.
-func TestRedisInterruptLeavesNothing(t *testing.T) {
+func TestRedisRunLeavesNothing(t *testing.T) {
 	needRedisServer(t)
-	parent := t.TempDir()
-	sc, _ := spec.Builtin("overlap")
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendRedis, TempDir: parent}, sc)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name     string
+		duration time.Duration
+		stop     time.Duration
+	}{{"interrupted", 30 * time.Second, 800 * time.Millisecond}, {"ended", 500 * time.Millisecond, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			sc, _ := spec.Builtin("overlap")
+			sc.Duration = tc.duration
+			s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendRedis, TempDir: parent}, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := s.Backend.(*realtime.Redis).Addr()
+			ctx := t.Context()
+			if tc.stop > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.stop)
+				defer cancel()
+			}
+			res, err := s.Run(ctx, realtime.RunOptions{})
+			if (tc.stop > 0) != errors.Is(err, context.DeadlineExceeded) || res == nil || res.Events == 0 {
+				t.Fatalf("run: %v, %v", res, err)
+			}
+			assertGone(t, s, addr, parent)
+		})
 	}
-	r := s.Backend.(*realtime.Redis)
-	addr := r.Addr()
-	ctx, cancel := context.WithTimeout(t.Context(), 800*time.Millisecond)
-	defer cancel()
-	res, err := s.Run(ctx, realtime.RunOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.Events == 0 {
-		t.Fatalf("interrupted run: %v, %v", res, err)
-	}
+}
+
+func assertGone(t *testing.T, s *realtime.Setup, addr, parent string) {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
