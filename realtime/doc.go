@@ -5,10 +5,12 @@
 // agent), driven here on goroutines and real clocks: its timers are real
 // sleeps, its requests real calls, its writes real commits. Each calls a
 // leasefence.Service (a
-// Backend: the in-memory coordinator behind leasefence.Local, or
-// etcdlease's Coordinator on an embedded or existing etcd) through a fault
-// layer, and writes to resources behind a real gate (a Store: in-memory
-// leasefence.FenceGate, sqlgate on a SQLite file, or etcdlease's Gate).
+// Backend: the in-memory coordinator behind leasefence.Local,
+// etcdlease's Coordinator on an embedded or existing etcd, or redislease's
+// on a throwaway or existing Redis, whose naive mode is the classic SET NX
+// PX lock) through a fault layer, and writes to resources behind a real
+// gate (a Store: in-memory leasefence.FenceGate, sqlgate on a SQLite file,
+// etcdlease's Gate, or redislease's, with a stream as the record).
 // Everything they do, and everything the coordinator is seen to do, is an
 // event of one history (package history), which history's checker judges
 // from nothing else: the same events, the same file (lab run --events),
