@@ -25,7 +25,8 @@ type Service interface {
 
 // HolderReader is a coordinator that can say who holds a resource, as
 // etcd's Election.Leader does. Services implement it beside Service; the
-// in-memory one (Local) and etcdlease's do. Find it with a type assertion:
+// in-memory one (Local), etcdlease's and redislease's do. Find it with a
+// type assertion:
 //
 //	if hr, ok := svc.(leasefence.HolderReader); ok { ... }
 //
