@@ -13,7 +13,7 @@ import (
 // CheckRedisURL reports whether u is a Redis URL go-redis can dial.
 func CheckRedisURL(u string) error {
 	if _, err := redis.ParseURL(u); err != nil {
-		return fmt.Errorf("%q must be a URL such as redis://127.0.0.1:6379/0: %v", u, err)
+		return fmt.Errorf("%q must be a URL such as redis://127.0.0.1:6379/0", u)
 	}
 	return nil
 }
