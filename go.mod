@@ -15,9 +15,11 @@ require (
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/fencehttp v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/redislease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-isatty v0.0.24
 	github.com/muesli/termenv v0.16.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.opentelemetry.io/otel v1.47.0
@@ -95,6 +97,7 @@ require (
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.70.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -119,5 +122,6 @@ replace (
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest => ./leasefence/etcdlease/etcdtest
 	github.com/leasefence/lab/leasefence/fencehttp => ./leasefence/fencehttp
 	github.com/leasefence/lab/leasefence/fencetoken => ./leasefence/fencetoken
+	github.com/leasefence/lab/leasefence/redislease => ./leasefence/redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ./leasefence/sqlgate
 )

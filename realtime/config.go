@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,10 +19,12 @@ import (
 const (
 	BackendMemory = "memory"
 	BackendEtcd   = "etcd"
+	BackendRedis  = "redis"
 	StoreMemory   = "memory"
 	StoreSQLite   = "sqlite"
 	StoreEtcd     = "etcd"
 	StoreHTTP     = "http"
+	StoreRedis    = "redis"
 )
 
 // MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
@@ -67,6 +70,9 @@ type Config struct {
 	EtcdMembers int
 	// EtcdEndpoints, if set, are an existing cluster to use instead.
 	EtcdEndpoints []string
+	// RedisURL, if set, is an existing Redis to use instead of a
+	// throwaway redis-server (BackendRedis).
+	RedisURL string
 	// TimeScale stretches the scenario's times; 0 means 1 on memory, and
 	// on etcd the smallest scale that makes the TTL whole seconds of at
 	// least etcd's minimum (see WholeSecondScale).
@@ -77,8 +83,8 @@ type Config struct {
 }
 
 func (c Config) store() string {
-	if c.Resource == "" && c.Backend == BackendEtcd {
-		return StoreEtcd
+	if c.Resource == "" && (c.Backend == BackendEtcd || c.Backend == BackendRedis) {
+		return c.Backend // the gates beside the leases: etcd on etcd, redis on redis
 	}
 	if c.Resource == "" {
 		return StoreMemory
@@ -94,9 +100,9 @@ func (c Config) Check(sc spec.Scenario) error {
 		return &ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
 	switch c.Backend {
-	case BackendMemory, BackendEtcd:
+	case BackendMemory, BackendEtcd, BackendRedis:
 	default:
-		return bad("backend", "must be %s or %s, got %q", BackendMemory, BackendEtcd, c.Backend)
+		return bad("backend", "must be %s, %s or %s, got %q", BackendMemory, BackendEtcd, BackendRedis, c.Backend)
 	}
 	switch c.store() {
 	case StoreMemory, StoreSQLite, StoreHTTP:
@@ -104,11 +110,15 @@ func (c Config) Check(sc spec.Scenario) error {
 		if c.Backend != BackendEtcd {
 			return bad("resource", "etcd keeps the gates in the backend's etcd: it needs backend etcd")
 		}
+	case StoreRedis:
 	default:
-		return bad("resource", "must be memory, sqlite, etcd or http, got %q", c.Resource)
+		return bad("resource", "must be memory, sqlite, etcd, http or redis, got %q", c.Resource)
 	}
 	if c.store() != StoreHTTP && sc.OverTheWire() {
 		return bad("resource", "the scenario has forgers or a network.write_delay, which only a resource across a network plays: use --resource http")
+	}
+	if err := c.checkRedis(sc); err != nil {
+		return err
 	}
 	if c.Backend != BackendEtcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) {
 		return bad("backend", "etcd members and endpoints need backend etcd")
@@ -200,6 +210,13 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 			s.Scale = 1
 		}
 		s.Scenario = Scale(sc, s.Scale)
+	case BackendRedis:
+		r, err := NewRedis(ctx, RedisOptions{URL: c.RedisURL, Dir: c.TempDir})
+		if err != nil {
+			return nil, err
+		}
+		s.Backend, s.Scale = r, cmp.Or(c.TimeScale, 1)
+		s.Scenario = Scale(sc, s.Scale)
 	case BackendEtcd:
 		opts := EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.clusterSize(sc), Dir: c.TempDir}
 		if wire != nil {
@@ -233,6 +250,8 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 		s.Store = st
 	case StoreEtcd:
 		s.Store = EtcdStore{E: s.Backend.(*Etcd)}
+	case StoreRedis:
+		s.Store = RedisStore{R: s.Backend.(*Redis)}
 	}
 	return s, nil
 }
@@ -241,6 +260,9 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 // (embedded, 3 members, min ttl 1s)".
 func (s *Setup) Describe() string {
 	b := s.Backend.Name()
+	if r, ok := s.Backend.(*Redis); ok {
+		return r.describe()
+	}
 	if e, ok := s.Backend.(*Etcd); ok {
 		if e.Embedded() {
 			b += fmt.Sprintf(" (embedded, %d member%s, min ttl %v)", e.opts.Members, map[bool]string{true: "s as processes behind proxies"}[e.opts.Members > 1], e.MinTTL())

@@ -5,10 +5,12 @@
 // agent), driven here on goroutines and real clocks: its timers are real
 // sleeps, its requests real calls, its writes real commits. Each calls a
 // leasefence.Service (a
-// Backend: the in-memory coordinator behind leasefence.Local, or
-// etcdlease's Coordinator on an embedded or existing etcd) through a fault
-// layer, and writes to resources behind a real gate (a Store: in-memory
-// leasefence.FenceGate, sqlgate on a SQLite file, etcdlease's Gate, or a
+// Backend: the in-memory coordinator behind leasefence.Local,
+// etcdlease's Coordinator on an embedded or existing etcd, or redislease's
+// on a throwaway or existing Redis, whose naive mode is the classic SET NX
+// PX lock) through a fault layer, and writes to resources behind a real
+// gate (a Store: in-memory leasefence.FenceGate, sqlgate on a SQLite file,
+// etcdlease's Gate, redislease's with a stream as the record, or a
 // FenceGate behind a real HTTP server on a loopback port, HTTPStore).
 // Everything they do, and everything the coordinator is seen to do, is an
 // event of one history (package history), which history's checker judges

@@ -242,7 +242,10 @@ func TestBuiltinsOnHTTP(t *testing.T) {
 			res, file := runRecorded(t, sc, realtime.Options{Backend: backend, Store: store})
 			assertInvariants(t, res)
 			checkRoundTrip(t, res, file)
-			if f := res.Modes[history.Fenced]; f.CommitsAdmitted == 0 {
+			// Every write reaches the servers, unless every fenced check
+			// failed first (renewal: the client dates the lease from the
+			// send, so both holders find it over before they write).
+			if f := res.Modes[history.Fenced]; f.CommitsAdmitted == 0 && f.ChecksFailed == 0 {
 				t.Errorf("no write landed over HTTP")
 			}
 			if n := store.Verifier().Refused(); n != 0 {

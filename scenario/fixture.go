@@ -73,10 +73,10 @@ const (
 )
 
 // backends lists what a fixture's backend key accepts.
-var backends = []string{BackendSim, "memory", "etcd"}
+var backends = []string{BackendSim, "memory", "etcd", "redis"}
 
 // resources lists what a fixture's resource key accepts: lab's --resource.
-var resources = []string{"memory", "sqlite", "etcd", "http"}
+var resources = []string{"memory", "sqlite", "etcd", "http", "redis"}
 
 // ErrNotRealSafe is wrapped by SetBackend's refusal of a fixture whose
 // expectations only the simulator can meet.

@@ -20,11 +20,15 @@ type RunOptions struct {
 	// is called from the goroutines running the seeds.
 	Progress func(done, total int)
 	// Runner runs a fixture whose Backend is not the simulator: one seed's
-	// scenario, in opts' modes, with opts' subscribers. Such fixtures
-	// fail with ErrNoRunner without one; their seeds run one at a time.
-	// resource is the fixture's Resource.
-	Runner func(ctx context.Context, backend, resource string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
+	// scenario on the fixture's backend and resource ("" for the
+	// backend's own), in opts' modes, with opts' subscribers. Such
+	// fixtures fail with ErrNoRunner without one; their seeds run one at a
+	// time.
+	Runner RealRunner
 }
+
+// RealRunner runs one seed of a fixture on a real backend.
+type RealRunner func(ctx context.Context, backend, resource string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
 
 // ErrNoRunner: a fixture names a real-time backend and RunOptions has no
 // Runner for it.
@@ -106,7 +110,7 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 // runSeed runs one seed and checks it; it records the events of the kinds
 // the timeline expectations read, and only those.
 func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind,
-	runner func(context.Context, string, string, spec.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
+	runner RealRunner) (*SeedOutcome, error) {
 	sc := fx.Scenario
 	sc.Seed = seed
 	var events []history.Event

@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
+	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -26,19 +27,21 @@ type backendFlags struct {
 	backendGiven      bool // --backend was on the command line
 	etcdMembers       int
 	etcdEndpoints     string
+	redisURL          string
 	timeScale         float64
 }
 
 const backendUsage = `where the leases live: sim (the deterministic simulator), memory (agents in real
-time on the in-memory coordinator) or etcd (in real time on etcd)`
+time on the in-memory coordinator), etcd or redis (in real time on etcd, on Redis)`
 
 func (bf *backendFlags) register(fs *flag.FlagSet) {
 	bf.backend = backendSim
 	fs.Var(backendValue{bf}, "backend", backendUsage)
-	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file), etcd or http (a server per resource on\n"+
+	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file), etcd, redis or http (a server per resource on\n"+
 		"a loopback port, verifying signed proofs; alone, it runs on --backend memory) (default: the backend's own)")
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
+	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 }
 
@@ -64,11 +67,11 @@ func (bf *backendFlags) real() bool { return bf.backend != backendSim && bf.back
 // validate checks each flag's own value, before any combination: the
 // first problem, one line naming the flag.
 func (bf *backendFlags) validate() error {
-	backends := []string{backendSim, realtime.BackendMemory, realtime.BackendEtcd}
+	backends := []string{backendSim, realtime.BackendMemory, realtime.BackendEtcd, realtime.BackendRedis}
 	if bf.backend != "" && !slices.Contains(backends, bf.backend) {
 		return fmt.Errorf("--backend: must be %s, got %q", strings.Join(backends, ", "), bf.backend)
 	}
-	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd, realtime.StoreHTTP}
+	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd, realtime.StoreHTTP, realtime.StoreRedis}
 	if bf.resource != "" && !slices.Contains(stores, bf.resource) {
 		return fmt.Errorf("--resource: must be %s, got %q", strings.Join(stores, ", "), bf.resource)
 	}
@@ -80,6 +83,11 @@ func (bf *backendFlags) validate() error {
 			if err := realtime.CheckEndpoint(ep); err != nil {
 				return fmt.Errorf("--etcd-endpoints: %w", err)
 			}
+		}
+	}
+	if bf.redisURL != "" {
+		if err := realtime.CheckRedisURL(bf.redisURL); err != nil {
+			return fmt.Errorf("--redis-url: %w", err)
 		}
 	}
 	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
@@ -112,12 +120,14 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, errors.New("--etcd-members: needs --backend etcd")
 		case bf.etcdEndpoints != "":
 			return nil, errors.New("--etcd-endpoints: needs --backend etcd")
+		case bf.redisURL != "":
+			return nil, errors.New("--redis-url: needs --backend redis")
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		}
 		return nil, nil
 	}
-	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, TimeScale: bf.timeScale}
+	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, TimeScale: bf.timeScale}
 	if bf.etcdEndpoints != "" {
 		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
 	}
@@ -174,7 +184,7 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
 // flags' configuration with the fixture's backend, a fresh setup per seed.
 // The flags must make sense for every backend a fixture may name.
-func (bf *backendFlags) fixtureRunner() (func(context.Context, string, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), error) {
+func (bf *backendFlags) fixtureRunner() (scenario.RealRunner, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}

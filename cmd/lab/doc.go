@@ -78,8 +78,8 @@
 //
 // # Real backends
 //
-//	lab run|watch|fixtures ... [--backend sim|memory|etcd] [--resource memory|sqlite|etcd|http]
-//	        [--etcd-members N | --etcd-endpoints URL,...] [--time-scale K]
+//	lab run|watch|fixtures ... [--backend sim|memory|etcd|redis] [--resource memory|sqlite|etcd|http|redis]
+//	        [--etcd-members N | --etcd-endpoints URL,...] [--redis-url URL] [--time-scale K]
 //
 // --backend sim (the default) is the deterministic simulator. memory and
 // etcd run the same scenario in real time (package realtime): agents are
@@ -112,6 +112,16 @@
 // server). The report counts forgeries_refused, forgeries_landed and
 // forged_floors_moved; in fenced mode a forged write that lands is a
 // violation. A fixture says resource: http.
+//
+// --backend redis starts a throwaway redis-server (found on PATH: Debian's
+// redis-server package, which scripts/redis.sh installs) on loopback, a
+// free port and a temporary directory, with AOF and appendfsync always;
+// --redis-url uses an existing server, every key under a hash tag fresh to
+// the run and removed after (it cannot be restarted by the lab). The naive
+// mode holds the classic SET NX PX lock; the fenced mode redislease's
+// coordinator, and by default redislease's gate in the same server
+// (--resource redis). Restarts stop the server and start it on its AOF
+// (persist), or kill it and start it on an empty directory.
 //
 // The run lasts the scenario's --duration of wall time, times the time
 // scale. etcd's TTLs are whole seconds of at least its minimum (asked of
@@ -184,8 +194,9 @@
 // does not load is "BROKEN name (file)" with its errors, and the others
 // still run. The last line is "N passed, N failed" (a broken file counts as
 // failed). --junit writes JUnit XML for CI. A fixture that names a real
-// backend (`backend: etcd`) runs on it, its seeds one after another, each on
-// a fresh embedded cluster; --backend moves every fixture to one backend,
+// backend (`backend: etcd`, `backend: redis`, with `resource: sqlite` to
+// choose its gates) runs on it, its seeds one after another, each on a
+// fresh embedded cluster or server; --backend moves every fixture to one backend,
 // and skips (SKIP, with the reason) those whose expectations need the
 // simulator. In CI:
 //

@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/scenario"
-	"github.com/leasefence/lab/spec"
 )
 
 const fixturesAbout = `Runs every fixture file (*.yaml, *.yml) of a directory (default ./fixtures), or
@@ -129,7 +127,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 // runFixtures loads and runs each file in turn until ctx ends, printing
 // each one's line as it ends.
 func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
-	runner func(context.Context, string, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), jobs int, verbose bool) []*fixtureRun {
+	runner scenario.RealRunner, jobs int, verbose bool) []*fixtureRun {
 	var runs []*fixtureRun
 	for _, f := range files {
 		if ctx.Err() != nil {

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package realtime
+
+import (
+	"os"
+	"os/exec"
+)
+
+// terminate is the signal of an orderly stop (only Kill exists here).
+var terminate = os.Kill
+
+func ownProcessGroup(*exec.Cmd) {}
