@@ -320,4 +320,3 @@ func encodeConfig(c childConfig) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
-
