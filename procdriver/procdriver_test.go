@@ -14,6 +14,9 @@ import (
 // The test binary is the child too: Runner re-executes it with ChildArg.
 func TestMain(m *testing.M) {
 	procdriver.RunIfChild()
+	if dir := os.Getenv(parentEnv); dir != "" {
+		os.Exit(asParent(dir))
+	}
 	os.Exit(m.Run())
 }
 
