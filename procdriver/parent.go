@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/spec"
 )
 
 // AgentsProcess is how a run's agents ran when each was a process of its
@@ -72,20 +73,20 @@ type Result struct {
 	Processes map[history.Mode]ProcessStats `json:"processes"`
 }
 
-// Check reports why agents as processes cannot run sc on setup s: the
-// coordinator must be etcd (the in-memory one lives in one process) and
-// the gates shared (SQLite or etcd); the faults they play are stalls,
-// crashes, drift and network delays, the rest is the in-process runner's.
-func Check(s *realtime.Setup) error {
-	sc := &s.Scenario
+// Check reports why agents as processes cannot run sc with c, before
+// anything starts: the coordinator must be etcd (the in-memory one lives
+// in one process) and the gates shared (SQLite or etcd); the faults they
+// play are stalls, crashes, drift and network delays, the rest is the
+// in-process runner's. The error wraps ErrCannotPlay.
+func Check(c realtime.Config, sc spec.Scenario) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrCannotPlay, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case s.Config.Backend != realtime.BackendEtcd:
-		return bad("the coordinator must be reachable from every process: use --backend etcd")
-	case s.Store.Name() != realtime.StoreSQLite && s.Store.Name() != realtime.StoreEtcd:
-		return bad("the gates must be shared by every process: use --resource sqlite or etcd")
+	case c.Backend != realtime.BackendEtcd:
+		return bad("the coordinator must be reachable from every process: use backend etcd")
+	case c.Resource != "" && c.Resource != realtime.StoreSQLite && c.Resource != realtime.StoreEtcd:
+		return bad("the gates must be shared by every process: use resource sqlite or etcd")
 	case len(sc.Partitions) > 0 || len(sc.Restarts) > 0:
 		return bad("partitions and coordinator restarts are played by the in-process runner only")
 	case sc.Network.DropRequests > 0 || sc.Network.DropReplies > 0 || sc.Network.Duplicate > 0:
@@ -94,6 +95,25 @@ func Check(s *realtime.Setup) error {
 		return bad("the gate push is played by the in-process runner only")
 	}
 	return nil
+}
+
+// RunScenario runs sc with c's backend and store, its agents as processes,
+// on a setup opened for it and closed after: the whole run in one call.
+func RunScenario(ctx context.Context, c realtime.Config, sc spec.Scenario, opts Options) (*Result, error) {
+	if err := Check(c, sc); err != nil {
+		return nil, err
+	}
+	s, err := realtime.Open(ctx, c, sc)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	r, err := New(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.Run(ctx)
+	return res, errors.Join(err, s.Close())
 }
 
 // Runner runs one scenario with its agents as processes.
@@ -114,7 +134,7 @@ type Runner struct {
 
 // New prepares a run of the setup's scenario.
 func New(s *realtime.Setup, opts Options) (*Runner, error) {
-	if err := Check(s); err != nil {
+	if err := Check(s.Config, s.Scenario); err != nil {
 		return nil, err
 	}
 	if err := s.Scenario.Validate(); err != nil {

@@ -257,8 +257,8 @@ func TestFixtureBackend(t *testing.T) {
 		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
 	}
 	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
-		ran = append(ran, backend)
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, fx *scenario.Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		ran = append(ran, fx.Backend)
 		return harness.Run(ctx, sc, opts)
 	}})
 	if !out.Passed() || len(ran) != 1 || ran[0] != "memory" {

@@ -20,9 +20,10 @@ type RunOptions struct {
 	// is called from the goroutines running the seeds.
 	Progress func(done, total int)
 	// Runner runs a fixture whose Backend is not the simulator: one seed's
-	// scenario, in opts' modes, with opts' subscribers. Such fixtures
-	// fail with ErrNoRunner without one; their seeds run one at a time.
-	Runner func(ctx context.Context, backend string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
+	// scenario, in opts' modes, with opts' subscribers, where fx says
+	// (its Backend, its Agents). Such fixtures fail with ErrNoRunner
+	// without one; their seeds run one at a time.
+	Runner func(ctx context.Context, fx *Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
 }
 
 // ErrNoRunner: a fixture names a real-time backend and RunOptions has no
@@ -105,7 +106,7 @@ func (fx *Fixture) Run(ctx context.Context, opts RunOptions) *Outcome {
 // runSeed runs one seed and checks it; it records the events of the kinds
 // the timeline expectations read, and only those.
 func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kind,
-	runner func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
+	runner func(context.Context, *Fixture, spec.Scenario, harness.RunOptions) (*harness.Result, error)) (*SeedOutcome, error) {
 	sc := fx.Scenario
 	sc.Seed = seed
 	var events []history.Event
@@ -123,7 +124,7 @@ func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kin
 			return nil, fmt.Errorf("%s: backend %s: %w", fx.Name, fx.Backend, ErrNoRunner)
 		}
 		run = func(ctx context.Context, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
-			return runner(ctx, fx.Backend, sc, opts)
+			return runner(ctx, fx, sc, opts)
 		}
 	}
 	res, err := run(ctx, sc, opts)

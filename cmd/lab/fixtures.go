@@ -106,7 +106,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 // runFixtures loads and runs each file in turn until ctx ends, printing
 // each one's line as it ends.
 func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
-	runner func(context.Context, string, spec.Scenario, harness.RunOptions) (*harness.Result, error), jobs int, verbose bool) []*fixtureRun {
+	runner func(context.Context, *scenario.Fixture, spec.Scenario, harness.RunOptions) (*harness.Result, error), jobs int, verbose bool) []*fixtureRun {
 	var runs []*fixtureRun
 	for _, f := range files {
 		if ctx.Err() != nil {

@@ -7,9 +7,14 @@ import (
 	"syscall"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/leasefence/lab/procdriver"
 )
 
-func main() { os.Exit(Main()) }
+func main() {
+	procdriver.RunIfChild() // an agent of a run with --agents process
+	os.Exit(Main())
+}
 
 // Main runs the command with the process's arguments and standard streams
 // and returns its exit code. The first Ctrl-C (SIGINT) or SIGTERM cancels

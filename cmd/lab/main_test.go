@@ -17,11 +17,13 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/procdriver"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script")
 
 func TestMain(m *testing.M) {
+	procdriver.RunIfChild() // an agent of a run with --agents process
 	testscript.Main(m, map[string]func(){
 		"lab": func() { os.Exit(Main()) },
 		// lab-broken-fence is lab with the fenced mode made to break an
