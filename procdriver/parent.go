@@ -45,8 +45,10 @@ type Options struct {
 	// Subscribers receive every event, in history order, once the run is
 	// over and the resources' records are read back.
 	Subscribers []history.Subscriber
-	// Live hear each event as a child reports it (a dashboard's fold): a
-	// paused process shows as its agent's stall.
+	// Live hear each event as a child reports it (a dashboard's fold),
+	// one at a time, before the parent acts on it: a paused process shows
+	// as its agent's stall. Events of different processes may come a
+	// little out of the order of their instants.
 	Live []history.Subscriber
 	// Kills are crashes to play besides the scenario's faults.
 	Kills []Kill
@@ -124,6 +126,7 @@ type Runner struct {
 	start time.Time
 	ctx   context.Context // the run's, while it runs
 
+	liveMu  sync.Mutex // one Live event at a time
 	mu      sync.Mutex
 	procs   []*proc
 	stats   map[history.Mode]*ProcessStats

@@ -107,9 +107,11 @@ func (r *Runner) read(p *proc, out io.Reader) {
 		if err != nil {
 			r.fail(err)
 		}
+		r.liveMu.Lock()
 		for _, s := range r.opts.Live {
 			s.Event(e)
 		}
+		r.liveMu.Unlock()
 		if e.Kind == history.StallBegan {
 			r.pause(p, e)
 		}

@@ -55,6 +55,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"etcd-members":          {"9", `--etcd-members: must be in [1, 7], got 9`},
 		"etcd-endpoints":        {"localhost:2379", `--etcd-endpoints: "localhost:2379" must be a URL such as http://127.0.0.1:2379`},
 		"time-scale":            {"fast", `--time-scale: must be a number, got "fast"`},
+		"agents-as":             {"threads", `--agents-as: must be in-process or process, got "threads"`},
 	},
 	"watch": {
 		"speed": {"fast", `--speed: must be a number, got "fast"`},
@@ -78,6 +79,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"etcd-members":   {"-1", `--etcd-members: must be in [1, 7], got -1`},
 		"etcd-endpoints": {"etcd", `--etcd-endpoints: "etcd" must be a URL such as http://127.0.0.1:2379`},
 		"time-scale":     {"11", `--time-scale: must be in (0, 10], got 11`},
+		"agents-as":      {"threads", `--agents-as: must be in-process or process, got "threads"`},
 		"junit":          {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
 		"v":              {"loud", `--v: must be true or false, got "loud"`},
 		"jobs":           {"some", `--jobs: must be an integer, got "some"`},
