@@ -236,7 +236,19 @@ func TestRules(t *testing.T) {
 			step{150 * time.Millisecond, func(b *bench) []agent.Output { return b.ag.SetLossy(b.now, true) }, "arm retry@4.15s"})},
 		{"renewal at half-life, from the send", func(sc *spec.Scenario) { sc.Agent.RenewAt = 0.5 },
 			history.Fenced, false, then(acquire,
-				step{110 * time.Millisecond, reply, "acquired, arm renew@600ms, arm step@110ms"})},
+				step{110 * time.Millisecond, reply, "acquired, arm renew@600ms, arm step@110ms"},
+				step{110 * time.Millisecond, fire(agent.TimerStep, 2), "check_passed, stall_began, arm step@160ms"},
+				step{160 * time.Millisecond, fire(agent.TimerStep, 2), "stall_ended, write 1"},
+				step{160 * time.Millisecond, committed(true), "arm step@180ms"},
+				step{600 * time.Millisecond, fire(agent.TimerRenew, 0), "send renew"})},
+		{"a renewal due in a stall waits for the write", func(sc *spec.Scenario) {
+			sc.Agent.RenewAt, sc.Agent.Stall = 0.5, spec.Const(600*time.Millisecond)
+		}, history.Fenced, false, then(acquire,
+			step{110 * time.Millisecond, reply, "acquired, arm renew@600ms, arm step@110ms"},
+			step{110 * time.Millisecond, fire(agent.TimerStep, 2), "check_passed, stall_began, arm step@710ms"},
+			step{600 * time.Millisecond, fire(agent.TimerRenew, 0), ""},
+			step{710 * time.Millisecond, fire(agent.TimerStep, 2), "stall_ended, write 1"},
+			step{710 * time.Millisecond, committed(true), "send renew, arm step@730ms"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := scenario()

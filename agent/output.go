@@ -39,11 +39,13 @@ const (
 	Send
 	// Arm: fire Timer with Gen at the true instant At.
 	Arm
-	// Write: run the agent's write (Write), through
-	// the gate in fenced mode, straight at the resource in naive mode, and
-	// hand the outcome to Committed. A Write is always the last output of
-	// its batch: the agent waits for Committed, and takes no other input
-	// but a live Stall in between.
+	// Write: run the agent's write (Write), through the gate in fenced
+	// mode, straight at the resource in naive mode, and hand the outcome
+	// to Committed. A Write is always the last output of its batch, and
+	// the agent takes no step until Committed; a driver whose writes take
+	// time may feed it other inputs meanwhile (a renewal's reply, a
+	// timer), and a renewal refused during a write ends the lease after
+	// it, as one refused during a stall does.
 	Write
 	// Failed: the library returned an error it never should (Failure). The
 	// agent can go no further; a driver records it and ends the run.

@@ -34,11 +34,7 @@ func (a *Agent) Fire(now time.Duration, t Timer, gen uint32) []Output {
 			a.acquireTimeout(now)
 		}
 	case TimerRenew:
-		// The renewal timer is armed with renewGen but checked against
-		// gen, as the simulator's engine always has, so that every
-		// recorded run replays: a renewal timer fires only in the rare
-		// case that the two counters agree.
-		if gen == a.gen {
+		if gen == a.renewGen {
 			a.renewDue(now)
 		}
 	case TimerStallEnd:
@@ -98,14 +94,14 @@ func (a *Agent) Committed(now time.Duration, landed bool) []Output {
 		a.giveUp(now, history.OutcomeRenewRefused)
 		return a.out
 	}
+	a.writes++
+	if a.writes >= a.sc.Agent.WritesPerLease {
+		a.finish(now) // a renewal that came due is moot: the lease is done
+		return a.out
+	}
 	if a.renewLater {
 		a.renewLater = false
 		a.renewDue(now)
-	}
-	a.writes++
-	if a.writes >= a.sc.Agent.WritesPerLease {
-		a.finish(now)
-		return a.out
 	}
 	a.arm(TimerStep, now+a.sc.Agent.WorkGap.Sample(a.rngStall), a.gen)
 	return a.out

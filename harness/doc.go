@@ -4,9 +4,12 @@
 // (stalls, lost and duplicated messages, drift, partitions, coordinator
 // restarts), in two modes on the same faults: naive and fenced.
 //
-// The engine (sim.go, agent.go, queue.go) is a discrete-event simulation
-// with no wall clock and no I/O: the same Scenario and seed give the same
-// run, event for event. It emits every state change as a history.Event and
+// The agents are package agent's state machines: the simulator holds no
+// agent rule, it carries out their outputs on virtual time and the
+// simulated network and feeds them back their timers, replies and writes
+// (agent.go). The engine (sim.go, agent.go, queue.go) is a discrete-event
+// simulation with no wall clock and no I/O: the same Scenario and seed give
+// the same run, event for event. It emits every state change as a history.Event and
 // obtains its Report by running history's checker on that history, so its
 // verdict is exactly what `lab check` finds in the history file; it never
 // hands the checker its own records. A library error does not crash it: the

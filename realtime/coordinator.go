@@ -80,7 +80,7 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 	ri := agentIndex(c.w.r.h.Resources, req.Resource)
 	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
 	if fresh && c.w.r.sc.Push.Enabled {
-		c.w.push(ri, out.Grant.Token)
+		c.w.push(ri, out.Grant.Token, epoch)
 	}
 	return out, epoch, nil
 }
@@ -172,19 +172,23 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
 // push is the coordinator pushing a new fence to the resource's gate
 // (Admit), after the scenario's push delay, unless the push is lost. It
 // runs beside the agents, until the run ends.
-func (w *world) push(ri int, t leasefence.Token) {
+func (w *world) push(ri int, t leasefence.Token, epoch int32) {
 	r := w.r
 	w.pushMu.Lock()
 	d, lost := w.pushes.Draw()
 	w.pushMu.Unlock()
+	e := history.Event{Kind: history.AdmitPushed, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence,
+		Incarnation: epoch, Other: -1}
+	switch {
+	case lost:
+		e.Kind = history.PushDropped
+		r.emit(w.mode, e)
+		return
+	case w.mode == history.Naive:
+		return // as in the simulator, a naive resource has no gate to push to
+	}
 	r.spawn(func(ctx context.Context) {
 		if sleep(ctx, d) != nil {
-			return
-		}
-		e := history.Event{Kind: history.AdmitPushed, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence, Other: -1}
-		if lost {
-			e.Kind = history.PushDropped
-			r.emit(w.mode, e)
 			return
 		}
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)

@@ -78,6 +78,7 @@ type Runner struct {
 	resume  chan struct{} // nil while running; closed on resume
 
 	worlds []*world
+	began  bool            // Run was called, under mu
 	runCtx context.Context // the run's context while it runs, under mu
 	wg     sync.WaitGroup  // every goroutine of the run: agents, timed faults, pushes (started by agents)
 	// extra counts goroutines started from outside (a live restart). They
@@ -135,26 +136,33 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	if ctx == nil {
 		return nil, errors.New("realtime: Run with a nil context")
 	}
-	runCtx, cancel := context.WithTimeout(ctx, r.sc.Duration)
-	defer cancel()
 	r.mu.Lock()
-	if r.runCtx != nil {
+	if r.began {
 		r.mu.Unlock()
 		return nil, errors.New("realtime: a Runner runs once")
 	}
+	r.began = true
 	r.start = time.Now()
-	r.runCtx = runCtx
 	r.mu.Unlock()
 	wg := &r.wg
+	// The coordinators and resources open under ctx, not under the run's
+	// duration: a store slow to open (tables to create on a loaded
+	// machine) must not eat the scenario's time, which starts once all
+	// are open.
 	var openErr error
 	for _, m := range r.h.Modes {
-		w, err := r.open(runCtx, m)
+		w, err := r.open(ctx, m)
 		if err != nil {
 			openErr = err
 			break
 		}
 		r.worlds = append(r.worlds, w)
 	}
+	runCtx, cancel := context.WithTimeout(ctx, r.sc.Duration)
+	defer cancel()
+	r.mu.Lock()
+	r.runCtx = runCtx
+	r.mu.Unlock()
 	if openErr == nil {
 		// The run lasts its duration, whatever its agents do; and so the
 		// count of its goroutines is above zero whenever one is added.
