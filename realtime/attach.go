@@ -105,3 +105,6 @@ func Land(ctx context.Context, res Resource, mode history.Mode, t leasefence.Tok
 	}
 	return false, floor, "Commit", err
 }
+
+// Sleep waits d, or until ctx ends, and returns ctx's error if it ended.
+func Sleep(ctx context.Context, d time.Duration) error { return sleep(ctx, d) }
