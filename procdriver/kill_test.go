@@ -1,6 +1,9 @@
 package procdriver_test
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +71,29 @@ func TestKilledAgentLeaseTakenOver(t *testing.T) {
 	}
 	if !expired || !takenOver {
 		t.Errorf("after the kill of %s at 2s: its lease expired %v, taken over %v", spec.AgentName(holder), expired, takenOver)
+	}
+}
+
+// The parent plays its actions at their instants, with the run's context;
+// one that fails fails the run, naming it.
+func TestActions(t *testing.T) {
+	sc := overlap(2 * time.Second)
+	sc.Agents = 1
+	s := setup(t, realtime.StoreSQLite, sc)
+	var at time.Duration
+	start := time.Now()
+	r, err := procdriver.New(s, procdriver.Options{Modes: []history.Mode{history.Fenced}, Actions: []procdriver.Action{
+		{At: 500 * time.Millisecond, Name: "note", Do: func(ctx context.Context) error { at = time.Since(start); return ctx.Err() }},
+		{At: time.Second, Name: "partition nothing", Do: func(context.Context) error { return errors.New("no such member") }},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "partition nothing at 1s: no such member") {
+		t.Errorf("run: %v, want the failed action named", err)
+	}
+	if at < 500*time.Millisecond || at > 1500*time.Millisecond {
+		t.Errorf("the action at 500ms ran at %v", at)
 	}
 }

@@ -29,12 +29,20 @@ var ErrCannotPlay = errors.New("procdriver: agents as processes cannot play it")
 
 // Kill is a crash of agent Agent at true instant At: SIGKILL of its
 // process in every mode and, when Restart is above 0, a new process for
-// it that long after. The parent's schedule of faults (schedule) is where
-// further kinds of fault join.
+// it that long after.
 type Kill struct {
 	Agent   string
 	At      time.Duration
 	Restart time.Duration
+}
+
+// Action is a fault the parent plays at true instant At of the run: Do
+// runs on a goroutine of its own with the run's context, which ends with
+// the run. An error it returns, unless the run is over, fails the run.
+type Action struct {
+	At   time.Duration
+	Name string // what it did, in the run's error
+	Do   func(ctx context.Context) error
 }
 
 // Options configures a Runner.
@@ -52,6 +60,10 @@ type Options struct {
 	Live []history.Subscriber
 	// Kills are crashes to play besides the scenario's faults.
 	Kills []Kill
+	// Actions are further faults the parent plays at their instants, on
+	// what is outside the agents' processes (the coordinator's own
+	// members, the network between them).
+	Actions []Action
 	// Command is a child's command line; default this program's
 	// executable with ChildArg.
 	Command []string
@@ -233,8 +245,20 @@ func (r *Runner) startAll() error {
 	return nil
 }
 
-// schedule plays the crashes at their instants.
+// schedule plays the crashes and the actions at their instants.
 func (r *Runner) schedule() {
+	for _, act := range r.opts.Actions {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if sleep(r.ctx, act.At-r.now()) != nil {
+				return
+			}
+			if err := act.Do(r.ctx); err != nil && r.ctx.Err() == nil {
+				r.fail(fmt.Errorf("procdriver: %s at %v: %w", act.Name, act.At, err))
+			}
+		}()
+	}
 	for _, k := range r.opts.Kills {
 		ai := slices.Index(r.h.Agents, k.Agent)
 		r.wg.Add(1)
