@@ -37,7 +37,21 @@ func childMain(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), cfg.start().Add(cfg.Scenario.Duration))
+	// Opening what the agent needs is bounded; the parent's end of the
+	// pipe closing ends the wait for the start.
+	opening, opened := context.WithTimeout(context.Background(), time.Minute)
+	c, err := newChild(opening, cfg, stdout)
+	opened()
+	if err != nil {
+		fmt.Fprintf(stderr, "procdriver: %s (%s): %v\n", spec.AgentName(cfg.Agent), cfg.Mode, err)
+		return 1
+	}
+	start, err := readStart(in)
+	if err != nil {
+		c.close()
+		return 2
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(cfg.Scenario.Duration))
 	defer cancel()
 	acks := make(chan struct{})
 	go func() {
@@ -55,11 +69,7 @@ func childMain(stdin io.Reader, stdout io.Writer, stderr io.Writer) int {
 			}
 		}
 	}()
-	c, err := newChild(ctx, cfg, stdout, acks)
-	if err != nil {
-		fmt.Fprintf(stderr, "procdriver: %s (%s): %v\n", spec.AgentName(cfg.Agent), cfg.Mode, err)
-		return 1
-	}
+	c.start, c.ctx, c.acks = start, ctx, acks
 	c.run()
 	return c.close()
 }
@@ -91,19 +101,14 @@ type child struct {
 	err   error
 }
 
-func newChild(ctx context.Context, cfg childConfig, stdout io.Writer, acks <-chan struct{}) (*child, error) {
-	c := &child{cfg: cfg, sc: &cfg.Scenario, start: cfg.start(), ctx: ctx, acks: acks}
+// newChild opens what the agent needs and makes it, then writes the
+// history header to the parent: the child is ready to start.
+func newChild(ctx context.Context, cfg childConfig, stdout io.Writer) (*child, error) {
+	c := &child{cfg: cfg, sc: &cfg.Scenario}
 	if cfg.Life > 0 {
 		c.sc.Seed ^= uint64(cfg.Life) * 0x9e3779b97f4a7c15
 	}
-	enc, err := history.NewEncoder(stdout, cfg.Header)
-	if err != nil {
-		return nil, err
-	}
-	c.enc = enc
-	if err := enc.Flush(); err != nil {
-		return nil, err
-	}
+	var err error
 	if c.etcd, err = realtime.AttachEtcd(cfg.Endpoints, cfg.Prefix); err != nil {
 		return nil, err
 	}
@@ -131,6 +136,12 @@ func newChild(ctx context.Context, cfg childConfig, stdout io.Writer, acks <-cha
 			return realtime.NewAgentClock(name, d, c.now)
 		},
 	})
+	if err == nil {
+		c.enc, err = history.NewEncoder(stdout, cfg.Header)
+	}
+	if err == nil {
+		err = c.enc.Flush()
+	}
 	if err != nil {
 		c.close()
 		return nil, err

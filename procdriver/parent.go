@@ -137,6 +137,7 @@ type Runner struct {
 	h     history.Header
 	start time.Time
 	ctx   context.Context // the run's, while it runs
+	begun chan struct{}   // closed once start is set: the processes are ready
 
 	liveMu  sync.Mutex // one Live event at a time
 	mu      sync.Mutex
@@ -188,8 +189,11 @@ func (r *Runner) now() time.Duration { return time.Since(r.start) }
 // Run runs the scenario for its duration, or until ctx ends, and returns
 // the verdict. Every process it started has ended when it returns.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
-	r.start = time.Now()
-	runCtx, cancel := context.WithDeadline(ctx, r.start.Add(r.setup.Scenario.Duration))
+	if r.begun != nil {
+		return nil, errors.New("procdriver: a Runner runs once")
+	}
+	r.begun = make(chan struct{})
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.ctx = runCtx
 	defer r.killAll()
@@ -198,10 +202,22 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		err = r.startAll()
 	}
 	if err == nil {
+		err = r.awaitReady()
+	}
+	var wall time.Duration
+	if err == nil {
+		// The run's time starts once every process is ready.
+		r.start = time.Now()
+		close(r.begun)
+		end := time.AfterFunc(r.setup.Scenario.Duration, cancel)
+		defer end.Stop()
 		r.schedule()
 		<-runCtx.Done()
+		wall = r.now()
+	} else {
+		cancel()
+		r.killAll()
 	}
-	wall := r.now()
 	r.finish(ctx)
 	r.wg.Wait()
 	res, recordErr := r.result(resources, wall)
@@ -212,6 +228,25 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return res, recordErr
 	}
 	return res, ctx.Err()
+}
+
+// awaitReady waits until every process has opened what its agent needs
+// (it wrote its header), and fails if one ends first or takes a minute.
+func (r *Runner) awaitReady() error {
+	limit := time.NewTimer(time.Minute)
+	defer limit.Stop()
+	for _, p := range r.procList() {
+		select {
+		case <-p.ready:
+		case <-p.exited:
+			return fmt.Errorf("procdriver: %s ended before it was ready%s", p.name(), p.stderr.String())
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		case <-limit.C:
+			return fmt.Errorf("procdriver: %s was not ready within a minute", p.name())
+		}
+	}
+	return nil
 }
 
 // openResources opens every mode's resources in the parent (their tables
@@ -350,7 +385,7 @@ func (r *Runner) result(resources map[history.Mode][]realtime.Resource, wall tim
 // process, is told.
 func (r *Runner) childConfig(m history.Mode, ai, life int, scripted bool) childConfig {
 	c := childConfig{Header: r.h, Scenario: r.setup.Scenario, Mode: m, Agent: ai, Life: life, Scripted: scripted,
-		Start: r.start.UnixNano(), Store: r.setup.Store.Name()}
+		Store: r.setup.Store.Name()}
 	if e, ok := r.setup.Backend.(*realtime.Etcd); ok {
 		c.Endpoints, c.Prefix = e.Endpoints(), e.Prefix()
 	}

@@ -20,6 +20,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tail
+	ready  chan struct{} // closed once it wrote its header: it can start
 	exited chan struct{} // closed once the process has been waited for
 
 	mu     sync.Mutex
@@ -37,7 +38,7 @@ func (r *Runner) startProc(m history.Mode, ai, life int, scripted bool) error {
 	if err != nil {
 		return err
 	}
-	p := &proc{mode: m, agent: ai, life: life, stderr: &tail{}, exited: make(chan struct{})}
+	p := &proc{mode: m, agent: ai, life: life, stderr: &tail{}, ready: make(chan struct{}), exited: make(chan struct{})}
 	p.cmd = exec.Command(r.opts.Command[0], r.opts.Command[1:]...)
 	group(p.cmd)
 	p.cmd.Stderr = p.stderr
@@ -89,6 +90,14 @@ func (r *Runner) read(p *proc, out io.Reader) {
 		}
 		io.Copy(io.Discard, out)
 		return
+	}
+	close(p.ready)
+	select {
+	case <-r.begun:
+		if err := writeStart(p.stdin, r.start); err != nil && !p.wasKilled() {
+			r.fail(fmt.Errorf("procdriver: starting %s: %w", p.name(), err))
+		}
+	case <-r.ctx.Done():
 	}
 	for {
 		e, err := dec.Next()
