@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
 )
@@ -100,30 +98,6 @@ func TestNothingLeftBehind(t *testing.T) {
 			}
 		})
 	}
-}
-
-// parentEnv names the directory of a parent process the test starts:
-// the test binary, run as a parent of agents (asParent).
-const parentEnv = "PROCDRIVER_TEST_PARENT_DIR"
-
-// asParent runs a long run with agents as processes, under dir, until
-// SIGTERM: a parent for the tests to kill.
-func asParent(dir string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	sc := overlap(time.Minute)
-	sc.Agents = 2
-	s, err := realtime.Open(ctx, realtime.Config{Backend: realtime.BackendEtcd, Resource: realtime.StoreSQLite, TempDir: dir}, sc)
-	if err != nil {
-		return 1
-	}
-	defer s.Close()
-	r, err := procdriver.New(s, procdriver.Options{Modes: []history.Mode{history.Naive, history.Fenced}})
-	if err != nil {
-		return 1
-	}
-	r.Run(ctx)
-	return 0
 }
 
 // A parent ended by SIGTERM ends its children and removes its directories;

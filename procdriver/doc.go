@@ -23,6 +23,10 @@
 //   - Clock drift and offset are the child's: its agent's clock is the
 //     runner's (realtime.NewAgentClock) inside the child.
 //
+// A child opens what its agent needs, then writes its header; once every
+// child has, the parent sends them the run's start, and the run's time
+// begins.
+//
 // The children write their events to the parent on a pipe in the history's
 // own line format (history.Encoder), and announce each write before they
 // make it; the history's landings are built from the resources' own record

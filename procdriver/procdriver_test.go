@@ -1,7 +1,10 @@
 package procdriver_test
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,9 @@ func TestMain(m *testing.M) {
 	procdriver.RunIfChild()
 	if dir := os.Getenv(parentEnv); dir != "" {
 		os.Exit(asParent(dir))
+	}
+	if spec := os.Getenv(holderEnv); spec != "" {
+		os.Exit(asHolder(spec))
 	}
 	os.Exit(m.Run())
 }
@@ -127,4 +133,28 @@ func assertInvariants(t *testing.T, res *procdriver.Result) {
 	if f, ok := res.Modes[history.Fenced]; ok && (f.StaleWritesLanded != 0 || f.UnexplainedRefusals != 0) {
 		t.Errorf("fenced: %d stale writes landed, %d unexplained refusals", f.StaleWritesLanded, f.UnexplainedRefusals)
 	}
+}
+
+// parentEnv names the directory of a parent process the test starts:
+// the test binary, run as a parent of agents (asParent).
+const parentEnv = "PROCDRIVER_TEST_PARENT_DIR"
+
+// asParent runs a long run with agents as processes, under dir, until
+// SIGTERM: a parent for the tests to kill.
+func asParent(dir string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	sc := overlap(time.Minute)
+	sc.Agents = 2
+	s, err := realtime.Open(ctx, realtime.Config{Backend: realtime.BackendEtcd, Resource: realtime.StoreSQLite, TempDir: dir}, sc)
+	if err != nil {
+		return 1
+	}
+	defer s.Close()
+	r, err := procdriver.New(s, procdriver.Options{Modes: []history.Mode{history.Naive, history.Fenced}})
+	if err != nil {
+		return 1
+	}
+	r.Run(ctx)
+	return 0
 }
