@@ -203,6 +203,9 @@ type SQLiteStore struct {
 	mu     sync.Mutex
 	dbs    map[history.Mode]*sql.DB
 	closed bool
+	// attached: the directory is another process's (AttachSQLite), and
+	// stays when this store closes.
+	attached bool
 }
 
 // NewSQLiteStore makes a SQLite store in a new temporary directory under
@@ -274,7 +277,10 @@ func (s *SQLiteStore) Close() error {
 	for _, db := range s.dbs {
 		errs = append(errs, db.Close())
 	}
-	return errors.Join(append(errs, os.RemoveAll(s.dir))...)
+	if !s.attached {
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
 }
 
 type sqlResource struct {

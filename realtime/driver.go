@@ -3,7 +3,6 @@ package realtime
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -70,14 +69,9 @@ func newDriver(w *world, i int, scripted bool) (*driver, error) {
 		// answer in time): every acquire has its retry timer.
 		Lossy: true,
 		Clock: func(name string, dr agent.Drift) agent.Clock {
-			base := max(0, -dr.Offset)
-			c := &agentClock{offset: dr.Offset + base, rate: dr.Rate}
 			start := r.start
-			c.Clock = leasefence.NewClock(leasefence.Domain(name), func() time.Duration {
-				return c.offset + time.Duration(float64(time.Since(start))*c.rate)
-			})
-			d.clock = c
-			return c
+			d.clock = newAgentClock(name, dr, func() time.Duration { return time.Since(start) })
+			return d.clock
 		},
 	})
 	if err != nil {
@@ -226,31 +220,14 @@ func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token
 	wctx, cancel := context.WithTimeout(ctx, max(10*r.sc.TTL, writeTimeout))
 	defer cancel()
 	id := w.writes.add(tmpl)
-	if w.mode == history.Naive {
-		if err := res.Write(wctx, t, id); err != nil {
-			return false, w.storeError(ctx, tmpl, "Write", err)
-		}
-		tmpl.Kind = history.WriteLanded
-		r.emitLive(w.mode, tmpl)
-		return true, true
-	}
-	err := res.Commit(wctx, t, id)
-	if err == nil {
-		tmpl.Kind = history.CommitAdmitted
-		r.emitLive(w.mode, tmpl)
-		return true, true
-	}
-	var floor leasefence.Token
-	var stale *leasefence.StaleFenceError
+	landed, floor, call, err := Land(wctx, res, w.mode, t, id)
 	switch {
-	case errors.As(err, &stale):
-		floor = leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}
-	case errors.Is(err, leasefence.ErrTokenConflict):
-		if floor, err = res.Floor(wctx); err != nil {
-			return false, w.storeError(ctx, tmpl, "Floor", err)
-		}
-	default:
-		return false, w.storeError(ctx, tmpl, "Commit", err)
+	case err != nil:
+		return false, w.storeError(ctx, tmpl, call, err)
+	case landed:
+		tmpl.Kind = LandingKind(w.mode)
+		r.emitLive(w.mode, tmpl)
+		return true, true
 	}
 	tmpl.Kind = history.CommitRefused
 	tmpl.Other, tmpl.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence

@@ -56,6 +56,9 @@ type Etcd struct {
 	minTTL  time.Duration
 	closed  bool
 	fresh   int // fresh clusters started by lost restarts
+	// attached: the run's keys are another process's (AttachEtcd), and
+	// stay when this backend closes.
+	attached bool
 }
 
 type etcdCoord struct {
@@ -255,7 +258,7 @@ func (e *Etcd) Close() error {
 	e.closed = true
 	var errs []error
 	if cli := e.cli.Load(); cli != nil {
-		if !e.Embedded() {
+		if !e.Embedded() && !e.attached {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if _, err := cli.Delete(ctx, e.prefix, clientv3.WithPrefix()); err != nil {
 				errs = append(errs, fmt.Errorf("realtime: etcd: removing the run's keys under %s: %w", e.prefix, err))

@@ -54,10 +54,7 @@ func (ws *writes) event(id uint64) (history.Event, bool) {
 // stamp a later write earlier). Writes that landed after the run ended
 // are not in the history, which ends where the run did.
 func (w *world) landings(ctx context.Context, end time.Duration) ([]history.Event, error) {
-	kind := history.CommitAdmitted
-	if w.mode == history.Naive {
-		kind = history.WriteLanded
-	}
+	kind := LandingKind(w.mode)
 	var out []history.Event
 	for ri, res := range w.resources {
 		record, err := res.Landings(ctx)
@@ -97,7 +94,7 @@ func (r *Runner) assemble() error {
 			errs = append(errs, err)
 		}
 		events := append(r.emitted[w.mode], landed...)
-		inFenceOrder(events)
+		InFenceOrder(events)
 		// Stable: events of one instant keep the order they happened in.
 		slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
 		for i := range events {
@@ -115,11 +112,11 @@ func (r *Runner) assemble() error {
 	return nil
 }
 
-// inFenceOrder makes the grants' instants follow their fences within each
+// InFenceOrder makes the grants' instants follow their fences within each
 // coordinator incarnation: fences are minted in order, so a grant stamped
 // before a lower fence's (a coordinator that stamps after it minted, as
 // etcdlease does once its transaction returns) was minted after it.
-func inFenceOrder(events []history.Event) {
+func InFenceOrder(events []history.Event) {
 	var grants []*history.Event
 	for i := range events {
 		if events[i].Kind == history.Granted {

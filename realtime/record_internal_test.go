@@ -17,7 +17,7 @@ func TestInFenceOrder(t *testing.T) {
 		{Kind: history.Acquired, Fence: 1, At: 11},
 		{Kind: history.Granted, Fence: 1, Incarnation: 1, At: 5},
 	}
-	inFenceOrder(events)
+	InFenceOrder(events)
 	if events[0].At != 13 || events[1].At != 12 || events[2].At != 11 || events[3].At != 5 {
 		t.Errorf("instants %v %v %v %v, want fence 2 after fence 1 (13), the rest as stamped",
 			events[0].At, events[1].At, events[2].At, events[3].At)

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/leasefence/lab/history"
@@ -37,6 +39,21 @@ type RealFigures struct {
 	Faults FaultCounts `json:"faults"`
 	// MemberFaults are the etcd member faults played, in order.
 	MemberFaults []MemberFault `json:"member_faults,omitempty"`
+	// Agents is how the agents ran: "in-process" (goroutines) or
+	// "process" (each an OS process of its own, one per agent and mode).
+	Agents string `json:"agents,omitempty"`
+	// Processes count, per mode, what the processes went through, when
+	// the agents were processes.
+	Processes map[history.Mode]ProcessCounts `json:"processes,omitempty"`
+}
+
+// ProcessCounts are what one mode's agent processes went through: started
+// (a killed agent's new process included), paused by SIGSTOP for a stall,
+// killed by SIGKILL.
+type ProcessCounts struct {
+	Started int `json:"started"`
+	Paused  int `json:"processes_paused"`
+	Killed  int `json:"processes_killed"`
 }
 
 // FaultCounts are a fault layer's counts of calls.
@@ -76,4 +93,14 @@ func (r Runner) write(w io.Writer) {
 		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
 		x.Faults.Partitioned, history.Plural(x.Faults.RepliesDropped, "reply", "replies"), x.Faults.Duplicated)
 	writeMemberFaults(w, x.MemberFaults)
+	if len(x.Processes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "agents as processes:")
+	for i, m := range slices.Sorted(maps.Keys(x.Processes)) {
+		p := x.Processes[m]
+		fmt.Fprintf(w, "%s %s %s started, %d paused (SIGSTOP), %d killed (SIGKILL)", map[bool]string{true: ";"}[i > 0], m,
+			history.Plural(p.Started, "process", "processes"), p.Paused, p.Killed)
+	}
+	fmt.Fprintln(w)
 }

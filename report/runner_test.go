@@ -20,6 +20,9 @@ func TestRunnerLines(t *testing.T) {
 	res := history.Check(h, nil)
 	real := &report.RealFigures{Where: "etcd (embedded, 1 member, min ttl 1s)", Resource: "etcd", WallMS: 15001, TimeScale: 1,
 		Faults: report.FaultCounts{Calls: 10, RequestsDropped: 2, Partitioned: 1, Duplicated: 3, RepliesDropped: 4}}
+	procs := *real
+	procs.Agents, procs.Processes = "process", map[history.Mode]report.ProcessCounts{
+		history.Fenced: {Started: 5, Paused: 7, Killed: 1}, history.Naive: {Started: 4, Paused: 9}}
 	for _, tc := range []struct {
 		name      string
 		run       report.Runner
@@ -30,6 +33,9 @@ func TestRunnerLines(t *testing.T) {
 		{"run", report.Runner{Backend: "etcd", Real: real}, []string{
 			"backend etcd (embedded, 1 member, min ttl 1s) · resource etcd · 15.001s of wall time at time scale 1x\n",
 			"fault layer: 10 calls, 2 requests dropped (1 cut by a partition), 4 replies dropped, 3 duplicated\n",
+		}, []string{"agents as processes"}},
+		{"processes", report.Runner{Backend: "etcd", Real: &procs}, []string{
+			"agents as processes: fenced 5 processes started, 7 paused (SIGSTOP), 1 killed (SIGKILL); naive 4 processes started, 9 paused (SIGSTOP), 0 killed (SIGKILL)\n",
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,10 @@ type Fixture struct {
 	// names a resource and no backend runs on "memory".
 	Resource     string
 	resourceLine int
+	// Agents is how a real backend runs the agents: AgentsInProcess
+	// (goroutines, the default) or AgentsProcess (each an OS process of
+	// its own; on etcd only).
+	Agents string
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -116,7 +120,13 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", "backend", "resource", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+
+// How a fixture's agents run on a real backend (Fixture.Agents).
+const (
+	AgentsInProcess = "in-process"
+	AgentsProcess   = "process"
+)
 
 // MaxFixtureSeeds bounds `seeds: {from, count}`: a fixture is a test, and
 // a test that runs longer than this is a swarm.
@@ -175,6 +185,19 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 		}
 	}
 	d.resource(byKey, fx)
+	fx.Agents = AgentsInProcess
+	if e, ok := byKey["agents"]; ok {
+		if a, ok := d.str(d.plain(e.value, "agents"), "agents"); ok {
+			switch {
+			case a != AgentsInProcess && a != AgentsProcess:
+				d.fail(e.line, "agents", "must be %s or %s, got %q", AgentsInProcess, AgentsProcess, a)
+			case a == AgentsProcess && fx.Backend != "etcd":
+				d.fail(e.line, "agents", "agents as processes need backend etcd, got %q", fx.Backend)
+			default:
+				fx.Agents = a
+			}
+		}
+	}
 	e, ok := byKey[fixtureKeyScenario]
 	if ok {
 		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)

@@ -120,6 +120,10 @@ func TestFixtureErrors(t *testing.T) {
 		{"no scenario", "name: x\nexpect: {fenced: {overlaps: 1}}\n", "f.yaml:1: scenario: is required"},
 		{"no expect", "scenario: {builtin: gap}\n", "f.yaml:1: expect: is required"},
 		{"unknown top key", "scenario: {builtin: gap}\nexpects: {}\n", "f.yaml:2: expects: unknown key"},
+		{"unknown agents", "backend: etcd\nagents: threads\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
+			`f.yaml:2: agents: must be in-process or process, got "threads"`},
+		{"processes off etcd", "backend: memory\nagents: process\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
+			`f.yaml:2: agents: agents as processes need backend etcd, got "memory"`},
 		{"unknown event kind", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline: [{at: 1s, kind: wrote}]\n",
 			`f.yaml:4: expect.fenced.timeline[0].kind: no event is of kind "wrote"`},
 		{"event without instant", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline:\n      - {kind: acquired}\n",
@@ -257,8 +261,8 @@ func TestFixtureBackend(t *testing.T) {
 		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
 	}
 	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, backend, _ string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
-		ran = append(ran, backend)
+	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, fx *scenario.Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+		ran = append(ran, fx.Backend)
 		return harness.Run(ctx, sc, opts)
 	}})
 	if !out.Passed() || len(ran) != 1 || ran[0] != "memory" {

@@ -20,15 +20,15 @@ type RunOptions struct {
 	// is called from the goroutines running the seeds.
 	Progress func(done, total int)
 	// Runner runs a fixture whose Backend is not the simulator: one seed's
-	// scenario on the fixture's backend and resource ("" for the
-	// backend's own), in opts' modes, with opts' subscribers. Such
+	// scenario where fx says (its Backend, Resource and Agents), in opts'
+	// modes, with opts' subscribers. Such
 	// fixtures fail with ErrNoRunner without one; their seeds run one at a
 	// time.
 	Runner RealRunner
 }
 
 // RealRunner runs one seed of a fixture on a real backend.
-type RealRunner func(ctx context.Context, backend, resource string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
+type RealRunner func(ctx context.Context, fx *Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error)
 
 // ErrNoRunner: a fixture names a real-time backend and RunOptions has no
 // Runner for it.
@@ -128,7 +128,7 @@ func (fx *Fixture) runSeed(ctx context.Context, seed uint64, kinds []history.Kin
 			return nil, fmt.Errorf("%s: backend %s: %w", fx.Name, fx.Backend, ErrNoRunner)
 		}
 		run = func(ctx context.Context, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
-			return runner(ctx, fx.Backend, fx.Resource, sc, opts)
+			return runner(ctx, fx, sc, opts)
 		}
 	}
 	res, err := run(ctx, sc, opts)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
@@ -29,6 +30,7 @@ type backendFlags struct {
 	etcdEndpoints     string
 	redisURL          string
 	timeScale         float64
+	agents            string
 }
 
 const backendUsage = `where the leases live: sim (the deterministic simulator), memory (agents in real
@@ -42,6 +44,7 @@ func (bf *backendFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
 	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
+	fs.StringVar(&bf.agents, "agents-as", procdriver.AgentsInProcess, "real backends: how the agents run: in-process (goroutines) or process (each an OS process, paused by SIGSTOP; --backend etcd)")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 }
 
@@ -90,6 +93,9 @@ func (bf *backendFlags) validate() error {
 			return fmt.Errorf("--redis-url: %w", err)
 		}
 	}
+	if bf.agents != "" && bf.agents != procdriver.AgentsInProcess && bf.agents != procdriver.AgentsProcess {
+		return fmt.Errorf("--agents-as: must be %s or %s, got %q", procdriver.AgentsInProcess, procdriver.AgentsProcess, bf.agents)
+	}
 	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
 		return fmt.Errorf("--time-scale: must be in (0, %d], got %v", realtime.MaxTimeScale, bf.timeScale)
 	}
@@ -124,6 +130,8 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, errors.New("--redis-url: needs --backend redis")
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
+		case bf.processes():
+			return nil, errors.New("--agents-as: the simulator's agents are its own; --agents-as process needs --backend etcd")
 		}
 		return nil, nil
 	}
@@ -141,8 +149,16 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		}
 		return nil, fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
 	}
+	if bf.processes() {
+		if err := procdriver.Check(*c, sc); err != nil {
+			return nil, fmt.Errorf("--agents-as process: %s", strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
+		}
+	}
 	return c, nil
 }
+
+// processes reports whether the flags run each agent as a process.
+func (bf *backendFlags) processes() bool { return bf.agents == procdriver.AgentsProcess }
 
 // realRun is the real-time side of a run: its setup, opened when the run
 // starts, and what it reports beyond the checker's verdict.
@@ -150,6 +166,11 @@ type realRun struct {
 	config realtime.Config
 	setup  *realtime.Setup
 	runner *realtime.Runner
+	// With agents as processes, proc runs instead of runner, and
+	// processes is what they went through.
+	processes bool
+	proc      *procdriver.Runner
+	procStats map[history.Mode]procdriver.ProcessStats
 }
 
 // open starts the backend and prepares the runner, so that its header is
@@ -160,6 +181,12 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []harness.M
 		return err
 	}
 	rr.setup = s
+	if rr.processes {
+		if rr.proc, err = procdriver.New(s, procdriver.Options{Modes: modes, Subscribers: subs}); err != nil {
+			s.Close()
+		}
+		return err
+	}
 	r, err := s.NewRunner(realtime.RunOptions{Modes: modes, Subscribers: subs})
 	if err != nil {
 		s.Close()
@@ -170,15 +197,51 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []harness.M
 }
 
 // header is the history header of the run.
-func (rr *realRun) header() history.Header { return rr.runner.Header() }
+func (rr *realRun) header() history.Header {
+	if rr.proc != nil {
+		return rr.proc.Header()
+	}
+	return rr.runner.Header()
+}
+
+// run runs the scenario on the runner open made.
+func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
+	if rr.proc == nil {
+		return rr.runner.Run(ctx)
+	}
+	res, err := rr.proc.Run(ctx)
+	if res == nil {
+		return nil, err
+	}
+	rr.procStats = res.Processes
+	return res.Result, err
+}
 
 // figures are what the run reports of itself beside the checker's
 // verdict.
 func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	f := res.Faults
+	agents := procdriver.AgentsInProcess
+	if rr.processes {
+		agents = procdriver.AgentsProcess
+	}
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
-			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped}, MemberFaults: memberFaults(res)}
+			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped},
+		MemberFaults: memberFaults(res), Agents: agents, Processes: processCounts(rr.procStats)}
+}
+
+// processCounts are the report's counts of what the processes went
+// through, by mode; nil when the agents were not processes.
+func processCounts(stats map[history.Mode]procdriver.ProcessStats) map[history.Mode]report.ProcessCounts {
+	if stats == nil {
+		return nil
+	}
+	out := make(map[history.Mode]report.ProcessCounts, len(stats))
+	for m, s := range stats {
+		out[m] = report.ProcessCounts{Started: s.Started, Paused: s.Paused, Killed: s.Killed}
+	}
+	return out
 }
 
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
@@ -188,15 +251,25 @@ func (bf *backendFlags) fixtureRunner() (scenario.RealRunner, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, backend, resource string, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	return func(ctx context.Context, fx *scenario.Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
 		flags := *bf
-		flags.backend = backend
-		if resource != "" {
-			flags.resource = resource
+		flags.backend = fx.Backend
+		if fx.Resource != "" {
+			flags.resource = fx.Resource
+		}
+		if fx.Agents == scenario.AgentsProcess {
+			flags.agents = procdriver.AgentsProcess
 		}
 		c, err := flags.config(sc)
 		if err != nil {
 			return nil, err
+		}
+		if flags.processes() {
+			res, err := procdriver.RunScenario(ctx, *c, sc, procdriver.Options{Modes: opts.Modes, Subscribers: opts.Subscribers})
+			if res == nil {
+				return nil, err
+			}
+			return res.Result.Result, err
 		}
 		res, err := realtime.RunScenario(ctx, *c, sc, realtime.RunOptions{Modes: opts.Modes, Subscribers: opts.Subscribers})
 		if res == nil {

@@ -80,6 +80,7 @@
 //
 //	lab run|watch|fixtures ... [--backend sim|memory|etcd|redis] [--resource memory|sqlite|etcd|http|redis]
 //	        [--etcd-members N | --etcd-endpoints URL,...] [--redis-url URL] [--time-scale K]
+//	        [--agents-as in-process|process]
 //
 // --backend sim (the default) is the deterministic simulator. memory and
 // etcd run the same scenario in real time (package realtime): agents are
@@ -135,8 +136,18 @@
 // the gates in the same etcd (the fresh cluster would take their floors
 // along), recorded interventions.
 //
+// --agents-as process (lab run and lab fixtures, on etcd; a fixture says
+// agents: process) runs each agent, in each mode, as an OS process of its
+// own (package procdriver): this binary re-executed as a hidden
+// subcommand, on the run's etcd, writing through the SQLite file or the
+// etcd gate the processes share. A stall between check and write is a
+// SIGSTOP of the whole process for the stall's length, renewals and all.
+// Dropped and duplicated messages, partitions, restarts and the gate push
+// are refused there; the dashboard runs its agents in-process.
+//
 // The report says where the run happened and how long it took on the wall
-// clock, and what the fault layer did; the JSON has "backend" and "real".
+// clock, and what the fault layer did; the JSON has "backend" and "real"
+// (with "agents", and per mode "processes" started, paused and killed).
 // Ctrl-C stops the agents where they are, prints the report of what ran,
 // stops etcd and removes every temporary directory. lab watch --backend
 // shows the real-time run in the dashboard: space pauses (agents start no

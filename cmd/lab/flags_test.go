@@ -56,6 +56,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"etcd-endpoints":        {"localhost:2379", `--etcd-endpoints: "localhost:2379" must be a URL such as http://127.0.0.1:2379`},
 		"redis-url":             {"localhost:6379", `--redis-url: "localhost:6379" must be a URL such as redis://127.0.0.1:6379/0`},
 		"time-scale":            {"fast", `--time-scale: must be a number, got "fast"`},
+		"agents-as":             {"threads", `--agents-as: must be in-process or process, got "threads"`},
 	},
 	"watch": {
 		"speed": {"fast", `--speed: must be a number, got "fast"`},
@@ -80,6 +81,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"etcd-endpoints": {"etcd", `--etcd-endpoints: "etcd" must be a URL such as http://127.0.0.1:2379`},
 		"redis-url":      {"etcd", `--redis-url: "etcd" must be a URL such as redis://127.0.0.1:6379/0`},
 		"time-scale":     {"11", `--time-scale: must be in (0, 10], got 11`},
+		"agents-as":      {"threads", `--agents-as: must be in-process or process, got "threads"`},
 		"junit":          {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
 		"v":              {"loud", `--v: must be true or false, got "loud"`},
 		"json":           {"maybe", `--json: must be true or false, got "maybe"`},

@@ -8,11 +8,13 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime/etcdcluster"
 )
 
 func main() {
 	etcdcluster.ServeMemberIfAsked() // a member of --etcd-members N runs as this binary
+	procdriver.RunIfChild()          // an agent of a run with --agents-as process
 	os.Exit(Main())
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime/etcdcluster"
 )
 
@@ -24,6 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden files: the cmp targe
 
 func TestMain(m *testing.M) {
 	etcdcluster.ServeMemberIfAsked()
+	procdriver.RunIfChild() // an agent of a run with --agents-as process
 	testscript.Main(m, map[string]func(){
 		"lab": func() { os.Exit(Main()) },
 		// lab-broken-fence is lab with the fenced mode made to break an

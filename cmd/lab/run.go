@@ -109,7 +109,7 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, ht
 	}
 	cfg := &runConfig{sc: sc, modes: modes, trace: tc}
 	if rc != nil {
-		cfg.real = &realRun{config: *rc}
+		cfg.real = &realRun{config: *rc, processes: bf.processes()}
 	}
 	if htmlPath != "" {
 		f, err := os.Create(htmlPath)
@@ -231,7 +231,7 @@ func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) 
 	rn.info.Backend = rn.header.Backend
 	rn.run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
 		fan.subs = subs
-		res, err := rr.runner.Run(ctx)
+		res, err := rr.run(ctx)
 		if res == nil {
 			return nil, err
 		}

@@ -76,6 +76,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 			return a.badInput("watch", fmt.Errorf("--speed: --backend %s runs in real time, at 1x", cfg.real.config.Backend))
 		case *save != "":
 			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", cfg.real.config.Backend))
+		case bf.processes():
+			return a.badInput("watch", errors.New("--agents-as process: the dashboard runs its agents in-process; lab run runs them as processes"))
 		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,

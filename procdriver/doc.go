@@ -1,0 +1,44 @@
+// Package procdriver runs a real-time scenario with every agent an OS
+// process of its own, so that a stall is what it is in production: a pause
+// of the whole process, renewals and all.
+//
+// Each agent, in each mode, is the lab's own binary re-executed as a
+// hidden subcommand (ChildArg; a program that can become a child calls
+// RunIfChild first thing). The child runs the agent package's state
+// machine, as the in-process runner does, with a real leasefence.Client,
+// real timers on goroutines of their own, and the real etcd client on the
+// run's loopback cluster; it writes through a gate the processes share (the
+// run's SQLite file, or the etcd gate). It decides nothing the agent does.
+//
+// The parent (Runner) plays the scenario's faults on the processes:
+//
+//   - A stall between the check and the write is SIGSTOP ... SIGCONT of
+//     the child's process group. The child's StallBegan event is what
+//     tells the parent; the child then waits for the parent's word before
+//     it goes on, so the pause lands in the check-to-write gap, and lasts
+//     the stall's length. While it is stopped nothing of it runs: not its
+//     renewals, not its clock checks.
+//   - A crash (Kill) is SIGKILL of the child, and a new process for that
+//     agent after a delay.
+//   - Clock drift and offset are the child's: its agent's clock is the
+//     runner's (realtime.NewAgentClock) inside the child.
+//
+// A child opens what its agent needs, then writes its header; once every
+// child has, the parent sends them the run's start, and the run's time
+// begins.
+//
+// The children write their events to the parent on a pipe in the history's
+// own line format (history.Encoder), and announce each write before they
+// make it; the history's landings are built from the resources' own record
+// of them (realtime.Resource.Landings), and what the coordinator did from
+// what the children saw of it (merge.go). One history per mode, judged by
+// history's checker.
+//
+// # Nothing left behind
+//
+// Every child runs in a process group of its own (so a terminal's Ctrl-C
+// reaches the parent only, which ends them) and, on Linux, dies with the
+// parent (Pdeathsig). A child also ends when its stdin, the parent's end of
+// the pipe, closes. Run kills every group it started before it returns, on
+// success, on failure and when its context ends.
+package procdriver

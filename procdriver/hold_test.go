@@ -1,0 +1,129 @@
+package procdriver_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/realtime"
+)
+
+// holderEnv makes the test binary a user's program (asHolder): the value
+// is "endpoint prefix sqlite-dir".
+const holderEnv = "PROCDRIVER_TEST_HOLDER"
+
+// holdOn is how a user's program holds a lease: leasefence.Hold on etcd,
+// renewing in the background.
+func holdOn(ctx context.Context, endpoints []string, prefix, holder string) (*leasefence.Session, *realtime.Etcd, error) {
+	e, err := realtime.AttachEtcd(endpoints, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	coord, err := etcdlease.New(e.Client(), etcdlease.Options{Prefix: prefix + "holders/", TTL: time.Second})
+	if err != nil {
+		return nil, e, err
+	}
+	c, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewMonotonicClock(leasefence.Domain(holder)), Holder: holder})
+	if err != nil {
+		return nil, e, err
+	}
+	s, err := leasefence.Hold(ctx, coord, c, "res-1", leasefence.HoldOptions{})
+	return s, e, err
+}
+
+// asHolder is a user's program: it holds res-1 with Hold, checks its
+// session, says so, and waits for a line on stdin (where its parent
+// pauses it), then says what its session says now and writes through the
+// gate under its token, as a write already in flight would.
+func asHolder(spec string) int {
+	f := strings.Fields(spec)
+	ctx := context.Background()
+	s, e, err := holdOn(ctx, []string{f[0]}, f[1], "paused")
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	defer e.Close()
+	res, err := realtime.AttachSQLite(f[2]).Resource(ctx, history.Fenced, "res-1", func() time.Duration { return 0 })
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Printf("checked %v\n", s.Err())
+	bufio.NewReader(os.Stdin).ReadString('\n') // the check-to-write gap
+	fmt.Printf("session %v; context %v\n", s.Err() != nil, s.Context().Err() != nil)
+	err = res.Commit(ctx, s.Token(), 1)
+	fmt.Printf("write %v\n", errors.Is(err, leasefence.ErrStaleFence))
+	return 0
+}
+
+// A user's program that holds its lease with Hold keeps it while it runs,
+// renewals and all; paused whole by SIGSTOP between its check and its
+// write, its session is lost while it sleeps (etcd lets the lease go and
+// another holder takes it and writes), and once continued it finds its
+// session and its context ended, and its late write refused by the gate.
+func TestHoldPausedProcess(t *testing.T) {
+	dir := t.TempDir()
+	s := setup(t, realtime.StoreSQLite, overlap(time.Minute))
+	e := s.Backend.(*realtime.Etcd)
+	sqlDir := s.Store.(*realtime.SQLiteStore).Dir()
+	gate, err := s.Store.Resource(t.Context(), history.Fenced, "res-1", func() time.Duration { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+e.Endpoints()[0]+" "+e.Prefix()+" "+sqlDir)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	out := bufio.NewScanner(stdout)
+	line := func() string {
+		if !out.Scan() {
+			t.Fatalf("the holder ended: %v", out.Err())
+		}
+		return out.Text()
+	}
+	if l := line(); l != "checked <nil>" {
+		t.Fatalf("the holder says %q, want its check passed", l)
+	}
+	// Held for three TTLs, renewing in the background: nobody else gets it.
+	time.Sleep(3 * time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	if _, _, err := holdOn(ctx, e.Endpoints(), e.Prefix(), "early"); err == nil {
+		t.Error("another holder got the lease while the holder ran")
+	}
+	cancel()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGSTOP)
+	taker, te, err := holdOn(t.Context(), e.Endpoints(), e.Prefix(), "taker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Close()
+	if err := gate.Commit(t.Context(), taker.Token(), 2); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+	fmt.Fprintln(stdin)
+	if l := line(); l != "session true; context true" {
+		t.Errorf("after the pause the holder says %q, want its session and context ended", l)
+	}
+	if l := line(); l != "write true" {
+		t.Errorf("the late write: %q, want refused as stale", l)
+	}
+	cmd.Wait()
+}

@@ -1,0 +1,139 @@
+package procdriver
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/realtime"
+)
+
+// How one mode's history is made from its processes: every child reports
+// what its agent did and what it saw the coordinator do, and announces
+// each write before it makes it. Only the parent sees every child's
+// events, so only it can tell that a grant ended the resource's previous
+// generation unrenewed (an expiry no renewal revealed), or that a grant
+// is a retried request's answer replayed, already in the history. The
+// landings come from the resources' own record, never from a child.
+
+// reported is what one mode's children reported: their events, and the
+// writes they announced, by id.
+type reported struct {
+	events []history.Event
+	writes map[uint64]history.Event
+}
+
+// add takes one event a child reported.
+func (r *reported) add(e history.Event) error {
+	if !e.Kind.IsWrite() || e.Kind == history.CommitRefused {
+		r.events = append(r.events, e)
+		return nil
+	}
+	id, err := strconv.ParseUint(e.RequestID, 10, 64)
+	if err != nil {
+		return fmt.Errorf("procdriver: a write announced with no id: %w", err)
+	}
+	if r.writes == nil {
+		r.writes = make(map[uint64]history.Event)
+	}
+	e.RequestID = ""
+	r.writes[id] = e
+	return nil
+}
+
+// landings are the landing events of the resources' records (by
+// resource index): in each resource's order, each at the instant the
+// resource stamped it with, never before the write before it. Writes that
+// landed after end are not in the history, which ends where the run did.
+func (r *reported) landings(records [][]realtime.Landing, names []string, end time.Duration) ([]history.Event, error) {
+	var out []history.Event
+	for ri, record := range records {
+		var last time.Duration
+		for _, l := range record {
+			e, ok := r.writes[l.ID]
+			if !ok {
+				return out, fmt.Errorf("procdriver: %s records write %d, which no process announced", names[ri], l.ID)
+			}
+			last = max(last, l.At)
+			if last > end {
+				break
+			}
+			e.At = last
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// history is the mode's history: the children's events and the landings,
+// in the order of their instants (grants in the order of their fences),
+// with the coordinator's side made whole.
+func (r *reported) history(landed []history.Event, resources int) []history.Event {
+	events := append(slices.Clone(r.events), landed...)
+	realtime.InFenceOrder(events)
+	// Stable: events of one instant keep the order they were reported in.
+	slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
+	events = coordinatorSide(events, resources)
+	for i := range events {
+		events[i].Seq = uint64(i + 1)
+	}
+	return events
+}
+
+// generation is the newest lease generation of a resource, as the history
+// knows it.
+type generation struct {
+	known, ended bool
+	agent        int
+	fence        leasefence.Fence
+	coordEnd     time.Duration
+}
+
+// coordinatorSide walks the events in order and keeps the coordinator's
+// events that tell something new: a grant replayed to a retried request
+// is dropped (it minted nothing), a grant of a resource whose generation
+// had not ended is preceded by that generation's expiry, and an extension,
+// expiry or release of a generation the history has moved past, or already
+// ended, is dropped.
+func coordinatorSide(events []history.Event, resources int) []history.Event {
+	gens := make([]generation, resources)
+	out := make([]history.Event, 0, len(events))
+	for _, e := range events {
+		if e.Resource < 0 || e.Resource >= resources {
+			out = append(out, e)
+			continue
+		}
+		cur := &gens[e.Resource]
+		current := cur.known && cur.fence == e.Fence
+		switch e.Kind {
+		case history.Granted:
+			if current {
+				continue
+			}
+			if cur.known && !cur.ended {
+				out = append(out, history.Event{At: e.At, Mode: e.Mode, Kind: history.Expired, Agent: cur.agent,
+					Resource: e.Resource, Fence: cur.fence, Other: -1, Deadline: cur.coordEnd})
+			}
+			*cur = generation{known: true, agent: e.Agent, fence: e.Fence, coordEnd: e.Deadline}
+		case history.Extended:
+			if !current || cur.ended {
+				continue
+			}
+			cur.coordEnd = e.Deadline
+		case history.Expired, history.Released:
+			if !current || cur.ended {
+				continue
+			}
+			cur.ended = true
+			if e.Kind == history.Expired {
+				e.Deadline = cur.coordEnd
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package procdriver
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/realtime"
+)
+
+const ms = time.Millisecond
+
+func ev(at time.Duration, k history.Kind, agent int, fence uint64, deadline time.Duration) history.Event {
+	return history.Event{At: at, Kind: k, Agent: agent, Resource: 0, Fence: leasefence.Fence(fence), Other: -1, Deadline: deadline}
+}
+
+// The coordinator's side, from what each child saw of it: only the parent,
+// which sees every child's events, can tell that a grant ended the previous
+// generation unrenewed, or that a grant is a replay.
+func TestCoordinatorSide(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []history.Event
+		want string // kind@at/agent/fence, in order
+	}{
+		{"a grant over a live generation expires it first",
+			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(1200*ms, history.Granted, 1, 2, 2200*ms)},
+			"granted@0s/0/1 expired@1.2s/0/1(1s) granted@1.2s/1/2"},
+		{"a replayed grant mints nothing",
+			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(10*ms, history.Granted, 0, 1, 1000*ms)},
+			"granted@0s/0/1"},
+		{"a release after the next grant is of the past",
+			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(500*ms, history.Granted, 1, 2, 1500*ms), ev(510*ms, history.Released, 0, 1, 0)},
+			"granted@0s/0/1 expired@500ms/0/1(1s) granted@500ms/1/2"},
+		{"an expiry is told once, with the last extension's deadline",
+			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(400*ms, history.Extended, 0, 1, 1400*ms),
+				ev(1500*ms, history.Expired, 0, 1, 0), ev(1600*ms, history.Expired, 0, 1, 0), ev(1700*ms, history.Granted, 1, 2, 2700*ms)},
+			"granted@0s/0/1 extended@400ms/0/1 expired@1.5s/0/1(1.4s) granted@1.7s/1/2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range coordinatorSide(tc.in, 1) {
+				s := fmt.Sprintf("%s@%v/%d/%d", e.Kind, e.At, e.Agent, e.Fence)
+				if e.Kind == history.Expired {
+					s += fmt.Sprintf("(%v)", e.Deadline)
+				}
+				got = append(got, s)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("got  %s\nwant %s", g, tc.want)
+			}
+		})
+	}
+}
+
+// A landing no process announced is an error naming the resource: the
+// record and the reports disagree.
+func TestLandingsNeedAnnouncements(t *testing.T) {
+	var r reported
+	if err := r.add(history.Event{Kind: history.CommitAdmitted, Agent: 0, Resource: 0, Other: -1, RequestID: "7"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.landings([][]realtime.Landing{{{ID: 7, At: 5 * ms}}}, []string{"res-1"}, time.Second)
+	if err != nil || len(got) != 1 || got[0].At != 5*ms || got[0].RequestID != "" {
+		t.Fatalf("announced: %v, %v", got, err)
+	}
+	if _, err := r.landings([][]realtime.Landing{{{ID: 8, At: 5 * ms}}}, []string{"res-1"}, time.Second); err == nil || !strings.Contains(err.Error(), "res-1 records write 8") {
+		t.Errorf("unannounced: %v", err)
+	}
+}
