@@ -48,13 +48,16 @@ func holdForever(t *testing.T) (spec.Scenario, int) {
 }
 
 // A killed agent's lease expires at the coordinator and the other agent
-// takes the resource over; the killed agent comes back as a new process.
+// takes the resource over; the killed agent comes back as a new process,
+// late enough (3s after the kill, the lease long expired and the other
+// agent retrying every quarter second) that it cannot win the lease back
+// first.
 func TestKilledAgentLeaseTakenOver(t *testing.T) {
 	sc, holder := holdForever(t)
 	s := setup(t, realtime.StoreSQLite, sc)
 	var events []history.Event
 	res := run(t, s, procdriver.Options{Modes: []history.Mode{history.Fenced},
-		Kills:       []procdriver.Kill{{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 500 * time.Millisecond}},
+		Kills:       []procdriver.Kill{{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 3 * time.Second}},
 		Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { events = append(events, e) })}})
 	assertInvariants(t, res)
 	if p := res.Processes[history.Fenced]; p.Killed != 1 || p.Started != 3 {
