@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -199,6 +200,15 @@ func TestRules(t *testing.T) {
 	}{
 		{"a refused write ends the lease", nil, history.Fenced, false, then(holding,
 			step{160 * time.Millisecond, committed(false), "lease_abandoned(commit_refused), arm step@260ms"})},
+		{"a write the store failed ends the lease, and the agent goes on", nil, history.Naive, false, then(holding,
+			step{160 * time.Millisecond, func(b *bench) []agent.Output {
+				return b.ag.WriteFailed(b.now, "Write", errors.New("etcdserver: request timed out"))
+			}, "write_failed, lease_abandoned(write_failed), arm step@260ms"},
+			step{260 * time.Millisecond, fire(agent.TimerStep, 3), "send acquire"},
+			// An outcome with no write outstanding changes nothing.
+			step{270 * time.Millisecond, func(b *bench) []agent.Output {
+				return b.ag.WriteFailed(b.now, "Write", errors.New("late"))
+			}, ""})},
 		{"release after the last write", func(sc *spec.Scenario) { sc.Agent.WritesPerLease, sc.Agent.Release = 1, true },
 			history.Fenced, false, then(holding,
 				step{160 * time.Millisecond, committed(true), "send release, lease_abandoned(released), arm step@260ms"})},

@@ -41,7 +41,7 @@ const (
 	Arm
 	// Write: run the agent's write (Write), through the gate in fenced
 	// mode, straight at the resource in naive mode, and hand the outcome
-	// to Committed. A Write is always the last output of its batch, and
+	// to Committed (or, if the store failed it, to WriteFailed). A Write is always the last output of its batch, and
 	// the agent takes no step until Committed; a driver whose writes take
 	// time may feed it other inputs meanwhile (a renewal's reply, a
 	// timer), and a renewal refused during a write ends the lease after

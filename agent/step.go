@@ -107,6 +107,27 @@ func (a *Agent) Committed(now time.Duration, landed bool) []Output {
 	return a.out
 }
 
+// WriteFailed is the outcome of a Write the store failed: call is the
+// call that failed and err its error (a timeout, a connection lost). The
+// agent cannot know whether the write landed (the resource's own record
+// says), so it records the failure and gives up its lease, as a program
+// that cannot tell would.
+func (a *Agent) WriteFailed(now time.Duration, call string, err error) []Output {
+	a.begin()
+	if !a.writing {
+		return a.out
+	}
+	a.writing = false
+	e := a.leaseEvent(history.WriteFailed, 0)
+	e.Detail = call + ": " + err.Error()
+	a.emit(e)
+	if a.scripted {
+		return a.out
+	}
+	a.giveUp(now, history.OutcomeWriteFailed)
+	return a.out
+}
+
 // Script is a scripted action coming due.
 func (a *Agent) Script(now time.Duration, act spec.Action) []Output {
 	a.begin()

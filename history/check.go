@@ -21,6 +21,7 @@ type Checker struct {
 
 	acquisitions, renewals, denials, expiries, releases int
 	minted, retries, lost, checksFailed, pushes         int
+	writesFailed                                        int
 	lostCounter                                         bool
 	libraryErrors                                       []string
 	unreadable                                          []string // what Add could not read, in order
@@ -67,6 +68,8 @@ func (c *Checker) Add(e *Event) {
 		c.checksFailed++
 	case AdmitPushed:
 		c.pushes++
+	case WriteFailed:
+		c.writesFailed++
 	case CoordinatorRestarted:
 		c.lostCounter = c.lostCounter || e.Outcome == OutcomeCounterLost
 	case LibraryError:
@@ -152,7 +155,7 @@ func (c *Checker) newJudgement() *judgement {
 		Mode: c.mode, Digest: c.digest.String(), Events: c.events,
 		Acquisitions: c.acquisitions, Renewals: c.renewals, Denials: c.denials, Expiries: c.expiries,
 		Releases: c.releases, FencesMinted: c.minted, Retries: c.retries, MessagesLost: c.lost,
-		ChecksFailed: c.checksFailed, PushesApplied: c.pushes,
+		ChecksFailed: c.checksFailed, PushesApplied: c.pushes, WritesFailed: c.writesFailed,
 	}
 	for i := range j.per {
 		j.per[i].Resource = h.Resources[i]

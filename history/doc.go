@@ -36,8 +36,9 @@
 // lease generation the event concerns), other and other_fence (a second
 // party), request ("acquire", "renew" or "release"), request_id, reason
 // (the coordinator's: "held", "expired", ...), outcome (the history's own:
-// no_reply, denied, check_failed, commit_refused, renew_refused, done, released,
-// below_floor, counter_persisted, counter_lost), dur_ns, deadline_ns,
+// no_reply, denied, check_failed, commit_refused, write_failed, renew_refused,
+// done, released, refusal_not_logged, below_floor, counter_persisted,
+// counter_lost), dur_ns, deadline_ns,
 // intervention and detail. A lease generation is named by (incarnation, resource,
 // fence). Readers ignore fields they do not know, so the format can grow;
 // an unknown kind is an error, and so is an event that names no agent or no
@@ -78,7 +79,7 @@
 //	stall_began            the agent stalls for dur_ns
 //	stall_ended            the stall is over
 //	commit_admitted        fenced: the gate admitted the write under fence and it landed
-//	commit_refused         fenced: the gate refused it; other, other_fence: the floor
+//	commit_refused         fenced: the gate refused it; other, other_fence: the floor (outcome refusal_not_logged: it could not log the refusal)
 //	write_landed           naive: the write landed, with no gate
 //	lease_abandoned        the agent stopped believing it holds the generation: outcome says why
 //	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after (outcome below_floor if it was already higher)
@@ -90,6 +91,7 @@
 //	library_error          the library returned an error it never should: detail; the run ends
 //	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused
 //	forgery_landed         a forger's write landed at the resource under the fence it claimed (fenced: a violation)
+//	write_failed           the store failed the agent's write (detail: the call and its error); whether it landed is the resource's record's to say
 //
 // A file that cannot be read gives a *LineError naming the file and line
 // (wrapping ErrBadHistory); the header and the events before the bad line

@@ -85,7 +85,8 @@ const (
 	// and it landed.
 	CommitAdmitted
 	// CommitRefused: fenced mode; the gate refused the write and logged
-	// it. Other and OtherFence are the floor it was refused by.
+	// it (Outcome OutcomeRefusalNotLogged: and could not log it). Other
+	// and OtherFence are the floor it was refused by.
 	CommitRefused
 	// WriteLanded: naive mode; the write landed at the resource with no
 	// gate in between.
@@ -120,6 +121,11 @@ const (
 	// fence it claimed; Outcome and Detail as for ForgeryRefused). In the
 	// fenced mode that is a violation.
 	ForgeryLanded
+	// WriteFailed: the store failed the agent's write (Detail: the call and
+	// its error, a timeout or a connection lost): the agent cannot know
+	// whether it landed, and gives up its lease. Whether it landed is the
+	// resource's own record's to say, as for every write.
+	WriteFailed
 	numKinds
 )
 
@@ -134,7 +140,7 @@ var kindNames = [numKinds]string{
 	WriteLanded: "write_landed", LeaseAbandoned: "lease_abandoned", AdmitPushed: "admit_pushed",
 	PushDropped: "push_dropped", CoordinatorRestarted: "coordinator_restarted",
 	PartitionBegan: "partition_began", PartitionEnded: "partition_ended", Intervened: "intervened", LibraryError: "library_error",
-	ForgeryRefused: "forgery_refused", ForgeryLanded: "forgery_landed",
+	ForgeryRefused: "forgery_refused", ForgeryLanded: "forgery_landed", WriteFailed: "write_failed",
 }
 
 // Kinds returns every event kind, in order.
@@ -218,6 +224,12 @@ const (
 	// OutcomeCommitRefused: the lease was abandoned after the gate refused
 	// its write.
 	OutcomeCommitRefused Outcome = "commit_refused"
+	// OutcomeWriteFailed: the lease was abandoned after the store failed
+	// its write.
+	OutcomeWriteFailed Outcome = "write_failed"
+	// OutcomeRefusalNotLogged: on a refusal, the gate refused the write
+	// but could not log the refusal (leasefence.ErrRefusalNotLogged).
+	OutcomeRefusalNotLogged Outcome = "refusal_not_logged"
 	// OutcomeRenewRefused: the lease was abandoned after the coordinator
 	// refused its renewal.
 	OutcomeRenewRefused Outcome = "renew_refused"
@@ -307,6 +319,7 @@ type Event struct {
 	// Expired the lease's coordinator expiry.
 	Deadline     time.Duration
 	Intervention *Intervention // Intervened only
-	// Detail is free text: what went wrong, for LibraryError.
+	// Detail is free text: what went wrong, for LibraryError and
+	// WriteFailed.
 	Detail string
 }

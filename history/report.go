@@ -84,6 +84,11 @@ type Report struct {
 
 	CommitsAdmitted int `json:"commits_admitted"` // writes that landed
 	CommitsRefused  int `json:"commits_refused"`
+	// WritesFailed counts writes the store failed (a timeout, a lost
+	// connection): their writers could not know whether they landed, and
+	// gave up their leases. Whether each landed is in the resource's own
+	// record, and counted with the others.
+	WritesFailed int `json:"writes_failed,omitempty"`
 
 	// StaleWritesLanded counts writes that landed after a write of a newer
 	// lease generation (minted later) on the same resource. Fenced mode

@@ -97,11 +97,21 @@ func (v *Fold) Add(e *history.Event) {
 		if len(v.refusals) == 2*MaxSnapshotRefusals {
 			v.refusals = append(v.refusals[:0], v.refusals[MaxSnapshotRefusals:]...)
 		}
-		// A gate logs every refused commit, and only those, numbering
-		// them from 1: the refusal's place in its gate's log.
+		// A gate logs every refused commit it can, and only those,
+		// numbering them from 1: the refusal's place in its gate's log.
+		// One it could not log has none (Seq 0).
+		g := &v.gates[e.Resource]
+		var seq uint64
+		if e.Outcome == history.OutcomeRefusalNotLogged {
+			g.NotLogged++
+		} else {
+			seq = uint64(g.Refused - g.NotLogged)
+		}
 		v.refusals = append(v.refusals, RefusalView{At: e.At, Rejection: leasefence.Rejection{
 			Resource: v.h.Resources[e.Resource], Holder: v.h.Agents[e.Agent], Fence: e.Fence,
-			FloorHolder: v.name(e.Other), FloorFence: e.OtherFence, Seq: uint64(v.gates[e.Resource].Refused)}})
+			FloorHolder: v.name(e.Other), FloorFence: e.OtherFence, Seq: seq}})
+	case history.WriteFailed:
+		v.totals.WritesFailed++
 	case history.ForgeryRefused:
 		v.totals.ForgeriesRefused++
 	case history.ForgeryLanded:

@@ -69,6 +69,8 @@ type Totals struct {
 	Expiries        int
 	CommitsAdmitted int
 	CommitsRefused  int
+	// WritesFailed counts the writes the store failed (fate unknown).
+	WritesFailed int
 	// StaleWritesLanded is counted live at the resource: a write that
 	// landed after a write of a higher fence.
 	StaleWritesLanded int
@@ -101,6 +103,9 @@ type GateView struct {
 	FloorHolder string
 	Admitted    int
 	Refused     int
+	// NotLogged counts the refusals the gate could not log: they have no
+	// place in its log.
+	NotLogged int
 }
 
 // WritesView is what landed on one resource with no gate in between.

@@ -262,7 +262,7 @@ func (c *child) emit(e history.Event, at time.Duration) {
 	}
 }
 
-// failure records an error the library or the store never should return.
+// failure records an error the library never should return.
 func (c *child) failure(detail string) {
 	c.emit(history.Event{Kind: history.LibraryError, Agent: c.cfg.Agent, Resource: c.ag.Resource(), Other: -1,
 		Detail: spec.AgentName(c.cfg.Agent) + ": " + detail}, c.now())
@@ -292,23 +292,17 @@ func (c *child) write(t leasefence.Token, ri int) {
 		// the gate is for. Only a store that does not answer is an error.
 		wctx, cancel := context.WithTimeout(c.ctx, max(10*c.sc.TTL, 10*time.Second))
 		defer cancel()
-		landed, floor, call, err := realtime.Land(wctx, c.res[ri], c.cfg.Mode, t, id)
-		if err != nil {
-			if c.ctx.Err() == nil {
-				c.failure(call + ": " + err.Error())
-			}
-			c.mu.Lock()
-			c.dead = true
-			c.mu.Unlock()
+		fate, call, err := realtime.Land(wctx, c.res[ri], c.cfg.Mode, t, id)
+		switch {
+		case c.ctx.Err() != nil:
+			return // the run is over: the resource's record says what the write became
+		case err != nil:
+			c.feed(func(now time.Duration) []agent.Output { return c.ag.WriteFailed(now, call, err) })
 			return
+		case !fate.Landed:
+			c.emit(fate.Refusal(tmpl, c.cfg.Header.Agents), c.now())
 		}
-		if !landed {
-			e := tmpl
-			e.Kind = history.CommitRefused
-			e.Other, e.OtherFence = slices.Index(c.cfg.Header.Agents, floor.Holder), floor.Fence
-			c.emit(e, c.now())
-		}
-		c.feed(func(now time.Duration) []agent.Output { return c.ag.Committed(now, landed) })
+		c.feed(func(now time.Duration) []agent.Output { return c.ag.Committed(now, fate.Landed) })
 	})
 }
 

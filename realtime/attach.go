@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/leasefence/lab/agent"
@@ -78,32 +79,57 @@ func LandingKind(mode history.Mode) history.Kind {
 	return history.CommitAdmitted
 }
 
+// Fate is what became of one write, as its gate or resource answered.
+type Fate struct {
+	Landed bool
+	// Floor is, for a refusal, the floor that refused the write.
+	Floor leasefence.Token
+	// NotLogged: the gate refused the write but could not log the
+	// refusal (leasefence.ErrRefusalNotLogged). The write did not land.
+	NotLogged bool
+}
+
+// Refusal is the history's event of a refused write whose event, had it
+// landed, would be tmpl, in a run of agents.
+func (f Fate) Refusal(tmpl history.Event, agents []string) history.Event {
+	tmpl.Kind = history.CommitRefused
+	tmpl.Other, tmpl.OtherFence = slices.Index(agents, f.Floor.Holder), f.Floor.Fence
+	if f.NotLogged {
+		tmpl.Outcome = history.OutcomeRefusalNotLogged
+	}
+	return tmpl
+}
+
 // Land makes write id under t at res: through the gate in fenced mode,
-// straight at the resource in naive mode. It reports whether the write
-// landed and, for a refusal, the floor that refused it. An error is the
-// store's (the write's fate unknown), and call names the call that failed.
-func Land(ctx context.Context, res Resource, mode history.Mode, t leasefence.Token, id uint64) (landed bool, floor leasefence.Token, call string, err error) {
+// straight at the resource in naive mode, and says what became of it. An
+// error is the store's (the write's fate unknown: only the resource's
+// record can tell), and call names the call that failed.
+func Land(ctx context.Context, res Resource, mode history.Mode, t leasefence.Token, id uint64) (fate Fate, call string, err error) {
 	if mode == history.Naive {
 		if err := res.Write(ctx, t, id); err != nil {
-			return false, floor, "Write", err
+			return fate, "Write", err
 		}
-		return true, floor, "", nil
+		return Fate{Landed: true}, "", nil
 	}
 	err = res.Commit(ctx, t, id)
 	if err == nil {
-		return true, floor, "", nil
+		return Fate{Landed: true}, "", nil
 	}
 	var stale *leasefence.StaleFenceError
+	var unlogged *leasefence.RefusalNotLoggedError
 	switch {
 	case errors.As(err, &stale):
-		return false, leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}, "", nil
+		return Fate{Floor: leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}}, "", nil
+	case errors.As(err, &unlogged):
+		return Fate{Floor: leasefence.Token{Holder: unlogged.FloorHolder, Fence: unlogged.FloorFence}, NotLogged: true}, "", nil
 	case errors.Is(err, leasefence.ErrTokenConflict):
-		if floor, err = res.Floor(ctx); err != nil {
-			return false, floor, "Floor", err
+		floor, err := res.Floor(ctx)
+		if err != nil {
+			return fate, "Floor", err
 		}
-		return false, floor, "", nil
+		return Fate{Floor: floor}, "", nil
 	}
-	return false, floor, "Commit", err
+	return fate, "Commit", err
 }
 
 // Sleep waits d, or until ctx ends, and returns ctx's error if it ended.

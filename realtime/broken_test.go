@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -126,5 +127,119 @@ func TestBrokenGateIsCaught(t *testing.T) {
 				t.Errorf("the broken gate's run did not fail: %s", fmt.Sprint(res.Violations()))
 			}
 		})
+	}
+}
+
+// failingStore is the in-memory store with a failing wire in front of
+// its resources: every third write lands and its answer is lost (the
+// store's error comes back instead), and every third one after that is
+// lost before it lands. Neither writer can know what became of its write;
+// the resource's record can.
+type failingStore struct{ realtime.MemoryStore }
+
+func (s failingStore) Resource(ctx context.Context, mode history.Mode, name string, now func() time.Duration) (realtime.Resource, error) {
+	res, err := s.MemoryStore.Resource(ctx, mode, name, now)
+	return &failingResource{Resource: res}, err
+}
+
+var errTimedOut = errors.New("store: request timed out")
+
+type failingResource struct {
+	realtime.Resource
+	mu     sync.Mutex
+	writes int
+}
+
+// fail makes the write through do, or fails it before or after.
+func (r *failingResource) fail(do func() error) error {
+	r.mu.Lock()
+	r.writes++
+	n := r.writes
+	r.mu.Unlock()
+	switch n % 6 {
+	case 3: // lost on the way back: it landed
+		if err := do(); err != nil {
+			return err
+		}
+		return errTimedOut
+	case 0: // lost on the way there
+		return errTimedOut
+	}
+	return do()
+}
+
+func (r *failingResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
+	return r.fail(func() error { return r.Resource.Commit(ctx, t, id) })
+}
+
+func (r *failingResource) Write(ctx context.Context, t leasefence.Token, id uint64) error {
+	return r.fail(func() error { return r.Resource.Write(ctx, t, id) })
+}
+
+// A write the store fails is the store's failure, not the library's: the
+// agent records it, gives up its lease and goes on, and the verdict reads
+// from the resource's record which of those writes landed.
+func TestStoreFailingWritesIsNoLibraryError(t *testing.T) {
+	t.Parallel()
+	sc, ok := spec.Builtin("overlap")
+	if !ok {
+		t.Fatal("no overlap scenario")
+	}
+	sc.Duration = 3 * time.Second
+	var events []history.Event
+	r, err := realtime.New(sc, realtime.Options{Store: failingStore{},
+		Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { events = append(events, e) })}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Violations(); len(v) > 0 {
+		t.Fatalf("violations: %q", v)
+	}
+	for _, m := range []history.Mode{history.Naive, history.Fenced} {
+		rep := res.Modes[m]
+		attempts := rep.CommitsAdmitted + rep.CommitsRefused
+		if rep.WritesFailed == 0 || attempts < 2*rep.WritesFailed {
+			t.Errorf("%s: %d writes failed beside %d landed or refused: want some, and every third write made", m, rep.WritesFailed, attempts)
+		}
+		if rep.Acquisitions <= rep.WritesFailed {
+			t.Errorf("%s: %d acquisitions after %d failed writes: the agents did not go on", m, rep.Acquisitions, rep.WritesFailed)
+		}
+	}
+	for _, e := range events {
+		if e.Kind == history.WriteFailed && e.Detail != "Write: "+errTimedOut.Error() && e.Detail != "Commit: "+errTimedOut.Error() {
+			t.Fatalf("write_failed detail %q does not name the call and the store's error", e.Detail)
+		}
+	}
+}
+
+// unloggedGate refuses every write, and cannot log one.
+type unloggedGate struct{ brokenGate }
+
+func (g *unloggedGate) Commit(_ context.Context, t leasefence.Token, _ uint64) error {
+	return &leasefence.RefusalNotLoggedError{Rejection: leasefence.Rejection{Resource: g.name, Holder: t.Holder, Fence: t.Fence,
+		FloorHolder: "agent-2", FloorFence: t.Fence + 1}, Err: errTimedOut}
+}
+
+// A refusal the gate could not log is still a refusal, by the floor the
+// gate named: in the history it is a commit_refused that says it was not
+// logged, never a store failure or a landing.
+func TestRefusalNotLoggedIsARefusal(t *testing.T) {
+	t.Parallel()
+	tok := leasefence.Token{Resource: "res-1", Holder: "agent-1", Fence: 4}
+	fate, call, err := realtime.Land(t.Context(), &unloggedGate{brokenGate{name: "res-1"}}, history.Fenced, tok, 1)
+	if err != nil || call != "" {
+		t.Fatalf("Land = %v (call %q), want a refusal", err, call)
+	}
+	want := realtime.Fate{Floor: leasefence.Token{Holder: "agent-2", Fence: 5}, NotLogged: true}
+	if fate != want {
+		t.Fatalf("Land = %+v, want %+v", fate, want)
+	}
+	e := fate.Refusal(history.Event{Agent: 0, Resource: 0, Fence: 4}, []string{"agent-1", "agent-2"})
+	if e.Kind != history.CommitRefused || e.Other != 1 || e.OtherFence != 5 || e.Outcome != history.OutcomeRefusalNotLogged {
+		t.Fatalf("refusal event %+v: want commit_refused by agent-2@5, outcome %s", e, history.OutcomeRefusalNotLogged)
 	}
 }

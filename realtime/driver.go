@@ -192,57 +192,45 @@ func (d *driver) write(t leasefence.Token, ri int) {
 	delay := d.w.r.sc.Network.WriteDelay.Sample(d.wireDelays)
 	d.w.r.spawn(func(ctx context.Context) {
 		ctx = withWireDelay(fencehttp.WithLease(ctx, lease), delay)
-		landed, ok := d.w.land(ctx, tmpl, t, ri)
-		if !ok {
-			d.mu.Lock()
-			d.dead = true
-			d.mu.Unlock()
-			return
+		fate, call, err := d.w.land(ctx, tmpl, t, ri)
+		switch {
+		case ctx.Err() != nil:
+			// The run is over: what the write became is the resource's
+			// record's to say, and the history ends here.
+		case err != nil:
+			d.feed(func(now time.Duration) []agent.Output { return d.ag.WriteFailed(now, call, err) })
+		default:
+			d.feed(func(now time.Duration) []agent.Output { return d.ag.Committed(now, fate.Landed) })
 		}
-		d.feed(func(now time.Duration) []agent.Output { return d.ag.Committed(now, landed) })
 	})
 }
 
 // writeTimeout is the least time a write is given before the store is
-// taken to have failed.
+// taken to have failed it.
 const writeTimeout = 10 * time.Second
 
 // land makes one write at resource ri: through the gate in fenced mode,
-// straight at the resource in naive mode, beside every other write. It
-// reports whether it landed, and ok false if the run ended or the store
+// straight at the resource in naive mode, beside every other write, and
+// says what became of it; an error is the store's, with the call that
 // failed. tmpl is the event of the write, as the agent describes it; the
 // history's landing is built from the resource's own record of it.
-func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token, ri int) (landed, ok bool) {
+func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token, ri int) (Fate, string, error) {
 	r := w.r
-	res := w.resources[ri]
 	// A write is not bounded by the TTL: a slow write is the very gap the
-	// gate is for. Only a store that does not answer at all is an error.
+	// gate is for. Only a store that does not answer in time fails it.
 	wctx, cancel := context.WithTimeout(ctx, max(10*r.sc.TTL, writeTimeout))
 	defer cancel()
 	id := w.writes.add(tmpl)
-	landed, floor, call, err := Land(wctx, res, w.mode, t, id)
+	fate, call, err := Land(wctx, w.resources[ri], w.mode, t, id)
 	switch {
 	case err != nil:
-		return false, w.storeError(ctx, tmpl, call, err)
-	case landed:
+	case fate.Landed:
 		tmpl.Kind = LandingKind(w.mode)
 		r.emitLive(w.mode, tmpl)
-		return true, true
+	default:
+		r.emit(w.mode, fate.Refusal(tmpl, r.h.Agents))
 	}
-	tmpl.Kind = history.CommitRefused
-	tmpl.Other, tmpl.OtherFence = agentIndex(r.h.Agents, floor.Holder), floor.Fence
-	r.emit(w.mode, tmpl)
-	return false, true
-}
-
-// storeError records a store that failed a write: the run ending is not a
-// failure; anything else is, since the write's fate is unknown.
-func (w *world) storeError(ctx context.Context, tmpl history.Event, call string, err error) bool {
-	if ctx.Err() == nil {
-		w.r.emit(w.mode, history.Event{Kind: history.LibraryError, Agent: tmpl.Agent, Resource: tmpl.Resource, Other: -1,
-			Detail: fmt.Sprintf("%s: %s: %v", w.r.h.Agents[tmpl.Agent], call, err)})
-	}
-	return false
+	return fate, call, err
 }
 
 // stall is a live stall of the agent, for d from now.

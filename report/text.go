@@ -49,6 +49,7 @@ var reportRows = []reportRow{
 	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }, false},
 	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }, false},
 	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }, false},
+	{"writes failed", func(r *history.Report) int { return r.WritesFailed }, true},
 	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false},
 	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true},
 	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false},

@@ -63,6 +63,9 @@ const (
 	// leasefence sentinel the error matches (grant_mismatch,
 	// unknown_request, ...), or the Go type of any other error.
 	ErrorType = semconv.ErrorTypeKey
+	// ErrorMessage is the semantic-convention exception.message: the text
+	// of an error the lab did not make, a store's (EventWriteFailed).
+	ErrorMessage = semconv.ExceptionMessageKey
 )
 
 // Values of LeaseOutcome and FenceOutcome.
@@ -100,10 +103,14 @@ const (
 	// requester refused because that lease was held (LeaseRequester,
 	// LeaseReason, LeaseRetryAfter of the first, LeaseDenials, LeaseDeniedFor),
 	// at the first refusal's reply.
-	EventAcquireDenied  = "acquire denied"
-	EventCheckPassed    = "check passed"
-	EventCheckFailed    = "check failed"
-	EventWriteSkipped   = "write skipped" // a scripted write with no valid check before it
+	EventAcquireDenied = "acquire denied"
+	EventCheckPassed   = "check passed"
+	EventCheckFailed   = "check failed"
+	EventWriteSkipped  = "write skipped" // a scripted write with no valid check before it
+	// EventWriteFailed, on a "lease" span: the store failed a write (a
+	// timeout, a lost connection), with its error in ErrorMessage; whether
+	// it landed is in the resource's record.
+	EventWriteFailed    = "write failed"
 	EventStallBegan     = "stall began"
 	EventStallEnded     = "stall ended"
 	EventExpired        = "expired at the coordinator"

@@ -256,6 +256,10 @@ func (m *modeState) event(e history.Event) {
 		m.holderInstant(e, EventStallEnded)
 	case history.CommitAdmitted, history.CommitRefused, history.WriteLanded:
 		m.commit(e)
+	case history.WriteFailed:
+		if g := m.holding(e); g != nil {
+			m.rootEvent(g, EventWriteFailed, e.At, append(m.startAttrs(), ErrorMessage.String(e.Detail))...)
+		}
 	case history.AdmitPushed:
 		m.pushed(e)
 	case history.PushDropped:

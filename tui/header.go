@@ -143,6 +143,15 @@ func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot) {
 				fenced += st.Muted.Render(", ") + forged
 			}
 		}
+		if t.WritesFailed > 0 {
+			// The store's failures, not the lock's: said, not counted as either.
+			failed := st.Muted.Render(", " + history.Plural(t.WritesFailed, "write", "writes") + " failed by the store")
+			if m == history.Naive {
+				naive += failed
+			} else {
+				fenced += failed
+			}
+		}
 	}
 	switch {
 	case naive != "" && fenced != "":

@@ -300,7 +300,7 @@
 //	stall_began            the agent stalls for dur_ns
 //	stall_ended            the stall is over
 //	commit_admitted        fenced: the gate admitted the write under fence and it landed
-//	commit_refused         fenced: the gate refused it; other, other_fence: the floor
+//	commit_refused         fenced: the gate refused it; other, other_fence: the floor (outcome refusal_not_logged: it could not log the refusal)
 //	write_landed           naive: the write landed, with no gate
 //	lease_abandoned        the agent stopped believing it holds the generation: outcome says why
 //	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after
@@ -312,6 +312,7 @@
 //	library_error          the library returned an error it never should: detail; the run ends
 //	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused
 //	forgery_landed         a forger's write landed at the resource under the fence it claimed (fenced: a violation)
+//	write_failed           the store failed the agent's write (detail: the call and its error); whether it landed is the resource's record's to say
 //
 // # The JSON report
 //
@@ -339,7 +340,9 @@
 // Each mode's object has "mode", "digest", "events" and these integer
 // counters: acquisitions, renewals, denials, expiries, releases,
 // fences_minted, retries, messages_lost, checks_failed, pushes_applied,
-// commits_admitted, commits_refused, stale_writes_landed (a write landed
+// commits_admitted, commits_refused, writes_failed (writes the store
+// failed, a timeout or a lost connection, whose writers could not know
+// whether they landed; only when not 0), stale_writes_landed (a write landed
 // after a write of a newer lease generation, one minted later; fenced
 // promises 0), reissued_writes_landed (a write of the resource's newest
 // generation under a fence no higher than one landed before: a fence
