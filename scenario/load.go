@@ -15,11 +15,19 @@ import (
 // fixture's first seed. Every problem is a *FileError naming the file, the
 // line and the field.
 func Load(path string) (spec.Scenario, error) {
+	sc, _, err := Open(path)
+	return sc, err
+}
+
+// Open reads a file as Load does and, for a fixture file, returns the
+// fixture too (nil for a scenario file): where it runs (its backend,
+// resource and agents) is the fixture's, not the scenario's.
+func Open(path string) (spec.Scenario, *Fixture, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return spec.Scenario{}, err
+		return spec.Scenario{}, nil, err
 	}
-	return Parse(path, data)
+	return parse(path, data)
 }
 
 // Parse reads a scenario file's bytes; file names it in errors. See Load.
@@ -30,17 +38,22 @@ func Load(path string) (spec.Scenario, error) {
 // out. Without a `name:` the scenario is named after the file. The result
 // has passed Scenario.Validate.
 func Parse(file string, data []byte) (spec.Scenario, error) {
+	sc, _, err := parse(file, data)
+	return sc, err
+}
+
+func parse(file string, data []byte) (spec.Scenario, *Fixture, error) {
 	d := newDecoder(file)
 	root, ok := d.parseRoot(data)
 	if !ok {
-		return spec.Scenario{}, d.err()
+		return spec.Scenario{}, nil, d.err()
 	}
 	if isFixture(root) {
 		fx, err := parseFixture(d, root)
 		if err != nil {
-			return spec.Scenario{}, err
+			return spec.Scenario{}, nil, err
 		}
-		return fx.Scenario, nil
+		return fx.Scenario, fx, nil
 	}
 	var sc spec.Scenario
 	d.decodeScenario(root, "", &sc)
@@ -51,9 +64,9 @@ func Parse(file string, data []byte) (spec.Scenario, error) {
 		d.validate(&sc, "")
 	}
 	if len(d.errs) > 0 {
-		return spec.Scenario{}, d.err()
+		return spec.Scenario{}, nil, d.err()
 	}
-	return sc, nil
+	return sc, nil, nil
 }
 
 // isFixture tells a fixture file from a scenario file: only a fixture has

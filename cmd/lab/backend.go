@@ -26,6 +26,7 @@ const backendSim = report.BackendSim
 type backendFlags struct {
 	backend, resource string
 	backendGiven      bool // --backend was on the command line
+	agentsGiven       bool // --agents-as was
 	etcdMembers       int
 	etcdEndpoints     string
 	redisURL          string
@@ -62,6 +63,30 @@ func (v backendValue) String() string {
 func (v backendValue) Set(s string) error {
 	v.bf.backend, v.bf.backendGiven = s, true
 	return nil
+}
+
+// noteGiven records which of the flags fs parsed were on the command
+// line, for fromFixture.
+func (bf *backendFlags) noteGiven(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) { bf.agentsGiven = bf.agentsGiven || f.Name == "agents-as" })
+}
+
+// fromFixture makes a fixture's backend, resource and agents those of a
+// run of its scenario wherever the command line chose none: lab run
+// FIXTURE runs where lab fixtures would.
+func (bf *backendFlags) fromFixture(fx *scenario.Fixture) {
+	if !bf.backendGiven && fx.Backend != backendSim {
+		bf.backend = fx.Backend
+	}
+	if !bf.real() {
+		return // --backend sim: the simulator's resources and agents are its own
+	}
+	if bf.resource == "" {
+		bf.resource = fx.Resource
+	}
+	if !bf.agentsGiven && fx.Agents == scenario.AgentsProcess {
+		bf.agents = procdriver.AgentsProcess
+	}
 }
 
 // real reports whether the flags choose the real-time runner.

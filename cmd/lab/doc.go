@@ -191,7 +191,8 @@
 //
 // The format is documented in package scenario (go doc ./scenario). `lab
 // run FILE` runs a scenario file, or a fixture file's scenario with its
-// first seed.
+// first seed, where the fixture runs (its backend, resource and agents)
+// unless --backend, --resource or --agents-as says otherwise.
 //
 // # lab fixtures
 //

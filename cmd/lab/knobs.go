@@ -363,22 +363,23 @@ func (sf *scenarioFlags) args() []string {
 
 // loadScenario resolves a scenario argument: a built-in name, or a
 // scenario or fixture file. The empty argument is the default scenario.
-// It returns the scenario and how to name its source in messages.
-func loadScenario(arg string) (spec.Scenario, string, error) {
+// It returns the scenario, how to name its source in messages, and the
+// fixture when the argument is a fixture file.
+func loadScenario(arg string) (spec.Scenario, string, *scenario.Fixture, error) {
 	if arg == "" {
 		arg = spec.DefaultScenario
 	}
 	if sc, ok := spec.Builtin(arg); ok && !looksLikePath(arg) {
-		return sc, arg, nil
+		return sc, arg, nil, nil
 	}
 	if !looksLikePath(arg) {
 		if _, err := os.Stat(arg); err != nil {
-			return spec.Scenario{}, arg, fmt.Errorf("no built-in scenario or file is called %q (the built-ins are: %s; run lab scenarios)",
+			return spec.Scenario{}, arg, nil, fmt.Errorf("no built-in scenario or file is called %q (the built-ins are: %s; run lab scenarios)",
 				arg, strings.Join(spec.BuiltinNames(), ", "))
 		}
 	}
-	sc, err := scenario.Load(arg)
-	return sc, arg, err
+	sc, fx, err := scenario.Open(arg)
+	return sc, arg, fx, err
 }
 
 func looksLikePath(s string) bool {

@@ -282,3 +282,46 @@ func TestJUnitReport(t *testing.T) {
 		t.Errorf("broken.yaml = %+v", cases[2])
 	}
 }
+
+// lab run FIXTURE runs where lab fixtures would: on the fixture's backend,
+// resource and agents, unless the command line chooses otherwise.
+func TestRunFixtureRunsWhereItSays(t *testing.T) {
+	for _, tc := range []struct {
+		file, flags       string
+		backend, resource string // "" backend: the simulator
+		processes         bool
+	}{
+		{"gap.yaml", "", "", "", false},
+		{"redis-restart-lost.yaml", "", "redis", "sqlite", false},
+		{"redis-restart-lost.yaml", "--resource memory", "redis", "memory", false},
+		{"redis-restart-lost.yaml", "--backend memory", "memory", "sqlite", false},
+		{"redis-restart-lost.yaml", "--backend sim", "", "", false},
+		{"etcd-process-pause.yaml", "", "etcd", "", true},
+		{"etcd-process-pause.yaml", "--agents-as in-process", "etcd", "", false},
+	} {
+		t.Run(tc.file+" "+tc.flags, func(t *testing.T) {
+			fs := flag.NewFlagSet("run", flag.ContinueOnError)
+			var sf scenarioFlags
+			sf.register(fs)
+			var bf backendFlags
+			bf.register(fs)
+			if _, err := parseArgs(fs, strings.Fields(tc.flags)); err != nil {
+				t.Fatal(err)
+			}
+			bf.noteGiven(fs)
+			cfg, err := prepareRun("../../fixtures/"+tc.file, &sf, &bf, "both", "none", "", "", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var backend, resource string
+			var processes bool
+			if cfg.real != nil {
+				backend, resource, processes = cfg.real.config.Backend, cfg.real.config.Resource, cfg.real.processes
+			}
+			if backend != tc.backend || resource != tc.resource || processes != tc.processes {
+				t.Errorf("runs on backend %q, resource %q, processes %v; want %q, %q, %v",
+					backend, resource, processes, tc.backend, tc.resource, tc.processes)
+			}
+		})
+	}
+}

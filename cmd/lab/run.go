@@ -64,6 +64,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.flagExit(fs, err)
 	}
+	bf.noteGiven(fs)
 	if len(pos) > 1 {
 		return a.badInput("run", &argumentsError{takesOne: true, got: pos})
 	}
@@ -82,9 +83,12 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 
 // prepareRun checks everything a run needs before anything runs.
 func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
-	sc, source, err := loadScenario(arg)
+	sc, source, fx, err := loadScenario(arg)
 	if err != nil {
 		return nil, err
+	}
+	if fx != nil {
+		bf.fromFixture(fx)
 	}
 	if err := sf.apply(&sc, source); err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func (a *app) swarm(ctx context.Context, args []string) int {
 	if slices.ContainsFunc(sf.given, func(g givenFlag) bool { return g.name == "seed" }) {
 		return a.badInput("swarm", errors.New("--seed: a swarm runs seeds --first-seed, --first-seed+1, ...; give --first-seed"))
 	}
-	base, source, err := loadScenario(arg)
+	base, source, _, err := loadScenario(arg)
 	if err != nil {
 		return a.badInput("swarm", err)
 	}
