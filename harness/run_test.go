@@ -189,7 +189,8 @@ func TestBuiltinOutcomes(t *testing.T) {
 	}
 }
 
-// TestGapTimeline replays the design note's first timeline to the
+// TestGapTimeline replays the check-to-write gap (the gap scenario: a
+// holder checks at 950ms, stalls past its 1s TTL, writes at 1400ms) to the
 // millisecond and checks the events that make its point.
 func TestGapTimeline(t *testing.T) {
 	type step struct {

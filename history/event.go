@@ -13,9 +13,9 @@ type Mode string
 const (
 	// Fenced agents write through FenceGate.Commit with their lease's token.
 	Fenced Mode = "fenced"
-	// Naive agents use the design note's "four lines": expiresAt = reply
-	// arrival + TTL, check now < expiresAt, then write straight to the
-	// resource.
+	// Naive agents take a lease the way most lock clients do: expiresAt =
+	// reply arrival + TTL, check now < expiresAt, then write straight to
+	// the resource.
 	Naive Mode = "naive"
 )
 

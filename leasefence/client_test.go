@@ -13,8 +13,8 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// TestSendTimeAnchoring is the design note's second timeline, for an acquire
-// and for a renewal: sent at 0, processed at 40ms, answered at 900ms, TTL
+// TestSendTimeAnchoring is the slow reply, for an acquire and for a
+// renewal: sent at 0, processed at 40ms, answered at 900ms, TTL
 // 1000ms. The holder's deadline is 1000ms after the send, less the skew;
 // never 1900ms, which is what "reply arrival + TTL" would give.
 func TestSendTimeAnchoring(t *testing.T) {

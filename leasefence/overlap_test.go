@@ -10,7 +10,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// world is the design note's first timeline: a coordinator and two agents,
+// world is the check-to-write gap: a coordinator and two agents,
 // each with a clock of its own domain, all moved together by true time.
 type world struct {
 	t                *testing.T
@@ -61,8 +61,8 @@ func (w *world) acquire(client *leasefence.Client, clock leasefence.Clock) (*lea
 	return lease, naiveLease{clock: clock, expiresAt: reply.Add(grant.TTL)}
 }
 
-// naiveLease is the design note's "roughly four lines": store expiresAt =
-// reply time + ttl, check now < expiresAt immediately before writing.
+// naiveLease is the lease most lock clients keep: store expiresAt = reply
+// time + ttl, check now < expiresAt immediately before writing.
 type naiveLease struct {
 	clock     leasefence.Clock
 	expiresAt leasefence.Instant

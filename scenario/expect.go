@@ -310,8 +310,8 @@ func describeCounterexample(c history.Counterexample) string {
 	return s
 }
 
-// eventPattern is an event a fixture expects at an exact instant: the
-// design note's timelines, to the millisecond.
+// eventPattern is an event a fixture expects at an exact instant: a
+// scripted timeline such as the gap's, to the millisecond.
 type eventPattern struct {
 	At         *time.Duration    `json:"at"`
 	Kind       *string           `json:"kind"`

@@ -19,7 +19,7 @@ import (
 // every seed must show. It is what a fixture file describes:
 //
 //	name: gap
-//	description: the design note's check-to-write gap
+//	description: the check-to-write gap
 //	scenario:
 //	  builtin: gap          # or a whole scenario, as in a scenario file
 //	seeds: [1]              # or 7, or {from: 1, count: 200}
