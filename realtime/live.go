@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,8 +25,9 @@ type Live struct {
 	r     *Runner
 	views map[history.Mode]*liveview.Fold
 
-	mu  sync.Mutex
-	res *Result // once Run returned
+	mu      sync.Mutex
+	res     *Result             // once Run returned
+	applied []spec.Intervention // as record put them in the history
 }
 
 // NewLive prepares a real-time run of sc for a dashboard, with opts as New
@@ -166,11 +168,24 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 	return fmt.Errorf("%w: %s", ErrRealTime, iv.Kind)
 }
 
+// record puts an intervention in every mode's history, and in the list
+// Interventions returns.
 func (l *Live) record(iv spec.Intervention) {
+	l.mu.Lock()
+	l.applied = append(l.applied, iv)
+	l.mu.Unlock()
 	for _, m := range l.r.h.Modes {
 		ivc := iv
 		l.r.emit(m, history.Event{Kind: history.Intervened, Agent: agentIndex(l.r.h.Agents, iv.Agent), Resource: -1, Other: -1, Intervention: &ivc})
 	}
+}
+
+// Interventions are the interventions applied so far, in order, each at
+// the true instant it was applied.
+func (l *Live) Interventions() []spec.Intervention {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.applied)
 }
 
 // Snapshot is mode m's state now, for a dashboard to draw.

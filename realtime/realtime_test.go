@@ -380,6 +380,11 @@ func TestLive(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The two applied, in order, at the instants they were: a report lists them.
+	if ivs := live.Interventions(); len(ivs) != 2 || ivs[0].Kind != spec.SetDropRate || ivs[1].Kind != spec.StallAgent ||
+		ivs[0].At < 500*time.Millisecond || ivs[1].At < ivs[0].At {
+		t.Errorf("Interventions() = %+v, want the drop rate then the stall, from 500ms", ivs)
+	}
 	res := live.Result()
 	if res == nil || res.Faults.RequestsDropped == 0 {
 		t.Fatalf("after a drop rate of 1: %+v", res)

@@ -158,7 +158,7 @@ func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
 	if res == nil {
 		return exitInterrupted // the dashboard never started the run
 	}
-	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed", Interventions: live.Scenario().Interventions}
+	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed", Interventions: live.Interventions()}
 	hd := s.Scenario.Header(cfg.modes) // the scenario as it ran, its times scaled
 	report.Text(a.stdout, &hd, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
 	if res.Failed() {

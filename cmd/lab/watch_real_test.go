@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
@@ -48,6 +49,9 @@ func TestWatchRealBackend(t *testing.T) {
 					time.Sleep(300 * time.Millisecond)
 					sawPause = live.Paused()
 					snap, _ = live.Snapshot(harness.Fenced)
+					if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-1", Duration: 500 * time.Millisecond}); err != nil {
+						t.Error(err)
+					}
 					keys.Write([]byte("q"))
 				}()
 				return tui.Run(ctx, live, tui.Options{}, tea.WithInput(in), tea.WithOutput(io.Discard))
@@ -65,6 +69,9 @@ func TestWatchRealBackend(t *testing.T) {
 			out := stdout.String()
 			if !strings.Contains(out, "backend "+tc.name) || !strings.Contains(out, "INTERRUPTED at ") {
 				t.Errorf("the report of what ran is missing:\n%s", out)
+			}
+			if !strings.Contains(out, "1 intervention made while it ran:\n") || !strings.Contains(out, "stalled agent-1 for 500ms\n") {
+				t.Errorf("the report does not list the stall made from the dashboard:\n%s", out)
 			}
 			if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 				t.Errorf("left behind in TMPDIR: %v", entries)
