@@ -47,6 +47,35 @@ func (bf *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
 	fs.StringVar(&bf.agents, "agents-as", procdriver.AgentsInProcess, "real backends: how the agents run: in-process (goroutines) or process (each an OS process, paused by SIGSTOP; --backend etcd)")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
+	if f := fs.Lookup("agents"); f != nil {
+		f.Value = agentsValue{count: f.Value, bf: bf}
+	}
+}
+
+// agentsValue is --agents, the scenario's count of agents, which also
+// takes how they run: --agents process (or in-process) is --agents-as
+// process, the spelling people reach for first.
+type agentsValue struct {
+	count flag.Value
+	bf    *backendFlags
+}
+
+func (v agentsValue) String() string {
+	if v.count == nil {
+		return ""
+	}
+	return v.count.String()
+}
+
+func (v agentsValue) Set(s string) error {
+	if s == procdriver.AgentsProcess || s == procdriver.AgentsInProcess {
+		v.bf.agents, v.bf.agentsGiven = s, true
+		return nil
+	}
+	if err := v.count.Set(s); err != nil {
+		return fmt.Errorf("%w (or %s|%s, as --agents-as takes it)", err, procdriver.AgentsProcess, procdriver.AgentsInProcess)
+	}
+	return nil
 }
 
 // backendValue is --backend: it records that the flag was given, so that

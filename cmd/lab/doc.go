@@ -136,8 +136,8 @@
 // the gates in the same etcd (the fresh cluster would take their floors
 // along), recorded interventions.
 //
-// --agents-as process (lab run and lab fixtures, on etcd; a fixture says
-// agents: process) runs each agent, in each mode, as an OS process of its
+// --agents-as process (or --agents process; lab run and lab fixtures, on
+// etcd; a fixture says agents: process) runs each agent, in each mode, as an OS process of its
 // own (package procdriver): this binary re-executed as a hidden
 // subcommand, on the run's etcd, writing through the SQLite file or the
 // etcd gate the processes share. A stall between check and write is a

@@ -17,7 +17,7 @@ import (
 var badFlags = map[string]map[string]struct{ value, want string }{
 	"run": {
 		"seed":                  {"x", `--seed: must be an integer >= 0, got "x"`},
-		"agents":                {"many", `--agents: must be an integer, got "many"`},
+		"agents":                {"many", `--agents: must be an integer (or process|in-process, as --agents-as takes it), got "many"`},
 		"resources":             {"0", `--resources: must be in [1, 100000], got 0`},
 		"duration":              {"3", `--duration: must be a duration such as 950ms or 1.5s, got "3"`},
 		"pick":                  {"first", `--pick: must be random, fixed or round-robin, got "first"`},
@@ -64,6 +64,8 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"save":  {"no-such-dir/s.yaml", `--save: no-such-dir is not a directory`},
 	},
 	"swarm": {
+		// A swarm runs on the simulator: --agents is a count, and only that.
+		"agents":     {"many", `--agents: must be an integer, got "many"`},
 		"seeds":      {"x", `--seeds: must be an integer, got "x"`},
 		"first-seed": {"-1", `--first-seed: must be an integer >= 0, got "-1"`},
 		"jobs":       {"-2", `--jobs: must be >= 0, got -2`},

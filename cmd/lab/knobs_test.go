@@ -325,3 +325,35 @@ func TestRunFixtureRunsWhereItSays(t *testing.T) {
 		})
 	}
 }
+
+// --agents takes how the agents run as well as how many there are:
+// --agents process is --agents-as process, and leaves the count alone.
+func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
+	for _, tc := range []struct {
+		args      string
+		agents    int
+		processes bool
+	}{
+		{"overlap --backend etcd --resource sqlite --agents process --duration 15s", 4, true},
+		{"overlap --backend etcd --agents=in-process --agents 6", 6, false},
+		{"overlap --backend etcd --agents 6", 6, false},
+	} {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		var sf scenarioFlags
+		sf.register(fs)
+		var bf backendFlags
+		bf.register(fs)
+		pos, err := parseArgs(fs, strings.Fields(tc.args))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.args, err)
+		}
+		bf.noteGiven(fs)
+		cfg, err := prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.args, err)
+		}
+		if cfg.sc.Agents != tc.agents || cfg.real == nil || cfg.real.processes != tc.processes {
+			t.Errorf("%s: %d agents, real %+v; want %d agents, processes %v", tc.args, cfg.sc.Agents, cfg.real, tc.agents, tc.processes)
+		}
+	}
+}
