@@ -106,8 +106,8 @@ func (c *serverConfig) verify(ctx context.Context, v *fencetoken.Verifier, metho
 }
 
 func verifyMetadata(ctx context.Context, v *fencetoken.Verifier) (leasefence.Token, string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	proofs := md.Get(MetadataKey)
+	// Only the one key: FromIncomingContext would copy every header.
+	proofs := metadata.ValueFromIncomingContext(ctx, MetadataKey)
 	switch {
 	case len(proofs) == 0 || (len(proofs) == 1 && proofs[0] == ""):
 		return leasefence.Token{}, ReasonMissingProof, ErrMissingProof
