@@ -45,6 +45,9 @@ func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error
 	if sc.OverTheWire() {
 		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
 	}
+	if len(sc.Crashes) > 0 {
+		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
+	}
 	modes := opts.Modes
 	if len(modes) == 0 {
 		modes = Modes

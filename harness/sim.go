@@ -102,6 +102,9 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	if sc.OverTheWire() {
 		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
 	}
+	if len(sc.Crashes) > 0 {
+		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
+	}
 	if mode != Fenced && mode != Naive {
 		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
 	}

@@ -52,28 +52,40 @@ func holdForever(t *testing.T) (spec.Scenario, int) {
 // late enough (3s after the kill, the lease long expired and the other
 // agent retrying every quarter second) that it cannot win the lease back
 // first.
+//
+// The kill is asked for as an option, and as the scenario's crash.
 func TestKilledAgentLeaseTakenOver(t *testing.T) {
-	sc, holder := holdForever(t)
-	s := setup(t, realtime.StoreSQLite, sc)
-	var events []history.Event
-	res := run(t, s, procdriver.Options{Modes: []history.Mode{history.Fenced},
-		Kills:       []procdriver.Kill{{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 3 * time.Second}},
-		Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { events = append(events, e) })}})
-	assertInvariants(t, res)
-	if p := res.Processes[history.Fenced]; p.Killed != 1 || p.Started != 3 {
-		t.Errorf("processes %+v: want 1 killed and 3 started", p)
-	}
-	var expired, takenOver bool
-	for _, e := range events {
-		switch {
-		case e.Kind == history.Expired && e.Agent == holder && e.At >= 2*time.Second:
-			expired = true
-		case e.Kind == history.Granted && e.Agent != holder && expired:
-			takenOver = true
-		}
-	}
-	if !expired || !takenOver {
-		t.Errorf("after the kill of %s at 2s: its lease expired %v, taken over %v", spec.AgentName(holder), expired, takenOver)
+	for _, how := range []string{"option", "scenario"} {
+		t.Run(how, func(t *testing.T) {
+			sc, holder := holdForever(t)
+			crash := spec.Crash{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 3 * time.Second}
+			var kills []procdriver.Kill
+			if how == "option" {
+				kills = []procdriver.Kill{{Agent: crash.Agent, At: crash.At, Restart: crash.Restart}}
+			} else {
+				sc.Crashes = []spec.Crash{crash}
+			}
+			s := setup(t, realtime.StoreSQLite, sc)
+			var events []history.Event
+			res := run(t, s, procdriver.Options{Modes: []history.Mode{history.Fenced}, Kills: kills,
+				Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) { events = append(events, e) })}})
+			assertInvariants(t, res)
+			if p := res.Processes[history.Fenced]; p.Killed != 1 || p.Started != 3 {
+				t.Errorf("processes %+v: want 1 killed and 3 started", p)
+			}
+			var expired, takenOver bool
+			for _, e := range events {
+				switch {
+				case e.Kind == history.Expired && e.Agent == holder && e.At >= 2*time.Second:
+					expired = true
+				case e.Kind == history.Granted && e.Agent != holder && expired:
+					takenOver = true
+				}
+			}
+			if !expired || !takenOver {
+				t.Errorf("after the kill of %s at 2s: its lease expired %v, taken over %v", crash.Agent, expired, takenOver)
+			}
+		})
 	}
 }
 

@@ -58,7 +58,7 @@ type Options struct {
 	// as its agent's stall. Events of different processes may come a
 	// little out of the order of their instants.
 	Live []history.Subscriber
-	// Kills are crashes to play besides the scenario's faults.
+	// Kills are crashes to play besides the scenario's own (its Crashes).
 	Kills []Kill
 	// Actions are further faults the parent plays at their instants, on
 	// what is outside the agents' processes (the coordinator's own
@@ -166,7 +166,13 @@ func New(s *realtime.Setup, opts Options) (*Runner, error) {
 	for _, m := range r.h.Modes {
 		r.stats[m], r.reports[m] = &ProcessStats{}, &reported{}
 	}
-	for _, k := range opts.Kills {
+	// The scenario's crashes are kills like any other, at the scenario's
+	// instants (already on the run's time scale).
+	r.opts.Kills = slices.Clone(opts.Kills)
+	for _, c := range s.Scenario.Crashes {
+		r.opts.Kills = append(r.opts.Kills, Kill{Agent: c.Agent, At: c.At, Restart: c.Restart})
+	}
+	for _, k := range r.opts.Kills {
 		if !slices.Contains(r.h.Agents, k.Agent) {
 			return nil, fmt.Errorf("procdriver: kill of %q, who is not one of the run's agents", k.Agent)
 		}

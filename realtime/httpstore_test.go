@@ -171,6 +171,22 @@ func TestWriteDelayOnTheWire(t *testing.T) {
 	}
 }
 
+// Crashes need agents as processes: the in-process runner and the
+// simulator refuse them before anything starts.
+func TestCrashesNeedProcesses(t *testing.T) {
+	sc := short(t, "overlap", 2*time.Second, 0.1)
+	sc.Crashes = []spec.Crash{{Agent: "agent-1", At: sc.Duration / 2}}
+	if _, err := realtime.New(sc, realtime.Options{}); !errors.Is(err, spec.ErrNeedsProcesses) {
+		t.Errorf("New: %v, want ErrNeedsProcesses", err)
+	}
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{}); !errors.Is(err, spec.ErrNeedsProcesses) {
+		t.Errorf("the simulator: %v, want ErrNeedsProcesses", err)
+	}
+	if _, err := harness.NewSim(sc, harness.Fenced); !errors.Is(err, spec.ErrNeedsProcesses) {
+		t.Errorf("NewSim: %v, want ErrNeedsProcesses", err)
+	}
+}
+
 // Forgers and a write delay need a resource across a network; the other
 // stores refuse them before anything starts.
 func TestOverTheWireNeedsHTTP(t *testing.T) {

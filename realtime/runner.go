@@ -124,6 +124,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if _, wire := r.store.(*HTTPStore); sc.OverTheWire() && !wire {
 		return nil, fmt.Errorf("realtime: %w: the store is %s", spec.ErrOverTheWire, r.store.Name())
 	}
+	if len(sc.Crashes) > 0 {
+		return nil, fmt.Errorf("realtime: %w: this runner's agents are goroutines (package procdriver runs them as processes)", spec.ErrNeedsProcesses)
+	}
 	r.h = sc.Header(modes)
 	r.h.Backend = r.backend.Name()
 	for _, m := range r.h.Modes {

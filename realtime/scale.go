@@ -53,6 +53,10 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 	for i := range sc.Restarts {
 		sc.Restarts[i].At = d(sc.Restarts[i].At)
 	}
+	sc.Crashes = append([]spec.Crash(nil), sc.Crashes...)
+	for i := range sc.Crashes {
+		sc.Crashes[i].At, sc.Crashes[i].Restart = d(sc.Crashes[i].At), d(sc.Crashes[i].Restart)
+	}
 	sc.Push.Delay = dist(sc.Push.Delay)
 	sc.Etcd.Faults = append([]spec.MemberFault(nil), sc.Etcd.Faults...)
 	for i := range sc.Etcd.Faults {

@@ -34,7 +34,9 @@ type Scenario struct {
 
 	Partitions []Partition `json:"partitions,omitempty"`
 	Restarts   []Restart   `json:"restarts,omitempty"`
-	Push       Push        `json:"push,omitempty"`
+	// Crashes kill agents outright (agents as processes only: see Crash).
+	Crashes []Crash `json:"crashes,omitempty"`
+	Push    Push    `json:"push,omitempty"`
 	// Etcd is the embedded etcd cluster's size and member faults (the
 	// real-time etcd backend only).
 	Etcd Etcd `json:"etcd,omitempty"`
@@ -142,6 +144,23 @@ type Restart struct {
 	At      time.Duration `json:"at"`
 	Persist bool          `json:"persist,omitempty"`
 }
+
+// Crash is agent Agent crashing at At: SIGKILL of its process, in every
+// mode, so that it loses everything it held in memory, its lease
+// included, and renews nothing; with Restart above 0 a new process for it
+// starts that long after, as a supervisor would start it, and the agent
+// begins afresh. Only agents run as processes can crash (a run of agents
+// as goroutines, or the simulator, refuses a scenario with crashes:
+// ErrNeedsProcesses).
+type Crash struct {
+	Agent   string        `json:"agent"`
+	At      time.Duration `json:"at"`
+	Restart time.Duration `json:"restart,omitempty"`
+}
+
+// ErrNeedsProcesses refuses a scenario with crashes where its agents are
+// not processes: the simulator, and agents as goroutines.
+var ErrNeedsProcesses = errors.New("crashes need agents run as processes (--agents-as process, agents: process)")
 
 // Push is the coordinator pushing each newly minted fence to the resource's
 // gate (FenceGate.Admit), which closes most of the window in which a stale
@@ -365,6 +384,18 @@ func (s *Scenario) validateFaults(bad complaint) {
 	for i, r := range s.Restarts {
 		if r.At <= 0 || r.At > s.Duration {
 			bad(fmt.Sprintf("restarts[%d].at", i), "must be in (0, duration], got %v", r.At)
+		}
+	}
+	for i, c := range s.Crashes {
+		f := fmt.Sprintf("crashes[%d]", i)
+		if _, ok := s.AgentIndex(c.Agent); !ok {
+			bad(f+".agent", "names no agent: %q", c.Agent)
+		}
+		if c.At <= 0 || c.At > s.Duration {
+			bad(f+".at", "must be in (0, duration], got %v", c.At)
+		}
+		if c.Restart < 0 || c.Restart > MaxDuration {
+			bad(f+".restart", "must be in [0, %v] (0: the agent stays dead), got %v", MaxDuration, c.Restart)
 		}
 	}
 	checkDist(bad, "push.delay", s.Push.Delay)

@@ -37,6 +37,11 @@ func TestBoundsRefused(t *testing.T) {
 		{"partitions[0]", func(sc *spec.Scenario) {
 			sc.Partitions = []spec.Partition{{Agent: "agent-1", From: time.Second, To: maxInt64}}
 		}},
+		{"crashes[0].restart", func(sc *spec.Scenario) {
+			sc.Crashes = []spec.Crash{{Agent: "agent-1", At: time.Second, Restart: maxInt64}}
+		}},
+		{"crashes[0].at", func(sc *spec.Scenario) { sc.Crashes = []spec.Crash{{Agent: "agent-1", At: maxInt64}} }},
+		{"crashes[0].agent", func(sc *spec.Scenario) { sc.Crashes = []spec.Crash{{Agent: "agent-99", At: time.Second}} }},
 		{"script[0].duration", func(sc *spec.Scenario) {
 			sc.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActStall, Duration: maxInt64}}
 		}},

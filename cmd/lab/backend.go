@@ -174,6 +174,8 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		switch {
 		case sc.OverTheWire():
 			return nil, errors.New("--backend: the simulator keeps its resources in memory, and the scenario has forgers or a network.write_delay: use --resource http")
+		case len(sc.Crashes) > 0:
+			return nil, errors.New("--backend: the scenario crashes agents (crashes), and only agents run as processes can crash: use --backend etcd --agents-as process")
 		case bf.resource != "":
 			return nil, errors.New("--resource: the simulator keeps its resources in memory; --resource needs --backend memory or etcd")
 		case bf.etcdMembers != 0:
@@ -202,6 +204,9 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, fmt.Errorf("%s cannot run on --backend %s: %s", sc.Name, bf.backend, ce.Problem)
 		}
 		return nil, fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
+	}
+	if len(sc.Crashes) > 0 && !bf.processes() {
+		return nil, errors.New("--agents-as: the scenario crashes agents (crashes), and only agents run as processes can crash: use --agents-as process")
 	}
 	if bf.processes() {
 		if err := procdriver.Check(*c, sc); err != nil {

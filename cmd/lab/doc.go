@@ -142,8 +142,11 @@
 // subcommand, on the run's etcd, writing through the SQLite file or the
 // etcd gate the processes share. A stall between check and write is a
 // SIGSTOP of the whole process for the stall's length, renewals and all.
-// Dropped and duplicated messages, partitions, restarts and the gate push
-// are refused there; the dashboard runs its agents in-process.
+// A scenario's crashes (crashes: [{agent, at, restart}]) are SIGKILL of an
+// agent's process and, after restart, a new one; only agents as processes
+// play them, and the other runs refuse such a scenario. Dropped and
+// duplicated messages, partitions, restarts and the gate push are refused
+// there; the dashboard runs its agents in-process.
 //
 // The report says where the run happened and how long it took on the wall
 // clock, and what the fault layer did; the JSON has "backend" and "real"

@@ -297,7 +297,8 @@ func TestRunFixtureRunsWhereItSays(t *testing.T) {
 		{"redis-restart-lost.yaml", "--backend memory", "memory", "sqlite", false},
 		{"redis-restart-lost.yaml", "--backend sim", "", "", false},
 		{"etcd-process-pause.yaml", "", "etcd", "", true},
-		{"etcd-process-pause.yaml", "--agents-as in-process", "etcd", "", false},
+		{"etcd-overlap.yaml", "", "etcd", "", false},
+		{"etcd-overlap.yaml", "--agents-as process", "etcd", "", true},
 	} {
 		t.Run(tc.file+" "+tc.flags, func(t *testing.T) {
 			fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -354,6 +355,29 @@ func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
 		}
 		if cfg.sc.Agents != tc.agents || cfg.real == nil || cfg.real.processes != tc.processes {
 			t.Errorf("%s: %d agents, real %+v; want %d agents, processes %v", tc.args, cfg.sc.Agents, cfg.real, tc.agents, tc.processes)
+		}
+	}
+}
+
+// A scenario that crashes agents runs only with agents as processes; the
+// others refuse it, naming the flag that would play it.
+func TestCrashesNeedProcesses(t *testing.T) {
+	for _, tc := range []struct{ args, want string }{
+		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: the scenario crashes agents"},
+		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: the scenario crashes agents"},
+	} {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		var sf scenarioFlags
+		sf.register(fs)
+		var bf backendFlags
+		bf.register(fs)
+		pos, err := parseArgs(fs, strings.Fields(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf.noteGiven(fs)
+		if _, err := prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error beginning %q", tc.args, err, tc.want)
 		}
 	}
 }
