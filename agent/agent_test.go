@@ -209,9 +209,11 @@ func TestRules(t *testing.T) {
 			step{270 * time.Millisecond, func(b *bench) []agent.Output {
 				return b.ag.WriteFailed(b.now, "Write", errors.New("late"))
 			}, ""})},
+		// The belief ends before the release is sent, so it has ended
+		// before the coordinator can let the lease go.
 		{"release after the last write", func(sc *spec.Scenario) { sc.Agent.WritesPerLease, sc.Agent.Release = 1, true },
 			history.Fenced, false, then(holding,
-				step{160 * time.Millisecond, committed(true), "send release, lease_abandoned(released), arm step@260ms"})},
+				step{160 * time.Millisecond, committed(true), "lease_abandoned(released), arm step@260ms, send release"})},
 		{"a lossy network arms the 4xTTL wait", nil, history.Fenced, true, then(acquire[:1],
 			step{100 * time.Millisecond, fire(agent.TimerStep, 0), "send acquire, arm retry@4.1s"},
 			step{4100 * time.Millisecond, fire(agent.TimerRetry, 1), "acquire_abandoned(no_reply), arm step@4.2s"})},
@@ -320,6 +322,6 @@ func TestScript(t *testing.T) {
 		{520 * time.Millisecond, fire(agent.TimerStallEnd, 0), "stall_ended"},
 		{520 * time.Millisecond, act(spec.ActWrite, 0), "write 1"},
 		{521 * time.Millisecond, committed(true), ""},
-		{600 * time.Millisecond, act(spec.ActRelease, 0), "send release, lease_abandoned(released)"},
+		{600 * time.Millisecond, act(spec.ActRelease, 0), "lease_abandoned(released), send release"},
 	})
 }

@@ -158,8 +158,7 @@ func (a *Agent) Script(now time.Duration, act spec.Action) []Output {
 		}
 	case spec.ActRelease:
 		if a.lease != nil {
-			a.sendRelease()
-			a.giveUp(now, history.OutcomeReleased)
+			a.release(now)
 		}
 	}
 	return a.out
@@ -406,15 +405,22 @@ func (a *Agent) check() bool {
 // finish ends a lease after its last write: release it, or let it lapse.
 func (a *Agent) finish(now time.Duration) {
 	if a.sc.Agent.Release && a.lease != nil {
-		a.sendRelease()
-		a.giveUp(now, history.OutcomeReleased)
+		a.release(now)
 		return
 	}
 	a.giveUp(now, history.OutcomeDone)
 }
 
-func (a *Agent) sendRelease() {
-	a.send(Request{Kind: history.RequestRelease, Release: a.lease.Token, Epoch: a.epoch})
+// release gives the lease up, then sends its release: a holder stops
+// acting on a lease before it tells the coordinator, so its belief has
+// ended before the coordinator can let the lease go, however long a
+// driver takes between the two (a real-time one under load took longer
+// than the release's network delay, and the history showed the belief
+// outliving the lease).
+func (a *Agent) release(now time.Duration) {
+	t, epoch := a.lease.Token, a.epoch
+	a.giveUp(now, history.OutcomeReleased)
+	a.send(Request{Kind: history.RequestRelease, Release: t, Epoch: epoch})
 }
 
 // giveUp ends the agent's belief in its lease now, for the reason given,
