@@ -301,16 +301,7 @@ func TestRunFixtureRunsWhereItSays(t *testing.T) {
 		{"etcd-overlap.yaml", "--agents-as process", "etcd", "", true},
 	} {
 		t.Run(tc.file+" "+tc.flags, func(t *testing.T) {
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			var sf scenarioFlags
-			sf.register(fs)
-			var bf backendFlags
-			bf.register(fs)
-			if _, err := parseArgs(fs, strings.Fields(tc.flags)); err != nil {
-				t.Fatal(err)
-			}
-			bf.noteGiven(fs)
-			cfg, err := prepareRun("../../fixtures/"+tc.file, &sf, &bf, "both", "none", "", "", false)
+			cfg, err := prepared(t, "../../fixtures/"+tc.file+" "+tc.flags)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,17 +330,7 @@ func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
 		{"overlap --backend etcd --agents=in-process --agents 6", 6, false},
 		{"overlap --backend etcd --agents 6", 6, false},
 	} {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		var sf scenarioFlags
-		sf.register(fs)
-		var bf backendFlags
-		bf.register(fs)
-		pos, err := parseArgs(fs, strings.Fields(tc.args))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.args, err)
-		}
-		bf.noteGiven(fs)
-		cfg, err := prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false)
+		cfg, err := prepared(t, tc.args)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.args, err)
 		}
@@ -366,18 +347,25 @@ func TestCrashesNeedProcesses(t *testing.T) {
 		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: the scenario crashes agents"},
 		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: the scenario crashes agents"},
 	} {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		var sf scenarioFlags
-		sf.register(fs)
-		var bf backendFlags
-		bf.register(fs)
-		pos, err := parseArgs(fs, strings.Fields(tc.args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bf.noteGiven(fs)
-		if _, err := prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		if _, err := prepared(t, tc.args); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error beginning %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// prepared is what lab run ARGS would run, or why it refuses: the
+// arguments parsed as the command parses them, and prepareRun.
+func prepared(t *testing.T, args string) (*runConfig, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var sf scenarioFlags
+	sf.register(fs)
+	var bf backendFlags
+	bf.register(fs)
+	pos, err := parseArgs(fs, strings.Fields(args))
+	if err != nil || len(pos) != 1 {
+		t.Fatalf("%s: %v (positional %q)", args, err, pos)
+	}
+	bf.noteGiven(fs)
+	return prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false)
 }
