@@ -48,6 +48,9 @@ func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error
 	if len(sc.Crashes) > 0 {
 		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
 	}
+	if len(sc.Etcd.Faults) > 0 {
+		return nil, fmt.Errorf("harness: %w: the simulator's coordinator has no members", spec.ErrNeedsEtcd)
+	}
 	modes := opts.Modes
 	if len(modes) == 0 {
 		modes = Modes

@@ -105,6 +105,9 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	if len(sc.Crashes) > 0 {
 		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
 	}
+	if len(sc.Etcd.Faults) > 0 {
+		return nil, fmt.Errorf("harness: %w: the simulator's coordinator has no members", spec.ErrNeedsEtcd)
+	}
 	if mode != Fenced && mode != Naive {
 		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
 	}

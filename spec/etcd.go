@@ -1,13 +1,15 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
 
 // Etcd is what a scenario asks of an embedded etcd cluster: its size, and
 // faults between its members. Only the real-time etcd backend plays it;
-// the simulator's coordinator has no members and ignores it.
+// the simulator's coordinator has no members: it ignores the size, and
+// refuses the faults (ErrNeedsEtcd) rather than run without them.
 type Etcd struct {
 	// Members is the cluster's size (0: as the run's configuration
 	// says). A cluster of more than one member runs each member as its
@@ -16,6 +18,10 @@ type Etcd struct {
 	// Faults are the faults between the members, at instants of the run.
 	Faults []MemberFault `json:"faults,omitempty"`
 }
+
+// ErrNeedsEtcd refuses a scenario with etcd member faults where no etcd
+// members run: the simulator.
+var ErrNeedsEtcd = errors.New("etcd member faults (etcd.faults) need the real-time etcd backend (--backend etcd)")
 
 // MemberFaultKind is a fault of one etcd member.
 type MemberFaultKind string

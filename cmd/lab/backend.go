@@ -174,6 +174,8 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		switch {
 		case sc.OverTheWire():
 			return nil, errors.New("--backend: the simulator keeps its resources in memory, and the scenario has forgers or a network.write_delay: use --resource http")
+		case len(sc.Etcd.Faults) > 0:
+			return nil, errors.New("--backend: the scenario has etcd member faults (etcd.faults), which the simulator's coordinator has no members to play: use --backend etcd")
 		case len(sc.Crashes) > 0:
 			return nil, errors.New("--backend: the scenario crashes agents (crashes), and only agents run as processes can crash: use --backend etcd --agents-as process")
 		case bf.resource != "":

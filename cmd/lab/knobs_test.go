@@ -340,12 +340,14 @@ func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
 	}
 }
 
-// A scenario that crashes agents runs only with agents as processes; the
-// others refuse it, naming the flag that would play it.
+// A scenario that crashes agents runs only with agents as processes, and
+// one with etcd member faults only on etcd; the others refuse it, naming
+// the flag that would play it.
 func TestCrashesNeedProcesses(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: the scenario crashes agents"},
 		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: the scenario crashes agents"},
+		{"../../fixtures/etcd-partition.yaml --backend sim", "--backend: the scenario has etcd member faults"},
 	} {
 		if _, err := prepared(t, tc.args); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error beginning %q", tc.args, err, tc.want)
