@@ -1,6 +1,7 @@
 package liveview
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ type Fold struct {
 	totals   Totals
 	events   uint64
 	dropRate float64
+	members  []MemberFaultView // every member fault played, in order
 }
 
 type agentFold struct {
@@ -126,8 +128,13 @@ func (v *Fold) Add(e *history.Event) {
 			}
 		}
 	case history.Intervened:
-		if iv := e.Intervention; iv != nil && iv.Kind == history.SetDropRate {
+		iv := e.Intervention
+		switch {
+		case iv == nil:
+		case iv.Kind == history.SetDropRate:
 			v.dropRate = iv.Value
+		case iv.Kind == history.PauseMember || iv.Kind == history.PartitionMember:
+			v.members = append(v.members, MemberFaultView{Intervention: *iv, At: e.At, NotApplied: e.Detail})
 		}
 	}
 	if a != nil {
@@ -201,7 +208,7 @@ func (v *Fold) Snapshot(now time.Duration) Snapshot {
 		}
 	}
 	snap := Snapshot{Mode: v.mode, Now: now, Events: v.events, DropRate: v.dropRate, Totals: v.totals,
-		Window: TimelineWindow}
+		Window: TimelineWindow, MemberFaults: slices.Clone(v.members)}
 	for ri, name := range v.h.Resources {
 		hv := HolderView{Resource: name}
 		if gi := v.read.Latest(ri); gi >= 0 {

@@ -54,6 +54,23 @@ type Snapshot struct {
 	Refusals    []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
 	Lanes       []Lane        // one per agent, over the last TimelineWindow of virtual time
 	Window      time.Duration // the span the lanes cover, ending at Now
+	// MemberFaults are the etcd member faults played so far (real-time
+	// etcd with members as processes), in order.
+	MemberFaults []MemberFaultView
+}
+
+// MemberFaultView is one etcd member fault as it was played: which member,
+// whether it led, for how long, from At.
+type MemberFaultView struct {
+	history.Intervention
+	At time.Duration
+	// NotApplied says why the fault could not be played ("" if it was).
+	NotApplied string
+}
+
+// Active reports whether the fault is in force at now.
+func (f MemberFaultView) Active(now time.Duration) bool {
+	return f.NotApplied == "" && f.At <= now && now < f.At+f.Duration
 }
 
 // MaxSnapshotRefusals is how many refusals a Snapshot carries.

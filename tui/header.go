@@ -67,6 +67,9 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 	p.lines[1] = run + "  " + st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration)) +
 		st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(speed)) +
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
+	if note := memberFaultNote(snap); note != "" {
+		p.lines[1] += "  " + st.Refused.Render(note)
+	}
 
 	t := snap.Totals
 	// Naive has no gate to admit anything: its writes simply land.
@@ -77,6 +80,33 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %s  %d lost  %s",
 		t.Acquisitions, t.Renewals, t.Expiries, writes, t.MessagesLost, history.Plural(snap.Events, "event", "events")))
 	p.draw()
+}
+
+// memberFaultNote says which etcd member faults are in force now, e.g.
+// "etcd: member 1 (leader) paused, 1.2s left"; "" when none is.
+func memberFaultNote(snap *liveview.Snapshot) string {
+	var notes []string
+	for _, f := range snap.MemberFaults {
+		if !f.Active(snap.Now) {
+			continue
+		}
+		who := fmt.Sprintf("member %d", f.Member)
+		if f.Leader {
+			who += " (leader)"
+		}
+		what := "paused"
+		switch {
+		case f.Kind == history.PartitionMember && f.Value > 0:
+			what = "delayed " + history.FormatDuration(time.Duration(f.Value*float64(time.Second)))
+		case f.Kind == history.PartitionMember:
+			what = "cut off"
+		}
+		notes = append(notes, fmt.Sprintf("%s %s, %s left", who, what, history.FormatDuration(f.At+f.Duration-snap.Now)))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "etcd: " + strings.Join(notes, "; ")
 }
 
 // View returns the three lines as last drawn.
