@@ -78,6 +78,23 @@ datadir() {
 	echo "$d"
 }
 
+# postmaster_alive reports whether the server of data directory $1/data
+# still runs: the first line of postmaster.pid is its pid.
+postmaster_alive() {
+	local pid
+	[[ -f "$1/data/postmaster.pid" ]] || return 1
+	pid="$(head -n 1 "$1/data/postmaster.pid")"
+	[[ -n "$pid" ]] && running "$pid"
+}
+
+# running reports whether process $1 runs: a zombie (killed, and not yet
+# reaped, as where nothing reaps orphans) does not.
+running() {
+	kill -0 "$1" 2>/dev/null || return 1
+	[[ -r "/proc/$1/status" ]] || return 0
+	! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
+}
+
 is_ready() {
 	local bin
 	bin="$(bindir)" || return 1
@@ -103,7 +120,13 @@ cmd_start() {
 			print_info "$dir"
 			return 0
 		fi
-		die "a server from $dir is recorded but not ready; see $dir/server.log or run '$0 stop'"
+		if postmaster_alive "$dir"; then
+			die "a server from $dir is running but not ready; see $dir/server.log or run '$0 stop'"
+		fi
+		# The recorded server is gone (killed, or the machine restarted):
+		# its record and data are leftovers, and a fresh cluster replaces them.
+		log "the server recorded in $dir is gone; removing what it left and starting afresh"
+		rm -rf "$dir" "$STATE"
 	fi
 	cmd_install
 	run_as_setup

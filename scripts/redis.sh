@@ -63,6 +63,22 @@ state() {
 
 answers() { redis-cli -h "$HOST" -p "$1" ping 2>/dev/null | grep -qx PONG; }
 
+# pid_alive reports whether the server whose data directory is $1 still runs.
+pid_alive() {
+	local pid
+	[[ -f "$1/redis.pid" ]] || return 1
+	pid="$(<"$1/redis.pid")"
+	[[ -n "$pid" ]] && running "$pid"
+}
+
+# running reports whether process $1 runs: a zombie (killed, and not yet
+# reaped, as where nothing reaps orphans) does not.
+running() {
+	kill -0 "$1" 2>/dev/null || return 1
+	[[ -r "/proc/$1/status" ]] || return 0
+	! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
+}
+
 # free_port prints a port nothing listens on, from the kernel's choice.
 free_port() {
 	if [[ -n "${LEASEFENCE_REDIS_PORT:-}" ]]; then
@@ -93,7 +109,13 @@ cmd_start() {
 			print_info "$dir" "$port"
 			return 0
 		fi
-		die "a server in $dir on port $port is recorded but does not answer; see $dir/server.log or run '$0 stop'"
+		if pid_alive "$dir"; then
+			die "a server in $dir on port $port is running but does not answer; see $dir/server.log or run '$0 stop'"
+		fi
+		# The recorded server is gone (killed, or the machine restarted):
+		# its record and data are leftovers, and a fresh server replaces them.
+		log "the server recorded in $dir is gone; removing what it left and starting afresh"
+		rm -rf "$dir" "$STATE"
 	fi
 	cmd_install
 	port="$(free_port)"
