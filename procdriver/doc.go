@@ -18,7 +18,7 @@
 //     it goes on, so the pause lands in the check-to-write gap, and lasts
 //     the stall's length. While it is stopped nothing of it runs: not its
 //     renewals, not its clock checks.
-//   - A crash (Kill) is SIGKILL of the child, and a new process for that
+//   - A crash (spec.Crash) is SIGKILL of the child, and a new process for that
 //     agent after a delay.
 //   - Clock drift and offset are the child's: its agent's clock is the
 //     runner's (realtime.NewAgentClock) inside the child.

@@ -59,9 +59,9 @@ func TestKilledAgentLeaseTakenOver(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			sc, holder := holdForever(t)
 			crash := spec.Crash{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 3 * time.Second}
-			var kills []procdriver.Kill
+			var kills []spec.Crash
 			if how == "option" {
-				kills = []procdriver.Kill{{Agent: crash.Agent, At: crash.At, Restart: crash.Restart}}
+				kills = []spec.Crash{crash}
 			} else {
 				sc.Crashes = []spec.Crash{crash}
 			}

@@ -27,15 +27,6 @@ const (
 // cannot play.
 var ErrCannotPlay = errors.New("procdriver: agents as processes cannot play it")
 
-// Kill is a crash of agent Agent at true instant At: SIGKILL of its
-// process in every mode and, when Restart is above 0, a new process for
-// it that long after.
-type Kill struct {
-	Agent   string
-	At      time.Duration
-	Restart time.Duration
-}
-
 // Action is a fault the parent plays at true instant At of the run: Do
 // runs on a goroutine of its own with the run's context, which ends with
 // the run. An error it returns, unless the run is over, fails the run.
@@ -58,8 +49,9 @@ type Options struct {
 	// as its agent's stall. Events of different processes may come a
 	// little out of the order of their instants.
 	Live []history.Subscriber
-	// Kills are crashes to play besides the scenario's own (its Crashes).
-	Kills []Kill
+	// Kills are crashes to play besides the scenario's own (its Crashes),
+	// as a scenario states them.
+	Kills []spec.Crash
 	// Actions are further faults the parent plays at their instants, on
 	// what is outside the agents' processes (the coordinator's own
 	// members, the network between them).
@@ -168,10 +160,7 @@ func New(s *realtime.Setup, opts Options) (*Runner, error) {
 	}
 	// The scenario's crashes are kills like any other, at the scenario's
 	// instants (already on the run's time scale).
-	r.opts.Kills = slices.Clone(opts.Kills)
-	for _, c := range s.Scenario.Crashes {
-		r.opts.Kills = append(r.opts.Kills, Kill{Agent: c.Agent, At: c.At, Restart: c.Restart})
-	}
+	r.opts.Kills = append(slices.Clone(opts.Kills), s.Scenario.Crashes...)
 	for _, k := range r.opts.Kills {
 		if !slices.Contains(r.h.Agents, k.Agent) {
 			return nil, fmt.Errorf("procdriver: kill of %q, who is not one of the run's agents", k.Agent)

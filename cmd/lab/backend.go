@@ -39,13 +39,14 @@ time on the in-memory coordinator), etcd or redis (in real time on etcd, on Redi
 
 func (bf *backendFlags) register(fs *flag.FlagSet) {
 	bf.backend = backendSim
-	fs.Var(backendValue{bf}, "backend", backendUsage)
+	fs.Var(givenString{&bf.backend, &bf.backendGiven}, "backend", backendUsage)
 	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file), etcd, redis or http (a server per resource on\n"+
 		"a loopback port, verifying signed proofs; alone, it runs on --backend memory) (default: the backend's own)")
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
 	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
-	fs.StringVar(&bf.agents, "agents-as", procdriver.AgentsInProcess, "real backends: how the agents run: in-process (goroutines) or process (each an OS process, paused by SIGSTOP; --backend etcd)")
+	bf.agents = procdriver.AgentsInProcess
+	fs.Var(givenString{&bf.agents, &bf.agentsGiven}, "agents-as", "real backends: how the agents run: in-process (goroutines) or process (each an OS process, paused by SIGSTOP; --backend etcd)")
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 	if f := fs.Lookup("agents"); f != nil {
 		f.Value = agentsValue{count: f.Value, bf: bf}
@@ -78,26 +79,24 @@ func (v agentsValue) Set(s string) error {
 	return nil
 }
 
-// backendValue is --backend: it records that the flag was given, so that
-// --resource http alone can choose the in-memory coordinator.
-type backendValue struct{ bf *backendFlags }
+// givenString is a string flag that records that it was on the command
+// line: --backend (--resource http alone then chooses the in-memory
+// coordinator) and --agents-as (a fixture's choice yields to them).
+type givenString struct {
+	s     *string
+	given *bool
+}
 
-func (v backendValue) String() string {
-	if v.bf == nil {
+func (v givenString) String() string {
+	if v.s == nil {
 		return ""
 	}
-	return v.bf.backend
+	return *v.s
 }
 
-func (v backendValue) Set(s string) error {
-	v.bf.backend, v.bf.backendGiven = s, true
+func (v givenString) Set(s string) error {
+	*v.s, *v.given = s, true
 	return nil
-}
-
-// noteGiven records which of the flags fs parsed were on the command
-// line, for fromFixture.
-func (bf *backendFlags) noteGiven(fs *flag.FlagSet) {
-	fs.Visit(func(f *flag.Flag) { bf.agentsGiven = bf.agentsGiven || f.Name == "agents-as" })
 }
 
 // fromFixture makes a fixture's backend, resource and agents those of a

@@ -368,6 +368,5 @@ func prepared(t *testing.T, args string) (*runConfig, error) {
 	if err != nil || len(pos) != 1 {
 		t.Fatalf("%s: %v (positional %q)", args, err, pos)
 	}
-	bf.noteGiven(fs)
 	return prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false)
 }

@@ -64,7 +64,6 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.flagExit(fs, err)
 	}
-	bf.noteGiven(fs)
 	if len(pos) > 1 {
 		return a.badInput("run", &argumentsError{takesOne: true, got: pos})
 	}

@@ -49,7 +49,6 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	if err != nil {
 		return a.flagExit(fs, err)
 	}
-	bf.noteGiven(fs)
 	if len(pos) > 1 {
 		return a.badInput("watch", &argumentsError{takesOne: true, got: pos})
 	}
