@@ -15,7 +15,7 @@ import (
 )
 
 // checkThenSet is a deliberately broken store: its gate checks the floor,
-// writes for 3 ms, then raises the floor, so the check and the write are
+// writes for 30 ms, then raises the floor, so the check and the write are
 // not one operation. Its record of landings is kept as a real resource's
 // would be, appended as each write lands.
 type checkThenSet struct{}
@@ -42,7 +42,7 @@ func (g *brokenGate) Commit(_ context.Context, t leasefence.Token, id uint64) er
 		return &leasefence.StaleFenceError{Rejection: leasefence.Rejection{Resource: g.name, Holder: t.Holder, Fence: t.Fence,
 			FloorHolder: floor.Holder, FloorFence: floor.Fence}}
 	}
-	time.Sleep(3 * time.Millisecond) // the write
+	time.Sleep(brokenWrite) // the write
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.record = append(g.record, realtime.Landing{ID: id, At: g.now()})
@@ -77,9 +77,16 @@ func (g *brokenGate) Floor(context.Context) (leasefence.Token, error) {
 	return g.floor, nil
 }
 
+// brokenWrite is how long the broken gate's write takes between its check
+// and its raise of the floor.
+const brokenWrite = 30 * time.Millisecond
+
 // races is a scenario of pairs of writes on a resource each, the holder
-// whose lease lapsed writing a millisecond after the new holder:
-// concurrent commits, which a gate must order by its floor.
+// whose lease lapsed writing 10 ms after the new holder: concurrent
+// commits, which a gate must order by its floor. The 10 ms outlast the
+// jitter of a loaded machine's timers, so the old holder's write starts
+// second, and fall well inside the broken gate's 30 ms write, so it
+// checks the floor before the new holder's write has raised it.
 func races(pairs int) spec.Scenario {
 	sc := spec.Scenario{Name: "races", Seed: 1, Duration: 1500 * time.Millisecond, Agents: 2 * pairs, Resources: pairs,
 		TTL: time.Second, Agent: spec.Behaviour{WritesPerLease: 1}}
@@ -91,7 +98,7 @@ func races(pairs int) spec.Scenario {
 			spec.Action{At: 1100 * time.Millisecond, Agent: cur, Do: spec.ActAcquire, Resource: res},
 			spec.Action{At: 1200 * time.Millisecond, Agent: cur, Do: spec.ActCheck},
 			spec.Action{At: 1200 * time.Millisecond, Agent: cur, Do: spec.ActWrite},
-			spec.Action{At: 1201 * time.Millisecond, Agent: old, Do: spec.ActWrite},
+			spec.Action{At: 1210 * time.Millisecond, Agent: old, Do: spec.ActWrite},
 		)
 	}
 	return sc
