@@ -82,10 +82,13 @@ func TestParallelStopsAtTheFirstError(t *testing.T) {
 func TestParallelCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var calls atomic.Int64
+	var mu sync.Mutex // the fifth call counts and cancels as one step
 	err := harness.Parallel(ctx, 1000, 2, func(i int) error {
+		mu.Lock()
 		if calls.Add(1) == 5 {
 			cancel()
 		}
+		mu.Unlock()
 		if ctx.Err() != nil {
 			return errors.New("interrupted: " + ctx.Err().Error())
 		}
