@@ -3,15 +3,18 @@ module github.com/leasefence/lab
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/charmbracelet/bubbles v1.0.0
 	github.com/charmbracelet/bubbletea v1.3.10
 	github.com/charmbracelet/lipgloss v1.1.0
 	github.com/charmbracelet/x/ansi v0.11.6
 	github.com/charmbracelet/x/exp/teatest v0.0.0-20251215102626-e0db08df7383
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/goccy/go-yaml v1.19.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/leasefence/lab/leasefence v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/etcdlease/etcdembed v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/fencehttp v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
@@ -25,9 +28,7 @@ require (
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0
-	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
-	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.opentelemetry.io/proto/otlp v1.11.0
 	go.uber.org/zap v1.27.1
@@ -36,6 +37,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.62.0
 )
+
+require go.opentelemetry.io/otel/metric v1.47.0 // indirect
 
 require (
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect
@@ -68,6 +71,7 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/leasefence/lab/leasefence/leaseotel v0.0.0-00010101000000-000000000000
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
 	github.com/mattn/go-localereader v0.0.1 // indirect
 	github.com/mattn/go-runewidth v0.0.19 // indirect
@@ -119,9 +123,12 @@ require (
 replace (
 	github.com/leasefence/lab/leasefence => ./leasefence
 	github.com/leasefence/lab/leasefence/etcdlease => ./leasefence/etcdlease
+	github.com/leasefence/lab/leasefence/etcdlease/etcdembed => ./leasefence/etcdlease/etcdembed
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest => ./leasefence/etcdlease/etcdtest
 	github.com/leasefence/lab/leasefence/fencehttp => ./leasefence/fencehttp
 	github.com/leasefence/lab/leasefence/fencetoken => ./leasefence/fencetoken
 	github.com/leasefence/lab/leasefence/redislease => ./leasefence/redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ./leasefence/sqlgate
 )
+
+replace github.com/leasefence/lab/leasefence/leaseotel => ./leasefence/leaseotel

@@ -33,7 +33,10 @@ type Config struct {
 	// it, and shares it with the other agents.
 	Scenario *spec.Scenario
 	Mode     history.Mode
-	Index    int // the agent's index in the header's agents
+	// Discipline is how the mode's contender writes (the header's
+	// Contender); "" takes the lab's own naive or fenced by Mode.
+	Discipline history.Discipline
+	Index      int // the agent's index in the header's agents
 	// Scripted agents do only what the scenario's script says (the driver
 	// hands each action to Script at its instant).
 	Scripted bool
@@ -67,6 +70,7 @@ const (
 type Agent struct {
 	sc         *spec.Scenario
 	mode       history.Mode
+	naive      bool // the mode's contender checks its own deadline and writes straight
 	idx        int
 	name       string
 	scripted   bool
@@ -142,7 +146,7 @@ func (a *Agent) Init(cfg Config) error {
 	sc := cfg.Scenario
 	i := cfg.Index
 	*a = Agent{
-		sc: sc, mode: cfg.Mode, idx: i, name: spec.AgentName(i), scripted: cfg.Scripted,
+		sc: sc, mode: cfg.Mode, naive: naive(cfg), idx: i, name: spec.AgentName(i), scripted: cfg.Scripted,
 		resources: cfg.Resources, agentIndex: cfg.AgentIndex, lossy: cfg.Lossy, resource: -1,
 		out: make([]Output, 0, maxBatch),
 	}
@@ -266,4 +270,14 @@ func (a *Agent) leaseEvent(kind history.Kind, d time.Duration) history.Event {
 		e.Fence, e.Incarnation = a.lease.Token.Fence, a.epoch
 	}
 	return e
+}
+
+// naive reports whether cfg's agent writes by the naive discipline.
+func naive(cfg Config) bool {
+	d := cfg.Discipline
+	if d == "" {
+		h := history.Header{}
+		d = h.Contender(cfg.Mode).Discipline
+	}
+	return d == history.DisciplineNaive
 }

@@ -304,7 +304,7 @@ func (a *Agent) acquired(now time.Duration, g leasefence.Grant, epoch int32) {
 // instant it lasts until: the client's deadline in fenced mode, and the
 // naive "reply arrival + TTL" in naive mode.
 func (a *Agent) believe(l *leasefence.Lease) time.Duration {
-	if a.mode == history.Naive {
+	if a.naive {
 		now, _ := a.clock.Now()
 		a.naiveUntil = now.Add(l.TTL)
 		return a.clock.TrueAt(a.naiveUntil)
@@ -392,7 +392,7 @@ func (a *Agent) renewRefused(now time.Duration, reason leasefence.Reason) {
 
 // check is the agent's validity check before a write.
 func (a *Agent) check() bool {
-	ok := CheckValid(a.mode, a.lease, a.clock, a.naiveUntil)
+	ok := CheckValid(a.naive, a.lease, a.clock, a.naiveUntil)
 	a.checked = ok
 	kind := history.CheckPassed
 	if !ok {
@@ -455,15 +455,15 @@ func (a *Agent) stallEnd(gen uint32) {
 }
 
 // CheckValid is the validity check before a write, as every agent makes
-// it: the client's HasExpired in fenced mode, the naive "now < expiresAt" on
-// the agent's clock in naive mode (naiveUntil: the reply's arrival + TTL).
+// it: the client's HasExpired for a fenced contender, the naive "now < expiresAt" on
+// the agent's clock for a naive one (naiveUntil: the reply's arrival + TTL).
 // Either is true only at the instant it is computed. A nil lease is never
 // valid.
-func CheckValid(mode history.Mode, l *leasefence.Lease, clock leasefence.Clock, naiveUntil leasefence.Instant) bool {
+func CheckValid(naive bool, l *leasefence.Lease, clock leasefence.Clock, naiveUntil leasefence.Instant) bool {
 	if l == nil {
 		return false
 	}
-	if mode == history.Naive {
+	if naive {
 		now, err := clock.Now()
 		before, err2 := now.Before(naiveUntil)
 		return err == nil && err2 == nil && before

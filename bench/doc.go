@@ -1,7 +1,11 @@
 // Package bench measures the lab against baselines: the fence gate against a
 // mutex-guarded call, the coordinator against a map behind a mutex, the
-// simulator's throughput as agents and resources grow, what tracing costs a
-// run, one dashboard frame, and the SQL gate against a bare transaction.
+// simulator's throughput as agents and resources grow and against a bare
+// event loop of the same crowd (its ceiling), what tracing costs a run, one
+// dashboard frame, the SQL gate against a bare transaction, and etcdlease
+// against etcd's concurrency.Mutex and a bare keep-alive. (redislease
+// against redsync and redislock is in leasefence/tests/redisbench, whose
+// module alone depends on them.)
 //
 // It holds no code to import: the benchmarks live in its test files and use
 // only the public API of the packages they measure, so they show what a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // etcdTTL is long enough that no lease of a run expires during it: what is

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -59,15 +60,28 @@ func (w world) scenario() (spec.Scenario, error) {
 func BenchmarkSimulatorAgents(b *testing.B)    { simulate(b, agentSweep) }
 func BenchmarkSimulatorResources(b *testing.B) { simulate(b, resourceSweep) }
 
-// simulate runs each world in fenced mode, to its end, with no subscriber,
-// and reports:
+// BenchmarkSimulatorCeiling is the reference load twice, by turns: the
+// simulator in fenced mode (impl=sim), and the bare event loop of the same
+// crowd (impl=bare, bareCrowd), the ceiling of its speed.
 //
-//   - events/s: events per wall second of stepping and checking (building
-//     the world is in ns/op but not here);
-//   - virtual-s/s: virtual seconds per wall second, the time compression;
-//   - allocs/event: heap allocations per event while stepping (the steady
-//     state: neither building the world nor the final check);
-//   - events/op: the size of a run, to read the other figures by.
+//	benchstat -filter .name:SimulatorCeiling -col /impl new.txt
+func BenchmarkSimulatorCeiling(b *testing.B) {
+	sc, err := reference.scenario()
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := fmt.Sprintf("agents=%d/resources=%d", reference.agents, reference.resources)
+	b.Run(name+"/impl=bare", func(b *testing.B) {
+		measureRuns(b, sc, func() (run, finish func(), events func() uint64) {
+			c := newBareCrowd(&sc)
+			return c.run, func() {}, func() uint64 { return c.events }
+		})
+	})
+	b.Run(name+"/impl=sim", func(b *testing.B) { measureSim(b, sc) })
+}
+
+// simulate runs each world in fenced mode, to its end, with no subscriber
+// (measureSim).
 func simulate(b *testing.B, worlds []world) {
 	for _, w := range worlds {
 		b.Run(fmt.Sprintf("agents=%d/resources=%d", w.agents, w.resources), func(b *testing.B) {
@@ -75,36 +89,62 @@ func simulate(b *testing.B, worlds []world) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			var (
-				events, stepAllocs uint64
-				wall               time.Duration
-				before, after      runtime.MemStats
-			)
-			for b.Loop() {
-				sim, err := harness.NewSim(sc, harness.Fenced)
-				if err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				runtime.ReadMemStats(&before)
-				for sim.Step() {
-				}
-				runtime.ReadMemStats(&after)
-				rep := sim.Report()
-				wall += time.Since(start)
-				if rep == nil {
-					b.Fatal("no report")
-				}
-				events += sim.Events()
-				stepAllocs += after.Mallocs - before.Mallocs
-			}
-			b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
-			b.ReportMetric(harness.Compression(sc.Duration*time.Duration(b.N), wall), "virtual-s/s")
-			b.ReportMetric(float64(stepAllocs)/float64(events), "allocs/event")
-			b.ReportMetric(float64(events)/float64(b.N), "events/op")
+			measureSim(b, sc)
 		})
 	}
+}
+
+// measureSim measures fenced runs of sc on the simulator, each to its end
+// and its report.
+func measureSim(b *testing.B, sc spec.Scenario) {
+	measureRuns(b, sc, func() (func(), func(), func() uint64) {
+		sim, err := harness.NewSim(sc, history.Fenced)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() {
+				for sim.Step() {
+				}
+			}, func() {
+				if sim.Report() == nil {
+					b.Fatal("no report")
+				}
+			}, sim.Events
+	})
+}
+
+// measureRuns measures runs of sc, each built by build (not timed), run
+// by the run it returns and ended by its finish (the final check), and
+// reports:
+//
+//   - events/s: events per wall second of stepping and checking (building
+//     the world is in ns/op but not here);
+//   - virtual-s/s: virtual seconds per wall second, the time compression;
+//   - allocs/event: heap allocations per event while stepping (the steady
+//     state: neither building the world nor the final check);
+//   - events/op: the size of a run, to read the other figures by.
+func measureRuns(b *testing.B, sc spec.Scenario, build func() (run, finish func(), events func() uint64)) {
+	b.ReportAllocs()
+	var (
+		events, stepAllocs uint64
+		wall               time.Duration
+		before, after      runtime.MemStats
+	)
+	for b.Loop() {
+		run, finish, count := build()
+		start := time.Now()
+		runtime.ReadMemStats(&before)
+		run()
+		runtime.ReadMemStats(&after)
+		finish()
+		wall += time.Since(start)
+		events += count()
+		stepAllocs += after.Mallocs - before.Mallocs
+	}
+	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
+	b.ReportMetric(harness.Compression(sc.Duration*time.Duration(b.N), wall), "virtual-s/s")
+	b.ReportMetric(float64(stepAllocs)/float64(events), "allocs/event")
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
 }
 
 // TestWorlds checks the sweeps: every world is a valid scenario, the agents

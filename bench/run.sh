@@ -35,9 +35,10 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # Each measurement beside its baseline (the first column), with the
 # difference between them.
-for name in GateCommit Coordinator AcquireRoundTrip; do
+for name in GateCommit Coordinator AcquireRoundTrip SimulatorCeiling; do
 	"$benchstat" -filter ".name:$name" -col /impl "$out"
 done
+"$benchstat" -filter .name:RunPeakRSS -col /duration "$out"
 "$benchstat" -filter .name:CrowdTracing -col /trace "$out"
 # Everything, by name; against the earlier run when there is one.
 if [ -n "${OLD:-}" ]; then

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
@@ -38,7 +39,7 @@ func BenchmarkCrowdTracing(b *testing.B) {
 		b.Fatal("no built-in scenario crowd")
 	}
 	ctx := context.Background()
-	run := func(b *testing.B, subs ...harness.Subscriber) {
+	run := func(b *testing.B, subs ...history.Subscriber) {
 		if _, err := harness.Run(ctx, sc, harness.RunOptions{Subscribers: subs}); err != nil {
 			b.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func tracedSpans(b *testing.B, sc spec.Scenario) []sdktrace.ReadOnlySpan {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(tp))
-	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}}); err != nil {
 		b.Fatal(err)
 	}
 	rec.Close()

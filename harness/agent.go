@@ -20,6 +20,7 @@ type actor struct {
 	ag         agent.Agent
 	idx        int
 	partitions int
+	sim        *Sim // the simulation it is in: an actor is its agent's agent.Handler
 }
 
 // simClock is an agent's clock on virtual time: it reads
@@ -40,9 +41,9 @@ func (c *simClock) TrueAt(i leasefence.Instant) time.Duration {
 
 func (s *Sim) initAgent(i int, scripted bool) error {
 	a := &s.agents[i]
-	a.idx = i
+	a.idx, a.sim = i, s
 	err := a.ag.Init(agent.Config{
-		Scenario: &s.sc, Mode: s.mode, Index: i, Scripted: scripted,
+		Scenario: &s.sc, Mode: s.mode, Discipline: s.header.Contender(s.mode).Discipline, Index: i, Scripted: scripted,
 		Resources: s.header.Resources, AgentIndex: s.agentIndexOf, Lossy: s.mayLose(),
 		Clock: func(name string, d agent.Drift) agent.Clock {
 			c := &simClock{d: d}
@@ -59,31 +60,11 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 // drive carries out a batch of the agent's outputs, in order, and the
 // batches that follow from its writes.
 func (s *Sim) drive(a *actor, out []agent.Output) {
-	if len(out) == 0 {
-		return
-	}
-	for {
-		write := -1
-		for i := range out {
-			o := &out[i]
-			switch o.Kind {
-			case agent.Emit:
-				s.emitOwned(o.Event)
-			case agent.Send:
-				s.send(a, o.Request)
-			case agent.Arm:
-				s.schedule(o.At, timer{kind: timerKinds[o.Timer], agent: int32(a.idx), gen: o.Gen})
-			case agent.Write:
-				write = i
-			case agent.Failed:
-				s.libraryError(a.idx, o.Failure.Op, o.Failure.Err)
-				return
-			}
+	for len(out) > 0 {
+		w, ok := agent.Dispatch(out, a)
+		if !ok || w == nil {
+			return
 		}
-		if write < 0 {
-			break
-		}
-		w := out[write].Write
 		landed := s.write(a, w.Token, w.Resource)
 		if s.done {
 			return // the write hit a library error
@@ -91,6 +72,20 @@ func (s *Sim) drive(a *actor, out []agent.Output) {
 		out = a.ag.Committed(s.now, landed)
 	}
 }
+
+// Emit implements agent.Handler.
+func (a *actor) Emit(e *history.Event) { a.sim.emitOwned(e) }
+
+// Send implements agent.Handler.
+func (a *actor) Send(r *agent.Request) { a.sim.send(a, r) }
+
+// Arm implements agent.Handler.
+func (a *actor) Arm(t agent.Timer, gen uint32, at time.Duration) {
+	a.sim.schedule(at, timer{kind: timerKinds[t], agent: int32(a.idx), gen: gen})
+}
+
+// Failed implements agent.Handler.
+func (a *actor) Failed(f *agent.Failure) { a.sim.libraryError(a.idx, f.Op, f.Err) }
 
 // timerKinds maps the agent's timers to the engine's.
 var timerKinds = [...]timerKind{
@@ -106,7 +101,7 @@ func (s *Sim) mayLose() bool {
 // whether it landed.
 func (s *Sim) write(a *actor, t leasefence.Token, ri int) bool {
 	res := &s.resources[ri]
-	if s.mode == Naive {
+	if s.naive {
 		s.land(a, ri, t.Fence)
 		return true
 	}
@@ -139,7 +134,7 @@ func (s *Sim) write(a *actor, t leasefence.Token, ri int) bool {
 // higher fence is the history's to say.
 func (s *Sim) land(a *actor, ri int, f leasefence.Fence) {
 	kind := history.CommitAdmitted
-	if s.mode == Naive {
+	if s.naive {
 		kind = history.WriteLanded
 	}
 	e := a.ag.Event(kind)

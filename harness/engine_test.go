@@ -3,6 +3,8 @@ package harness
 import (
 	"testing"
 	"time"
+
+	"github.com/leasefence/lab/spec"
 )
 
 func TestInverseClock(t *testing.T) {
@@ -33,5 +35,20 @@ func TestTimerQueueOrder(t *testing.T) {
 			t.Fatalf("popped %+v after %+v", tm, prev)
 		}
 		prev = tm
+	}
+}
+
+func TestNameIndex(t *testing.T) {
+	names := []string{spec.AgentName(0), spec.AgentName(1), spec.AgentName(2)}
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{"agent-1", 0}, {"agent-3", 2}, {"agent-4", -1}, {"agent-0", -1}, {"agent-01", -1}, {"agent-+1", -1},
+		{"agent-", -1}, {"res-1", -1}, {"", -1}, {"agent-1x", -1}, {"agent--1", -1},
+	} {
+		if got := nameIndex(names, "agent-", tc.name); got != tc.want {
+			t.Errorf("nameIndex(%q) = %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -1,9 +1,10 @@
 package harness
 
 import (
-	"github.com/leasefence/lab/spec"
 	"strings"
 	"testing"
+
+	"github.com/leasefence/lab/spec"
 
 	"github.com/leasefence/lab/history"
 )
@@ -13,11 +14,11 @@ import (
 // a violation, so the run fails like a broken invariant would (lab run and
 // lab swarm then print the reproducing command).
 func TestLibraryErrorFailsTheRun(t *testing.T) {
-	for _, mode := range []Mode{Naive, Fenced} {
+	for _, mode := range []history.Mode{history.Naive, history.Fenced} {
 		t.Run(string(mode), func(t *testing.T) {
 			sc, _ := spec.Builtin("gap")
 			var last history.Event
-			sim, err := NewSim(sc, mode, SubscriberFunc(func(e history.Event) { last = e }))
+			sim, err := NewSim(sc, mode, history.SubscriberFunc(func(e history.Event) { last = e }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +45,7 @@ func TestLibraryErrorFailsTheRun(t *testing.T) {
 			if sim.Now() >= sc.Duration {
 				t.Errorf("the run went on to %v after the error", sim.Now())
 			}
-			h := sc.Header([]Mode{mode})
+			h := sc.Header([]history.Mode{mode})
 			res := history.NewResult(&h)
 			res.Add(sim.Report())
 			if !res.Failed() || len(res.Violations()) != 1 || !strings.Contains(res.Violations()[0], "CompleteAcquire") {

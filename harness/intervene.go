@@ -9,7 +9,7 @@ import (
 
 // Intervene applies iv now (its At is set to the current virtual instant)
 // and records it, so the run can be replayed with Interventions.
-func (s *Sim) Intervene(iv spec.Intervention) error {
+func (s *Sim) Intervene(iv history.Intervention) error {
 	iv.At = s.now
 	if err := s.sc.CheckIntervention(iv); err != nil {
 		return fmt.Errorf("%w: intervention: %v", spec.ErrInvalidScenario, err)
@@ -20,8 +20,8 @@ func (s *Sim) Intervene(iv spec.Intervention) error {
 }
 
 // Interventions returns the interventions applied so far, replayed or live.
-func (s *Sim) Interventions() []spec.Intervention {
-	return append([]spec.Intervention(nil), s.sc.Interventions...)
+func (s *Sim) Interventions() []history.Intervention {
+	return append([]history.Intervention(nil), s.sc.Interventions...)
 }
 
 // Scenario returns the scenario being run, with the live interventions
@@ -32,7 +32,7 @@ func (s *Sim) Scenario() spec.Scenario {
 	return sc
 }
 
-func (s *Sim) apply(iv spec.Intervention) {
+func (s *Sim) apply(iv history.Intervention) {
 	ivc := iv
 	agentIdx := -1
 	if iv.Agent != "" {
@@ -40,19 +40,19 @@ func (s *Sim) apply(iv spec.Intervention) {
 	}
 	s.emit(history.Event{Kind: history.Intervened, Agent: agentIdx, Resource: -1, Other: -1, Intervention: &ivc})
 	switch iv.Kind {
-	case spec.StallAgent:
+	case history.StallAgent:
 		a := &s.agents[agentIdx]
 		s.drive(a, a.ag.Stall(s.now, iv.Duration))
-	case spec.SetDropRate:
+	case history.SetDropRate:
 		s.dropRequests, s.dropReplies = iv.Value, iv.Value
 		lossy := s.mayLose()
 		for i := range s.agents {
 			a := &s.agents[i]
 			s.drive(a, a.ag.SetLossy(s.now, lossy))
 		}
-	case spec.RestartCoordinator:
+	case history.RestartCoordinator:
 		s.restart(iv.Persist)
-	case spec.TogglePush:
+	case history.TogglePush:
 		s.push = !s.push
 	}
 }

@@ -3,10 +3,12 @@ package harness
 import (
 	"context"
 	"fmt"
-	"github.com/leasefence/lab/spec"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
@@ -38,7 +40,7 @@ type Live struct {
 }
 
 // NewLive builds a paced run of sc in modes (default both) at speed.
-func NewLive(sc spec.Scenario, modes []Mode, speed float64, subs ...Subscriber) (*Live, error) {
+func NewLive(sc spec.Scenario, modes []history.Mode, speed float64, subs ...history.Subscriber) (*Live, error) {
 	if err := checkSpeed(speed); err != nil {
 		return nil, err
 	}
@@ -47,10 +49,10 @@ func NewLive(sc spec.Scenario, modes []Mode, speed float64, subs ...Subscriber) 
 	}
 	l := &Live{speed: speed, now: time.Now}
 	for _, m := range modes {
-		h := sc.Header([]Mode{m})
+		h := registry.Header(sc, []history.Mode{m})
 		f := liveview.New(&h, m, sc.Network.DropRequests)
-		fold := SubscriberFunc(func(e history.Event) { f.Add(&e) })
-		s, err := NewSim(sc, m, append(append([]Subscriber(nil), subs...), fold)...)
+		fold := history.SubscriberFunc(func(e history.Event) { f.Add(&e) })
+		s, err := NewSim(sc, m, append(append([]history.Subscriber(nil), subs...), fold)...)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +202,7 @@ func (l *Live) Advance(d time.Duration) {
 }
 
 // Intervene applies iv to every mode at the current virtual instant.
-func (l *Live) Intervene(iv spec.Intervention) error {
+func (l *Live) Intervene(iv history.Intervention) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.sims {
@@ -212,10 +214,10 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 }
 
 // Modes returns the modes being run.
-func (l *Live) Modes() []Mode {
+func (l *Live) Modes() []history.Mode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	modes := make([]Mode, len(l.sims))
+	modes := make([]history.Mode, len(l.sims))
 	for i, s := range l.sims {
 		modes[i] = s.Mode()
 	}
@@ -231,7 +233,7 @@ func (l *Live) Now() time.Duration {
 
 // Snapshot copies the state of the simulation of mode m, as the live view
 // folds it from the simulation's events, and false if m is not being run.
-func (l *Live) Snapshot(m Mode) (liveview.Snapshot, bool) {
+func (l *Live) Snapshot(m history.Mode) (liveview.Snapshot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, s := range l.sims {
@@ -246,20 +248,31 @@ func (l *Live) Snapshot(m Mode) (liveview.Snapshot, bool) {
 }
 
 // Result checks each mode's history so far.
-func (l *Live) Result() *Result {
+func (l *Live) Result() *history.Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sc := l.sims[0].Scenario()
-	modes := make([]Mode, len(l.sims))
+	modes := make([]history.Mode, len(l.sims))
 	for i, s := range l.sims {
 		modes[i] = s.Mode()
 	}
-	h := sc.Header(modes)
+	h := registry.Header(sc, modes)
 	res := history.NewResult(&h)
 	for _, s := range l.sims {
 		res.Add(s.Report())
 	}
 	return res
+}
+
+// Header is the run's history header, every mode's.
+func (l *Live) Header() history.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	modes := make([]history.Mode, len(l.sims))
+	for i, s := range l.sims {
+		modes[i] = s.Mode()
+	}
+	return registry.Header(l.sims[0].sc, modes)
 }
 
 // Scenario returns the scenario with every intervention made so far:

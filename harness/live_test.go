@@ -3,12 +3,12 @@ package harness
 import (
 	"context"
 	"errors"
-	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/leasefence/lab/spec"
 
 	"github.com/leasefence/lab/history"
 )
@@ -81,7 +81,7 @@ func TestLivePauseAndStep(t *testing.T) {
 	if !l.Done() {
 		t.Fatal("stepping to the end did not finish the run")
 	}
-	if f := l.Result().Modes[Fenced]; f.CommitsRefused != 1 {
+	if f := l.Result().Modes[history.Fenced]; f.CommitsRefused != 1 {
 		t.Fatalf("stepped gap run refused %d commits, want 1", f.CommitsRefused)
 	}
 	l.SetPaused(false)
@@ -107,11 +107,11 @@ func TestLiveSpeedLimits(t *testing.T) {
 func TestLiveInterventionsReplay(t *testing.T) {
 	l, _ := newTestLive(t, "overlap", 1)
 	l.Advance(3 * time.Second)
-	steps := []spec.Intervention{
-		{Kind: spec.StallAgent, Agent: "agent-2", Duration: 3 * time.Second},
-		{Kind: spec.SetDropRate, Value: 0.3},
-		{Kind: spec.TogglePush},
-		{Kind: spec.RestartCoordinator, Persist: true},
+	steps := []history.Intervention{
+		{Kind: history.StallAgent, Agent: "agent-2", Duration: 3 * time.Second},
+		{Kind: history.SetDropRate, Value: 0.3},
+		{Kind: history.TogglePush},
+		{Kind: history.RestartCoordinator, Persist: true},
 	}
 	for _, iv := range steps {
 		if err := l.Intervene(iv); err != nil {
@@ -119,7 +119,7 @@ func TestLiveInterventionsReplay(t *testing.T) {
 		}
 		l.Advance(2 * time.Second)
 	}
-	if err := l.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "nobody", Duration: time.Second}); !errors.Is(err, spec.ErrInvalidScenario) {
+	if err := l.Intervene(history.Intervention{Kind: history.StallAgent, Agent: "nobody", Duration: time.Second}); !errors.Is(err, spec.ErrInvalidScenario) {
 		t.Fatalf("bad intervention: %v", err)
 	}
 	l.Advance(time.Minute)
@@ -171,15 +171,15 @@ func TestLiveRunFinishes(t *testing.T) {
 func TestSnapshotShowsTheOverlap(t *testing.T) {
 	l, _ := newTestLive(t, "gap", 1)
 	l.Advance(1200 * time.Millisecond)
-	snap, _ := l.Snapshot(Fenced)
-	if snap.Agents[0].State != liveview.AgentZombie {
-		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, liveview.AgentZombie)
+	snap, _ := l.Snapshot(history.Fenced)
+	if snap.Agents[0].State != history.AgentZombie {
+		t.Errorf("agent-1 at 1.2s is %v, want %v (stalled past its coordinator expiry)", snap.Agents[0].State, history.AgentZombie)
 	}
 	if h := snap.Holders[0]; h.Holder != "agent-2" || h.Fence != 2 || h.CoordinatorLeft != 800*time.Millisecond {
 		t.Errorf("holder view %+v", h)
 	}
 	l.Advance(300 * time.Millisecond)
-	snap, _ = l.Snapshot(Fenced)
+	snap, _ = l.Snapshot(history.Fenced)
 	if len(snap.Refusals) != 1 || snap.Refusals[0].At != 1400*time.Millisecond || snap.Refusals[0].FloorHolder != "agent-2" {
 		t.Fatalf("refusals %+v", snap.Refusals)
 	}
@@ -189,15 +189,15 @@ func TestSnapshotShowsTheOverlap(t *testing.T) {
 	lane := snap.Lanes[0]
 	var sawZombie, sawRefused bool
 	for _, s := range lane.Segments {
-		sawZombie = sawZombie || s.State == liveview.AgentZombie
+		sawZombie = sawZombie || s.State == history.AgentZombie
 	}
 	for _, m := range lane.Marks {
-		sawRefused = sawRefused || m.Kind == liveview.MarkRefused
+		sawRefused = sawRefused || m.Kind == history.MarkRefused
 	}
 	if !sawZombie || !sawRefused {
 		t.Errorf("agent-1's lane %+v lacks the believes-expired stretch or the refused write", lane)
 	}
-	naive, _ := l.Snapshot(Naive)
+	naive, _ := l.Snapshot(history.Naive)
 	if naive.Gates != nil || naive.Totals.StaleWritesLanded != 1 {
 		t.Errorf("naive snapshot: gates %v, stale %d", naive.Gates, naive.Totals.StaleWritesLanded)
 	}
@@ -290,7 +290,7 @@ func TestDropRateRaisedMidFlight(t *testing.T) {
 	sc, _ := spec.Builtin("overlap")
 	var last history.Event
 	sent := map[int]time.Duration{}
-	sim, err := NewSim(sc, Fenced, SubscriberFunc(func(e history.Event) {
+	sim, err := NewSim(sc, history.Fenced, history.SubscriberFunc(func(e history.Event) {
 		last = e
 		if e.Kind == history.RequestSent {
 			sent[e.Agent] = e.At
@@ -302,7 +302,7 @@ func TestDropRateRaisedMidFlight(t *testing.T) {
 	for sim.Step() && !(last.Kind == history.RequestSent && last.Request == "acquire") {
 	}
 	agent, at := last.Agent, last.At
-	if err := sim.Intervene(spec.Intervention{Kind: spec.SetDropRate, Value: 1}); err != nil {
+	if err := sim.Intervene(history.Intervention{Kind: history.SetDropRate, Value: 1}); err != nil {
 		t.Fatal(err)
 	}
 	sim.RunUntil(at + 10*sc.TTL)

@@ -3,59 +3,53 @@ package harness
 import (
 	"context"
 	"fmt"
-	"github.com/leasefence/lab/spec"
-	"slices"
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 )
 
-// Modes lists the modes a run can do, in the order reports show them.
-var Modes = []Mode{Naive, Fenced}
+// simulator is the simulator's entry in the registry: what it can play.
+var simulator = registry.Must(registry.Backends, registry.Sim)
 
-// ParseModes reads "fenced", "naive" or "both". The slice is the caller's
-// own: changing it changes nothing else.
-func ParseModes(s string) ([]Mode, error) {
-	switch s {
-	case "both", "":
-		return slices.Clone(Modes), nil
-	case string(Fenced):
-		return []Mode{Fenced}, nil
-	case string(Naive):
-		return []Mode{Naive}, nil
+// simContenders names the contenders the simulator runs.
+func simContenders() []string {
+	var out []string
+	for _, c := range registry.All(registry.Contenders) {
+		if c.RunsOnBackend(registry.Sim) == nil {
+			out = append(out, c.Name)
+		}
 	}
-	return nil, fmt.Errorf("%w: mode must be fenced, naive or both, got %q", spec.ErrInvalidScenario, s)
+	return out
 }
+
+// Modes lists the modes a run can do, in the order reports show them.
+var Modes = registry.Modes()
 
 // RunOptions configures Run.
 type RunOptions struct {
 	// Modes to run (default both), each on the same scenario and seed.
-	Modes []Mode
+	Modes []history.Mode
 	// Subscribers receive every event of every mode, mode by mode.
-	Subscribers []Subscriber
+	Subscribers []history.Subscriber
 }
 
 // Run runs sc as fast as possible in each mode and checks each history.
-// The same scenario and seed always give the same Result, digest included.
+// The same scenario and seed always give the same history.Result, digest included.
 // If ctx is cancelled it returns what it had, with ctx.Err().
-func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error) {
+func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*history.Result, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	if sc.OverTheWire() {
-		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
-	}
-	if len(sc.Crashes) > 0 {
-		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
-	}
-	if len(sc.Etcd.Faults) > 0 {
-		return nil, fmt.Errorf("harness: %w: the simulator's coordinator has no members", spec.ErrNeedsEtcd)
+	if err := simulator.CanPlay(sc); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	modes := opts.Modes
 	if len(modes) == 0 {
 		modes = Modes
 	}
-	h := sc.Header(modes)
+	h := registry.Header(sc, modes)
 	res := history.NewResult(&h)
 	for _, m := range modes {
 		sim, err := NewSim(sc, m, opts.Subscribers...)
@@ -73,7 +67,7 @@ func Run(ctx context.Context, sc spec.Scenario, opts RunOptions) (*Result, error
 
 // SelfCheck runs sc twice in each mode and fails if the two runs differ in
 // any event: the determinism the digest promises.
-func SelfCheck(ctx context.Context, sc spec.Scenario, modes []Mode) (*Result, error) {
+func SelfCheck(ctx context.Context, sc spec.Scenario, modes []history.Mode) (*history.Result, error) {
 	first, err := Run(ctx, sc, RunOptions{Modes: modes})
 	if err != nil {
 		return first, err

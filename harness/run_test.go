@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ func builtin(t *testing.T, name string) spec.Scenario {
 	return sc
 }
 
-func run(t *testing.T, sc spec.Scenario, subs ...harness.Subscriber) *harness.Result {
+func run(t *testing.T, sc spec.Scenario, subs ...history.Subscriber) *history.Result {
 	t.Helper()
 	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: subs})
 	if err != nil {
@@ -41,8 +40,8 @@ func TestSameSeedSameRun(t *testing.T) {
 				sc.Duration = 30 * time.Second
 			}
 			var first, second []history.Event
-			a := run(t, sc, harness.SubscriberFunc(func(e history.Event) { first = append(first, e) }))
-			b := run(t, sc, harness.SubscriberFunc(func(e history.Event) { second = append(second, e) }))
+			a := run(t, sc, history.SubscriberFunc(func(e history.Event) { first = append(first, e) }))
+			b := run(t, sc, history.SubscriberFunc(func(e history.Event) { second = append(second, e) }))
 			if a.Digest != b.Digest {
 				t.Fatalf("digest %s then %s", a.Digest, b.Digest)
 			}
@@ -89,7 +88,7 @@ func TestSelfCheck(t *testing.T) {
 // TestBuiltinOutcomes pins what each built-in scenario must show: the
 // point it was written to make.
 func TestBuiltinOutcomes(t *testing.T) {
-	type want func(t *testing.T, naive, fenced *harness.Report)
+	type want func(t *testing.T, naive, fenced *history.Report)
 	atLeast := func(t *testing.T, what string, got, n int) {
 		t.Helper()
 		if got < n {
@@ -102,7 +101,7 @@ func TestBuiltinOutcomes(t *testing.T) {
 			t.Errorf("%s = %d, want %d", what, got, n)
 		}
 	}
-	fencedSafe := func(t *testing.T, fenced *harness.Report) {
+	fencedSafe := func(t *testing.T, fenced *history.Report) {
 		t.Helper()
 		exactly(t, "fenced stale_writes_landed", fenced.StaleWritesLanded, 0)
 		exactly(t, "fenced unexplained_refusals", fenced.UnexplainedRefusals, 0)
@@ -111,7 +110,7 @@ func TestBuiltinOutcomes(t *testing.T) {
 		}
 	}
 	cases := map[string]want{
-		"gap": func(t *testing.T, naive, fenced *harness.Report) {
+		"gap": func(t *testing.T, naive, fenced *history.Report) {
 			exactly(t, "naive stale_writes_landed", naive.StaleWritesLanded, 1)
 			exactly(t, "naive silent_overlaps", naive.SilentOverlaps, 1)
 			exactly(t, "naive commits_refused", naive.CommitsRefused, 0)
@@ -119,7 +118,7 @@ func TestBuiltinOutcomes(t *testing.T) {
 			exactly(t, "fenced commits_admitted", fenced.CommitsAdmitted, 1)
 			fencedSafe(t, fenced)
 		},
-		"renewal": func(t *testing.T, naive, fenced *harness.Report) {
+		"renewal": func(t *testing.T, naive, fenced *history.Report) {
 			exactly(t, "naive containment_breaches", naive.ContainmentBreaches, 1)
 			exactly(t, "naive stale_writes_landed", naive.StaleWritesLanded, 1)
 			exactly(t, "fenced containment_breaches", fenced.ContainmentBreaches, 0)
@@ -127,48 +126,57 @@ func TestBuiltinOutcomes(t *testing.T) {
 			exactly(t, "fenced overlaps", fenced.Overlaps, 0)
 			fencedSafe(t, fenced)
 		},
-		"overlap": func(t *testing.T, naive, fenced *harness.Report) {
+		"overlap": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "naive stale_writes_landed", naive.StaleWritesLanded, 1)
 			atLeast(t, "fenced commits_refused", fenced.CommitsRefused, 1)
 			fencedSafe(t, fenced)
 		},
-		"crowd": func(t *testing.T, naive, fenced *harness.Report) {
+		"contend": func(t *testing.T, naive, fenced *history.Report) {
+			// Each pair's stalls end together: the new holder writes first,
+			// the lapsed one a millisecond later.
+			exactly(t, "naive stale_writes_landed", naive.StaleWritesLanded, 8)
+			exactly(t, "naive silent_overlaps", naive.SilentOverlaps, 8)
+			exactly(t, "fenced commits_refused", fenced.CommitsRefused, 8)
+			exactly(t, "fenced refused_overlaps", fenced.RefusedOverlaps, 8)
+			fencedSafe(t, fenced)
+		},
+		"crowd": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "naive silent_overlaps", naive.SilentOverlaps, 1)
 			atLeast(t, "fenced refused_overlaps", fenced.RefusedOverlaps, 1)
 			exactly(t, "fenced silent_overlaps", fenced.SilentOverlaps, 0)
 			fencedSafe(t, fenced)
 		},
-		"lost-replies": func(t *testing.T, naive, fenced *harness.Report) {
+		"lost-replies": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced retries", fenced.Retries, 1)
 			atLeast(t, "fenced messages_lost", fenced.MessagesLost, 1)
 			fencedSafe(t, fenced)
 		},
-		"drift": func(t *testing.T, naive, fenced *harness.Report) {
+		"drift": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced containment_breaches", fenced.ContainmentBreaches, 1)
 			fencedSafe(t, fenced) // outside the budget: breaches are expected, not violations
 		},
-		"drift-inside": func(t *testing.T, naive, fenced *harness.Report) {
+		"drift-inside": func(t *testing.T, naive, fenced *history.Report) {
 			exactly(t, "fenced containment_breaches", fenced.ContainmentBreaches, 0)
 			atLeast(t, "naive containment_breaches", naive.ContainmentBreaches, 1)
 			fencedSafe(t, fenced)
 		},
-		"restart-lost": func(t *testing.T, naive, fenced *harness.Report) {
+		"restart-lost": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced fence_reuses", fenced.FenceReuses, 1)
 			atLeast(t, "fenced commits_refused", fenced.CommitsRefused, 1)
 			fencedSafe(t, fenced)
 		},
-		"restart-persisted": func(t *testing.T, naive, fenced *harness.Report) {
+		"restart-persisted": func(t *testing.T, naive, fenced *history.Report) {
 			exactly(t, "fenced fence_reuses", fenced.FenceReuses, 0)
 			fencedSafe(t, fenced)
 		},
-		"partition": func(t *testing.T, naive, fenced *harness.Report) {
+		"partition": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced messages_lost", fenced.MessagesLost, 1)
 			fencedSafe(t, fenced)
 		},
-		"duplicates": func(t *testing.T, naive, fenced *harness.Report) {
+		"duplicates": func(t *testing.T, naive, fenced *history.Report) {
 			fencedSafe(t, fenced)
 		},
-		"push": func(t *testing.T, naive, fenced *harness.Report) {
+		"push": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced pushes_applied", fenced.PushesApplied, 1)
 			fencedSafe(t, fenced)
 		},
@@ -181,8 +189,8 @@ func TestBuiltinOutcomes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			res := run(t, builtin(t, name))
-			check(t, res.Modes[harness.Naive], res.Modes[harness.Fenced])
-			if res.Failed() != (len(res.Modes[harness.Fenced].Violations) > 0) {
+			check(t, res.Modes[history.Naive], res.Modes[history.Fenced])
+			if res.Failed() != (len(res.Modes[history.Fenced].Violations) > 0) {
 				t.Error("Failed() disagrees with the fenced violations")
 			}
 		})
@@ -199,8 +207,8 @@ func TestGapTimeline(t *testing.T) {
 		agent string
 		fence leasefence.Fence
 	}
-	want := map[harness.Mode][]step{
-		harness.Naive: {
+	want := map[history.Mode][]step{
+		history.Naive: {
 			{0, history.Acquired, "agent-1", 1},
 			{950 * time.Millisecond, history.CheckPassed, "agent-1", 1},
 			{1000 * time.Millisecond, history.Expired, "agent-1", 1},
@@ -209,7 +217,7 @@ func TestGapTimeline(t *testing.T) {
 			{1010 * time.Millisecond, history.WriteLanded, "agent-2", 2},
 			{1400 * time.Millisecond, history.WriteLanded, "agent-1", 1}, // stale, silently
 		},
-		harness.Fenced: {
+		history.Fenced: {
 			{0, history.Acquired, "agent-1", 1},
 			{950 * time.Millisecond, history.CheckPassed, "agent-1", 1},
 			{1000 * time.Millisecond, history.Expired, "agent-1", 1},
@@ -222,7 +230,7 @@ func TestGapTimeline(t *testing.T) {
 	for mode, steps := range want {
 		t.Run(string(mode), func(t *testing.T) {
 			var got []step
-			sim, err := harness.NewSim(builtin(t, "gap"), mode, harness.SubscriberFunc(func(e history.Event) {
+			sim, err := harness.NewSim(builtin(t, "gap"), mode, history.SubscriberFunc(func(e history.Event) {
 				switch e.Kind {
 				case history.Acquired, history.CheckPassed, history.Expired, history.CommitAdmitted, history.CommitRefused, history.WriteLanded:
 					got = append(got, step{e.At, e.Kind, spec.AgentName(e.Agent), e.Fence})
@@ -247,9 +255,9 @@ func TestGapTimeline(t *testing.T) {
 }
 
 func TestRenewalTimelineBeliefs(t *testing.T) {
-	deadlines := map[harness.Mode]time.Duration{}
+	deadlines := map[history.Mode]time.Duration{}
 	for _, mode := range harness.Modes {
-		sim, err := harness.NewSim(builtin(t, "renewal"), mode, harness.SubscriberFunc(func(e history.Event) {
+		sim, err := harness.NewSim(builtin(t, "renewal"), mode, history.SubscriberFunc(func(e history.Event) {
 			if e.Kind == history.Renewed {
 				deadlines[e.Mode] = e.Deadline
 			}
@@ -263,10 +271,10 @@ func TestRenewalTimelineBeliefs(t *testing.T) {
 	}
 	// Renewal sent at 100ms, processed at 140ms (expiry 1140ms), reply at
 	// 1000ms: the client anchors at the send, the naive lease at the reply.
-	if got, want := deadlines[harness.Fenced], 1100*time.Millisecond; got != want {
+	if got, want := deadlines[history.Fenced], 1100*time.Millisecond; got != want {
 		t.Errorf("fenced holder believes until %v, want %v", got, want)
 	}
-	if got, want := deadlines[harness.Naive], 2000*time.Millisecond; got != want {
+	if got, want := deadlines[history.Naive], 2000*time.Millisecond; got != want {
 		t.Errorf("naive holder believes until %v, want %v", got, want)
 	}
 }
@@ -317,7 +325,7 @@ func TestValidate(t *testing.T) {
 			s.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActStall}}
 		}},
 		{"interventions[0]", func(s *spec.Scenario) {
-			s.Interventions = []spec.Intervention{{Kind: spec.SetDropRate, Value: 7}}
+			s.Interventions = []history.Intervention{{Kind: history.SetDropRate, Value: 7}}
 		}},
 	}
 	for _, c := range cases {
@@ -368,40 +376,6 @@ func TestDriftWithinBudget(t *testing.T) {
 			Clocks: spec.Clocks{DriftPPM: spec.Range{Min: c.ppm, Max: max(c.ppm, 0)}, CoordinatorDriftPPM: c.coordPPM}}
 		if got := sc.DriftWithinBudget(); got != c.want {
 			t.Errorf("skew %v drift %v coordinator %v: DriftWithinBudget = %v, want %v", c.skew, c.ppm, c.coordPPM, got, c.want)
-		}
-	}
-}
-
-func TestParseModes(t *testing.T) {
-	for in, want := range map[string]int{"both": 2, "": 2, "fenced": 1, "naive": 1} {
-		got, err := harness.ParseModes(in)
-		if err != nil || len(got) != want {
-			t.Errorf("ParseModes(%q) = %v, %v", in, got, err)
-		}
-	}
-	if _, err := harness.ParseModes("sloppy"); !errors.Is(err, spec.ErrInvalidScenario) {
-		t.Errorf("ParseModes(sloppy) = %v", err)
-	}
-}
-
-// The modes ParseModes returns are the caller's: writing over them changes
-// neither the next answer nor harness.Modes.
-func TestParseModesReturnsACopy(t *testing.T) {
-	want := slices.Clone(harness.Modes)
-	for _, in := range []string{"both", "", "fenced", "naive"} {
-		got, err := harness.ParseModes(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range got {
-			got[i] = "sloppy"
-		}
-		again, err := harness.ParseModes(in)
-		if err != nil || slices.Contains(again, "sloppy") {
-			t.Errorf("ParseModes(%q) after its last answer was overwritten = %v, %v", in, again, err)
-		}
-		if !slices.Equal(harness.Modes, want) {
-			t.Fatalf("overwriting ParseModes(%q) changed harness.Modes to %v", in, harness.Modes)
 		}
 	}
 }

@@ -3,9 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
-	"github.com/leasefence/lab/spec"
 	"math"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
@@ -21,14 +25,15 @@ import (
 //
 // A Sim is not safe for concurrent use; Live wraps it for that.
 type Sim struct {
-	sc   spec.Scenario
-	mode Mode
+	sc    spec.Scenario
+	mode  history.Mode
+	naive bool // the mode's contender writes straight to the resource, with no gate
 
 	now    time.Duration
 	queue  timerQueue
 	tseq   uint64
 	events uint64
-	subs   []Subscriber
+	subs   []history.Subscriber
 	done   bool
 
 	// header and checker: the simulation's report is the checker's verdict
@@ -51,8 +56,10 @@ type Sim struct {
 	push         bool
 	pushes       *agent.Pushes
 
-	agentByName    map[string]int
-	resourceByName map[string]int
+	// agentNames and resourceNames are spec.AgentName and
+	// spec.ResourceName of each index, for nameIndex.
+	agentNames    []string
+	resourceNames []string
 }
 
 // resource is one shared resource: its gate (fenced mode), and the
@@ -95,27 +102,22 @@ type message struct {
 
 // NewSim builds the simulation of sc in mode, with subscribers receiving
 // every event. It fails if sc is invalid.
-func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
+func NewSim(sc spec.Scenario, mode history.Mode, subs ...history.Subscriber) (*Sim, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
-	if sc.OverTheWire() {
-		return nil, fmt.Errorf("harness: %w: the simulator keeps its resources in memory", spec.ErrOverTheWire)
+	if err := simulator.CanPlay(sc); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
-	if len(sc.Crashes) > 0 {
-		return nil, fmt.Errorf("harness: %w: the simulator's agents are not processes", spec.ErrNeedsProcesses)
-	}
-	if len(sc.Etcd.Faults) > 0 {
-		return nil, fmt.Errorf("harness: %w: the simulator's coordinator has no members", spec.ErrNeedsEtcd)
-	}
-	if mode != Fenced && mode != Naive {
-		return nil, fmt.Errorf("%w: mode must be fenced or naive, got %q", spec.ErrInvalidScenario, mode)
+	if c, ok := registry.Lookup(registry.Contenders, string(mode)); !ok || c.RunsOnBackend(registry.Sim) != nil {
+		return nil, fmt.Errorf("%w: mode must be a contender the simulator runs (%s), got %q", spec.ErrInvalidScenario,
+			strings.Join(simContenders(), ", "), mode)
 	}
 	s := &Sim{
 		sc:           sc,
 		mode:         mode,
 		subs:         subs,
-		header:       sc.Header([]Mode{mode}),
+		header:       registry.Header(sc, []history.Mode{mode}),
 		dropRequests: sc.Network.DropRequests,
 		dropReplies:  sc.Network.DropReplies,
 		push:         sc.Push.Enabled,
@@ -125,21 +127,25 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 	s.coordClock = leasefence.NewClock("coordinator", func() time.Duration {
 		return time.Duration(float64(s.now) * s.coordRate)
 	})
+	s.naive = !s.header.Fenced(mode)
 	s.checker = history.NewChecker(&s.header, mode)
 	if err := s.startCoordinator(0); err != nil {
 		return nil, err
 	}
 	s.resources = make([]resource, sc.Resources)
-	s.resourceByName = make(map[string]int, sc.Resources)
+	s.resourceNames = make([]string, sc.Resources)
 	for i := range s.resources {
 		r := &s.resources[i]
 		r.name = spec.ResourceName(i)
-		s.resourceByName[r.name] = i
-		if mode == Fenced {
-			// The checker matches every refusal of a run to a refused
-			// write, so a run's gate retains its whole log: a run is
-			// finite, and the log grows only as refusals happen.
-			r.gate = leasefence.NewFenceGate(r.name)
+		s.resourceNames[i] = r.name
+		if !s.naive {
+			// The history records every refusal (commit_refused, with
+			// the floor the refusal names), and nothing reads the gate's
+			// own log: it retains one refusal, so that a long run's
+			// memory does not grow with its refusals (up to
+			// DefaultRejectionLog a gate). Its count, and each refusal's
+			// Seq, are the same whatever it retains.
+			r.gate = leasefence.NewFenceGate(r.name, leasefence.WithRejectionLog(1))
 		}
 	}
 	scripted := make(map[int]bool)
@@ -148,9 +154,9 @@ func NewSim(sc spec.Scenario, mode Mode, subs ...Subscriber) (*Sim, error) {
 		scripted[i] = true
 	}
 	s.agents = make([]actor, sc.Agents)
-	s.agentByName = make(map[string]int, sc.Agents)
+	s.agentNames = make([]string, sc.Agents)
 	for i := range s.agents {
-		s.agentByName[spec.AgentName(i)] = i
+		s.agentNames[i] = spec.AgentName(i)
 		if err := s.initAgent(i, scripted[i]); err != nil {
 			return nil, err
 		}
@@ -189,7 +195,7 @@ func (s *Sim) startCoordinator(start leasefence.Fence) error {
 }
 
 // Mode returns the simulation's mode.
-func (s *Sim) Mode() Mode { return s.mode }
+func (s *Sim) Mode() history.Mode { return s.mode }
 
 // Now returns the current virtual (true) time.
 func (s *Sim) Now() time.Duration { return s.now }
@@ -234,7 +240,7 @@ func (s *Sim) RunUntil(v time.Duration) {
 
 // Run runs the simulation to its end, checking ctx between batches of
 // events, and returns the checker's report.
-func (s *Sim) Run(ctx context.Context) (*Report, error) {
+func (s *Sim) Run(ctx context.Context) (*history.Report, error) {
 	for n := 0; s.Step(); n++ {
 		if n&0xfff == 0 && ctx.Err() != nil {
 			return s.Report(), ctx.Err()
@@ -274,10 +280,10 @@ func (s *Sim) fire(t timer) {
 		s.restart(s.sc.Restarts[t.arg].Persist)
 	case tPartitionBegin:
 		s.agents[t.agent].partitions++
-		s.emit(history.Event{Kind: history.PartitionBegan, Agent: int(t.agent), Resource: -1, Other: -1})
+		s.emit(s.partition(t))
 	case tPartitionEnd:
 		s.agents[t.agent].partitions--
-		s.emit(history.Event{Kind: history.PartitionEnded, Agent: int(t.agent), Resource: -1, Other: -1})
+		s.emit(s.partition(t).Ended())
 	case tScript:
 		s.script(s.sc.Script[t.arg])
 	case tIntervention:
@@ -314,7 +320,7 @@ func (s *Sim) Digest() string { return s.checker.Digest() }
 func (s *Sim) Header() history.Header { return s.header }
 
 // Report is the checker's verdict on the history emitted so far.
-func (s *Sim) Report() *Report { return s.checker.Report() }
+func (s *Sim) Report() *history.Report { return s.checker.Report() }
 
 // libraryError ends the run on an error the library should never have
 // returned: it is recorded in the history, and the checker reports it as a
@@ -546,9 +552,16 @@ func (s *Sim) pushArrives(ri int32, holder int, f leasefence.Fence, epoch int32)
 	s.emit(e)
 }
 
+// partition is the fault event of the partition timer t begins or ends.
+func (s *Sim) partition(t timer) history.Event {
+	p := s.sc.Partitions[t.arg]
+	return spec.FaultPartition.Began(int(t.agent), "", p.To-p.From)
+}
+
 // restart replaces the coordinator. Without persistence it resumes at fence
 // zero and forgets every lease.
 func (s *Sim) restart(persist bool) {
+	s.emit(spec.RestartBegan(persist))
 	start := leasefence.Fence(0)
 	if persist {
 		start = s.coord.IssuedFence()
@@ -591,11 +604,22 @@ func inverse(r, offset time.Duration, rate float64, forward func(time.Duration) 
 	return v
 }
 
-func (s *Sim) agentIndexOf(name string) int {
-	if i, ok := s.agentByName[name]; ok {
-		return i
-	}
-	return -1
-}
+func (s *Sim) agentIndexOf(name string) int { return nameIndex(s.agentNames, "agent-", name) }
 
-func (s *Sim) resourceOf(name string) int { return s.resourceByName[name] }
+func (s *Sim) resourceOf(name string) int { return nameIndex(s.resourceNames, "res-", name) }
+
+// nameIndex returns the index of name in names, each of which is prefix
+// and its index plus one in decimal (spec.AgentName, spec.ResourceName), or
+// -1 if it is none of them: read off the name rather than hashed, since a
+// crowd looks a name up on every denial and every grant.
+func nameIndex(names []string, prefix, name string) int {
+	n, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return -1
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 1 || i > len(names) || names[i-1] != name {
+		return -1
+	}
+	return i - 1
+}

@@ -1,8 +1,14 @@
 package harness
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -210,12 +216,72 @@ func describeRestarts(rs []spec.Restart) string {
 
 // SwarmOptions configures Swarm.
 type SwarmOptions struct {
-	Seeds     int    // how many seeds
+	Seeds     int    // how many seeds the whole swarm has (every shard of it)
 	FirstSeed uint64 // seeds run FirstSeed, FirstSeed+1, ...
-	Jobs      int    // parallel runs; 0 means GOMAXPROCS
-	Ranges    *SwarmRanges
+	// Shard, if its Count is set, runs only that slice of the seeds.
+	Shard  SwarmShard
+	Jobs   int // parallel runs; 0 means GOMAXPROCS
+	Ranges *SwarmRanges
+	// Modes are the contenders each seed runs (default: naive and fenced).
+	Modes []history.Mode
 	// Progress, if set, is called after each seed with the count done.
 	Progress func(done, total int)
+	// Reproduce, if set, returns the command that reproduces a seed: the
+	// result's failures and first counterexamples carry it.
+	Reproduce func(seed uint64) string
+}
+
+// SwarmShard is one of Count disjoint slices of a swarm's seeds: the seeds
+// whose position in the swarm (0 for the first seed) is Index modulo
+// Count, Index counting from 0 (as a Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX does). The slices interleave rather than cut the
+// range in blocks, so that every shard starts on the swarm's first seeds:
+// n machines reach a low failing seed n times sooner than one. The zero
+// SwarmShard is the whole swarm.
+type SwarmShard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// ErrBadShard is returned for a shard that is not one of its swarm's, and
+// for shards that do not make up one swarm when merged.
+var ErrBadShard = errors.New("bad swarm shard")
+
+func (s SwarmShard) whole() bool { return s.Count == 0 }
+
+func (s SwarmShard) validate() error {
+	if s.whole() {
+		return nil
+	}
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("%w: shard %d/%d: the index must be 0 to count-1 and the count at least 1", ErrBadShard, s.Index, s.Count)
+	}
+	return nil
+}
+
+// Len returns how many of a swarm's seeds this shard has.
+func (s SwarmShard) Len(seeds int) int {
+	if s.whole() {
+		return seeds
+	}
+	if s.Index >= seeds {
+		return 0
+	}
+	return (seeds-s.Index-1)/s.Count + 1
+}
+
+// Seeds returns the seeds of this shard of a swarm of seeds seeds from
+// first, in the order the shard runs them.
+func (s SwarmShard) Seeds(first uint64, seeds int) []uint64 {
+	index, count := s.Index, s.Count
+	if s.whole() {
+		index, count = 0, 1
+	}
+	var out []uint64
+	for pos := index; pos < seeds; pos += count {
+		out = append(out, first+uint64(pos))
+	}
+	return out
 }
 
 // SwarmFailure is a seed whose fenced mode broke an invariant, or on which
@@ -224,17 +290,58 @@ type SwarmFailure struct {
 	Seed       uint64        `json:"seed"`
 	Scenario   spec.Scenario `json:"scenario"`
 	Violations []string      `json:"violations"`
+	Digest     string        `json:"digest"`
+	Reproduce  string        `json:"reproduce,omitempty"`
 }
 
-// SwarmResult summarises a swarm.
+// SwarmFirst is a mode's first counterexample in a swarm: the lowest seed
+// on which that mode showed one (ShowsCounterexample), with how many seeds
+// and how much wall time the swarm had spent when it had it.
+type SwarmFirst struct {
+	Seed uint64 `json:"seed"`
+	// SeedsRun counts the seeds the swarm had run to reach this one, it
+	// included: its position in the seeds from the first. In a shard it
+	// counts the shard's own seeds; merged, the whole swarm's.
+	SeedsRun int `json:"seeds_run"`
+	// Wall is the wall time from the swarm's (or its shard's) start until
+	// this seed's run was done.
+	Wall      time.Duration `json:"wall_ns"`
+	Digest    string        `json:"digest"` // the run's, as lab run prints it
+	Reproduce string        `json:"reproduce,omitempty"`
+}
+
+// ShowsCounterexample reports whether a mode's report counts as a failing
+// seed for time to first counterexample: the mode broke an invariant it
+// promises, the library returned an error it never should, or a stale
+// write landed (what a naive mode is there to show).
+func ShowsCounterexample(rep *history.Report) bool {
+	return len(rep.Violations) > 0 || rep.StaleWritesLanded > 0
+}
+
+// SwarmResult summarises a swarm, or one shard of it.
 type SwarmResult struct {
-	Seeds            int            `json:"seeds"`
+	Scenario string `json:"scenario"` // the base scenario's name
+	// Base identifies the swarm's base scenario and ranges (a hash of
+	// both), so that only shards of one swarm merge.
+	Base string `json:"base_digest"`
+	// FirstSeed and LastSeed bound the whole swarm's seeds, every shard's.
+	FirstSeed uint64 `json:"first_seed"`
+	LastSeed  uint64 `json:"last_seed"`
+	// Shard is the slice of the seeds this result covers; nil for the
+	// whole swarm (run whole, or merged from its shards).
+	Shard            *SwarmShard    `json:"shard,omitempty"`
+	Seeds            int            `json:"seeds"` // the seeds that ran
 	Failures         []SwarmFailure `json:"failures"`
 	NaiveStaleWrites int            `json:"naive_stale_writes"`
 	NaiveSeedsStale  int            `json:"naive_seeds_with_stale_writes"`
 	FencedRefusals   int            `json:"fenced_refusals"`
 	Events           uint64         `json:"events"`
-	Elapsed          time.Duration  `json:"elapsed_ns"`
+	// Elapsed is the swarm's wall time; merged, the longest shard's (the
+	// shards are taken to have run side by side).
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// FirstCounterexample has an entry for every mode run: its first
+	// counterexample, or nil if no seed showed one.
+	FirstCounterexample map[history.Mode]*SwarmFirst `json:"first_counterexample"`
 }
 
 // EventsPerSecond is the swarm's throughput over all its jobs.
@@ -245,50 +352,198 @@ func (r *SwarmResult) EventsPerSecond() float64 {
 	return float64(r.Events) / r.Elapsed.Seconds()
 }
 
+// SeedsPerSecond is how many seeds the swarm ran a wall second, over all
+// its jobs (merged: all its shards).
+func (r *SwarmResult) SeedsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Seeds) / r.Elapsed.Seconds()
+}
+
 // Swarm runs base over many seeds, each with its own knobs drawn by
-// SwarmScenario, both modes each, on Jobs goroutines. Failures come back in
-// seed order. If ctx ends it returns what it had, with ctx.Err().
+// SwarmScenario, both modes each, on Jobs goroutines: every seed of the
+// swarm, or the slice opts.Shard names. Failures come back in seed order.
+// If ctx ends it returns what it had, with ctx.Err().
 func Swarm(ctx context.Context, base spec.Scenario, opts SwarmOptions) (*SwarmResult, error) {
 	if err := base.Validate(); err != nil {
+		return nil, err
+	}
+	if err := opts.Shard.validate(); err != nil {
 		return nil, err
 	}
 	ranges := DefaultSwarmRanges
 	if opts.Ranges != nil {
 		ranges = *opts.Ranges
 	}
+	seeds := opts.Shard.Seeds(opts.FirstSeed, opts.Seeds)
 	start := time.Now()
-	results := make([]*Result, opts.Seeds)
-	scenarios := make([]spec.Scenario, opts.Seeds)
-	err := Parallel(ctx, opts.Seeds, opts.Jobs, func(i int) error {
-		sc := SwarmScenario(base, ranges, opts.FirstSeed+uint64(i))
-		res, err := Run(ctx, sc, RunOptions{})
+	results := make([]*history.Result, len(seeds))
+	scenarios := make([]spec.Scenario, len(seeds))
+	walls := make([]time.Duration, len(seeds))
+	err := Parallel(ctx, len(seeds), opts.Jobs, func(i int) error {
+		sc := SwarmScenario(base, ranges, seeds[i])
+		res, err := Run(ctx, sc, RunOptions{Modes: opts.Modes})
 		if err != nil {
 			return err
 		}
-		results[i], scenarios[i] = res, sc
+		results[i], scenarios[i], walls[i] = res, sc, time.Since(start)
 		return nil
 	}, opts.Progress)
-	out := &SwarmResult{Elapsed: time.Since(start)}
+	out := &SwarmResult{Scenario: base.Name, Base: swarmBase(base, ranges, opts.Modes), FirstSeed: opts.FirstSeed, LastSeed: opts.FirstSeed + uint64(max(opts.Seeds, 1)-1),
+		Elapsed: time.Since(start), FirstCounterexample: map[history.Mode]*SwarmFirst{}}
+	if !opts.Shard.whole() {
+		out.Shard = &opts.Shard
+	}
+	reproduce := func(seed uint64) string {
+		if opts.Reproduce == nil {
+			return ""
+		}
+		return opts.Reproduce(seed)
+	}
 	for i, res := range results {
 		if res == nil {
 			continue
 		}
 		out.Seeds++
 		out.Events += res.Events
-		if n := res.Modes[Naive]; n != nil {
+		if n := res.Modes[history.Naive]; n != nil {
 			out.NaiveStaleWrites += n.StaleWritesLanded
 			if n.StaleWritesLanded > 0 {
 				out.NaiveSeedsStale++
 			}
 		}
-		if f := res.Modes[Fenced]; f != nil {
+		if f := res.Modes[history.Fenced]; f != nil {
 			out.FencedRefusals += f.CommitsRefused
 		}
 		if res.Failed() {
-			out.Failures = append(out.Failures, SwarmFailure{Seed: scenarios[i].Seed, Scenario: scenarios[i], Violations: res.Violations()})
+			out.Failures = append(out.Failures, SwarmFailure{Seed: seeds[i], Scenario: scenarios[i], Violations: res.Violations(),
+				Digest: res.Digest, Reproduce: reproduce(seeds[i])})
+		}
+		for m, rep := range res.Modes {
+			if _, seen := out.FirstCounterexample[m]; !seen {
+				out.FirstCounterexample[m] = nil
+			}
+			if out.FirstCounterexample[m] == nil && ShowsCounterexample(rep) {
+				out.FirstCounterexample[m] = &SwarmFirst{Seed: seeds[i], SeedsRun: i + 1, Wall: walls[i], Digest: res.Digest, Reproduce: reproduce(seeds[i])}
+			}
 		}
 	}
 	return out, err
+}
+
+// swarmBase is 16 hex digits of a hash of what a swarm runs but for the
+// seeds: its base scenario, its ranges and the modes it runs (none named
+// for the default, so that a default swarm's hash is as it always was).
+func swarmBase(base spec.Scenario, ranges SwarmRanges, modes []history.Mode) string {
+	b, err := json.Marshal(struct {
+		Base   spec.Scenario
+		Ranges SwarmRanges
+		Modes  []history.Mode `json:",omitempty"`
+	}{base, ranges, modes})
+	if err != nil {
+		panic(fmt.Sprintf("harness: a scenario that does not marshal: %v", err)) // a validated scenario always does
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// MergeSwarms combines the results of every shard of one swarm into the
+// result the whole swarm would have had run on one machine, seed for seed:
+// the counts summed, the failures in seed order, each mode's first
+// counterexample the lowest seed of any shard's (its SeedsRun counted over
+// the whole swarm's seeds), and the wall time the longest shard's. The
+// shards must be all of one swarm's (the same scenario, ranges, seeds and
+// count), each exactly once, and each must hold only its own seeds; else
+// the error is ErrBadShard.
+func MergeSwarms(parts []*SwarmResult) (*SwarmResult, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: nothing to merge", ErrBadShard)
+	}
+	first := parts[0]
+	out := &SwarmResult{Scenario: first.Scenario, Base: first.Base, FirstSeed: first.FirstSeed, LastSeed: first.LastSeed,
+		FirstCounterexample: map[history.Mode]*SwarmFirst{}}
+	seen := make(map[int]bool, len(parts))
+	for n, p := range parts {
+		if err := p.checkShardOf(first); err != nil {
+			return nil, fmt.Errorf("result %d: %w", n+1, err)
+		}
+		if seen[p.Shard.Index] {
+			return nil, fmt.Errorf("%w: shard %d/%d is given twice", ErrBadShard, p.Shard.Index, p.Shard.Count)
+		}
+		seen[p.Shard.Index] = true
+		out.Seeds += p.Seeds
+		out.Failures = append(out.Failures, p.Failures...)
+		out.NaiveStaleWrites += p.NaiveStaleWrites
+		out.NaiveSeedsStale += p.NaiveSeedsStale
+		out.FencedRefusals += p.FencedRefusals
+		out.Events += p.Events
+		out.Elapsed = max(out.Elapsed, p.Elapsed)
+		for m, f := range p.FirstCounterexample {
+			have, ok := out.FirstCounterexample[m]
+			if !ok || (f != nil && (have == nil || f.Seed < have.Seed)) {
+				out.FirstCounterexample[m] = f
+			}
+		}
+	}
+	// Fewer results than shards leave one missing among the first
+	// len(parts)+1 indices.
+	for i := range min(first.Shard.Count, len(parts)+1) {
+		if !seen[i] {
+			return nil, fmt.Errorf("%w: shard %d/%d is missing", ErrBadShard, i, first.Shard.Count)
+		}
+	}
+	slices.SortFunc(out.Failures, func(a, b SwarmFailure) int { return cmp.Compare(a.Seed, b.Seed) })
+	for m, f := range out.FirstCounterexample {
+		if f != nil {
+			whole := *f
+			whole.SeedsRun = int(f.Seed-out.FirstSeed) + 1
+			out.FirstCounterexample[m] = &whole
+		}
+	}
+	return out, nil
+}
+
+// checkShardOf reports why r is not a shard of the swarm first is a shard
+// of: a whole swarm, another swarm, another count, or seeds that are not
+// its shard's (a result read from a file may say anything).
+func (r *SwarmResult) checkShardOf(first *SwarmResult) error {
+	switch {
+	case r.Shard == nil || first.Shard == nil:
+		return fmt.Errorf("%w: a whole swarm, not a shard", ErrBadShard)
+	case r.Shard.Count < 1 || r.Shard.validate() != nil:
+		return fmt.Errorf("%w: shard %d/%d: the index must be 0 to count-1 and the count at least 1", ErrBadShard, r.Shard.Index, r.Shard.Count)
+	case r.Shard.Count != first.Shard.Count:
+		return fmt.Errorf("%w: shard %d/%d, but result 1 is of %d shards", ErrBadShard, r.Shard.Index, r.Shard.Count, first.Shard.Count)
+	case r.Scenario != first.Scenario || r.Base != first.Base:
+		return fmt.Errorf("%w: a swarm of %s (base %s), but result 1 of %s (base %s): other scenarios or knob flags", ErrBadShard,
+			r.Scenario, r.Base, first.Scenario, first.Base)
+	case r.FirstSeed != first.FirstSeed || r.LastSeed != first.LastSeed:
+		return fmt.Errorf("%w: seeds %d-%d, but result 1 of seeds %d-%d", ErrBadShard, r.FirstSeed, r.LastSeed, first.FirstSeed, first.LastSeed)
+	case r.LastSeed < r.FirstSeed || r.LastSeed-r.FirstSeed >= math.MaxInt32:
+		return fmt.Errorf("%w: seeds %d-%d are no swarm's", ErrBadShard, r.FirstSeed, r.LastSeed)
+	case r.Seeds < 0 || r.Seeds > r.Shard.Len(int(r.LastSeed-r.FirstSeed)+1):
+		return fmt.Errorf("%w: shard %d/%d ran %d seeds, more than it has", ErrBadShard, r.Shard.Index, r.Shard.Count, r.Seeds)
+	}
+	for _, f := range r.Failures {
+		if !r.holds(f.Seed) {
+			return fmt.Errorf("%w: shard %d/%d reports a failure of seed %d, which is not its own", ErrBadShard, r.Shard.Index, r.Shard.Count, f.Seed)
+		}
+	}
+	for m, f := range r.FirstCounterexample {
+		if f != nil && !r.holds(f.Seed) {
+			return fmt.Errorf("%w: shard %d/%d reports a first %s counterexample at seed %d, which is not its own", ErrBadShard, r.Shard.Index, r.Shard.Count, m, f.Seed)
+		}
+	}
+	return nil
+}
+
+// holds reports whether seed is one of the seeds of r's shard.
+func (r *SwarmResult) holds(seed uint64) bool {
+	if seed < r.FirstSeed || seed > r.LastSeed {
+		return false
+	}
+	return (seed-r.FirstSeed)%uint64(r.Shard.Count) == uint64(r.Shard.Index)
 }
 
 // Parallel calls do(i) for every i from 0 to n-1, on at most jobs

@@ -1,11 +1,10 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
-	"time"
-
-	"github.com/leasefence/lab/leasefence"
 )
 
 // Checker judges one mode's history as it is told it, event by event. It
@@ -21,16 +20,32 @@ type Checker struct {
 
 	acquisitions, renewals, denials, expiries, releases int
 	minted, retries, lost, checksFailed, pushes         int
-	writesFailed                                        int
-	lostCounter                                         bool
-	libraryErrors                                       []string
-	unreadable                                          []string // what Add could not read, in order
+	writesFailed, faults                                int
+	// The library errors and the events Add could not read: the first
+	// MaxCounterexamples of each, and how many in all.
+	libraryErrors   []string
+	nLibraryErrors  int
+	firstUnreadable string
+	nUnreadable     int
+	rules           ruleState
+	writes          writeCounts
+	exclusion       *exclusion
+}
+
+// writeCounts are the writes at each resource as they were folded in:
+// admitted, refused, stale (landed after a write of a newer generation),
+// and landed under a reissued fence, with the first stale writes.
+type writeCounts struct {
+	per                                []ResourceReport // counters only: the names and floors are put in by Report
+	admitted, refused, stale, reissued int
+	cx                                 counterexamples
 }
 
 // NewChecker returns a Checker for the mode events of a history with
 // header h.
 func NewChecker(h *Header, mode Mode) *Checker {
-	return &Checker{h: h, mode: mode, read: NewReader(h), digest: newDigest(), lostCounter: h.LostCounter()}
+	return &Checker{h: h, mode: mode, read: NewReader(h), digest: newDigest(), rules: newRuleState(h), exclusion: newExclusion(h),
+		writes: writeCounts{per: make([]ResourceReport, len(h.Resources))}}
 }
 
 // Reader returns the Reader the checker folds the history with.
@@ -44,8 +59,17 @@ func (c *Checker) Add(e *Event) {
 	c.events++
 	c.digest.add(e)
 	if err := c.read.Add(e); err != nil {
-		c.unreadable = append(c.unreadable, err.Error())
+		if c.nUnreadable == 0 {
+			c.firstUnreadable = err.Error()
+		}
+		c.nUnreadable++
 		return
+	}
+	c.rule(e)
+	c.exclusion.add(e)
+	switch e.Kind {
+	case CommitAdmitted, WriteLanded, CommitRefused:
+		c.wrote(c.read.LastWrite())
 	}
 	switch e.Kind {
 	case Granted:
@@ -70,28 +94,87 @@ func (c *Checker) Add(e *Event) {
 		c.pushes++
 	case WriteFailed:
 		c.writesFailed++
-	case CoordinatorRestarted:
-		c.lostCounter = c.lostCounter || e.Outcome == OutcomeCounterLost
+	case FaultBegan:
+		if e.Outcome != OutcomeNotPlayed {
+			c.faults++
+		}
 	case LibraryError:
-		c.libraryErrors = append(c.libraryErrors, e.Detail)
+		if c.nLibraryErrors < MaxCounterexamples {
+			c.libraryErrors = append(c.libraryErrors, e.Detail)
+		}
+		c.nLibraryErrors++
+	}
+}
+
+// wrote counts write w, which the Reader has just judged.
+func (c *Checker) wrote(w *Write) {
+	n := &c.writes
+	p := &n.per[w.Resource]
+	if w.Refused {
+		p.CommitsRefused++
+		n.refused++
+		return
+	}
+	p.CommitsAdmitted++
+	n.admitted++
+	if w.Reissued {
+		p.ReissuedWritesLanded++
+		n.reissued++
+	}
+	if w.Stale {
+		p.StaleWritesLanded++
+		n.stale++
+		n.cx.add(Counterexample{Kind: StaleWrite, AtMS: ms(w.At), Resource: c.resourceName(w.Resource),
+			Holder: c.agentName(w.Agent), Fence: w.Fence, Other: c.agentName(w.FloorAgent), OtherFence: w.FloorFence,
+			Detail: staleDetail(w)})
 	}
 }
 
 // Check judges a whole history: each mode of the header, on its own
 // events.
 func Check(h Header, events []Event) *Result {
-	res := NewResult(&h)
-	checkers := make(map[Mode]*Checker, len(h.Modes))
-	for _, m := range h.Modes {
-		checkers[m] = NewChecker(&h, m)
-	}
+	c := NewCheckers(h)
 	for i := range events {
-		if c, ok := checkers[events[i].Mode]; ok {
-			c.Add(&events[i])
-		}
+		c.Add(&events[i])
 	}
+	return c.Result()
+}
+
+// Checkers judges a whole history as it is told it, event by event: a
+// Checker for each mode of the header, each on its own events (an event of
+// a mode the header does not list is ignored). It keeps no event, so a
+// history of any length is judged in memory in proportion to its agents,
+// resources and lease generations; as a Subscriber it can hear a run or a
+// Decoder's Replay.
+type Checkers struct {
+	h     *Header
+	modes map[Mode]*Checker
+}
+
+// NewCheckers returns the Checkers of a history with header h.
+func NewCheckers(h Header) *Checkers {
+	c := &Checkers{h: &h, modes: make(map[Mode]*Checker, len(h.Modes))}
 	for _, m := range h.Modes {
-		res.Add(checkers[m].Report())
+		c.modes[m] = NewChecker(c.h, m)
+	}
+	return c
+}
+
+// Add takes the next event of the history.
+func (c *Checkers) Add(e *Event) {
+	if m, ok := c.modes[e.Mode]; ok {
+		m.Add(e)
+	}
+}
+
+// Event implements Subscriber.
+func (c *Checkers) Event(e Event) { c.Add(&e) }
+
+// Result judges the history so far, each mode of the header.
+func (c *Checkers) Result() *Result {
+	res := NewResult(c.h)
+	for _, m := range c.h.Modes {
+		res.Add(c.modes[m].Report())
 	}
 	return res
 }
@@ -99,38 +182,45 @@ func Check(h Header, events []Event) *Result {
 // LibraryErrorViolation begins the violation of a LibraryError event.
 const LibraryErrorViolation = "the library returned an error: "
 
-// recWrites summarises one generation's writes.
-type recWrites struct {
-	firstLanded, lastLanded time.Duration
-	landed, refused         int
-}
-
-// Report judges the history so far.
+// Report judges the history so far. It leaves the checker as it was, so
+// it can be called at any point of the history, as often as needed.
 func (c *Checker) Report() *Report {
 	j := c.newJudgement()
-	byGen := j.writes()
-	j.overlaps(byGen)
+	j.writes()
+	j.overlaps()
 	j.containment()
-	j.fenceReuses()
-	if c.mode == Fenced {
-		j.refusals()
-	}
+	j.rules()
 	r := j.r
+	r.Vacuous = r.CommitsAdmitted+r.CommitsRefused+r.WritesFailed == 0
 	r.PerResource = j.per
-	r.Counterexamples = j.cx.list()
+	r.Counterexamples, r.MoreCounterexamples = j.cx.list()
 	j.forgeries()
-	if c.mode == Fenced {
+	if c.h.Fenced(c.mode) {
 		r.Violations = c.violations(r)
+	}
+	if r.UnexplainedLandings > 0 {
+		r.Violations = append(r.Violations, Plural(r.UnexplainedLandings, "write", "writes")+UnexplainedLandingViolation)
+	}
+	if r.UnexplainedReleases > 0 {
+		r.Violations = append(r.Violations, Plural(r.UnexplainedReleases, "release", "releases")+
+			" granted by the coordinator of a lease no longer live")
 	}
 	for _, d := range c.libraryErrors {
 		r.Violations = append(r.Violations, LibraryErrorViolation+d)
 	}
-	if n := len(c.unreadable); n > 0 {
+	if more := c.nLibraryErrors - len(c.libraryErrors); more > 0 {
+		r.Violations = append(r.Violations, fmt.Sprintf("%sand %d more", LibraryErrorViolation, more))
+	}
+	if n := c.nUnreadable; n > 0 {
 		r.Violations = append(r.Violations, fmt.Sprintf("%s%s (the first: %s)",
-			Plural(n, "event", "events"), UnreadableViolation, c.unreadable[0]))
+			Plural(n, "event", "events"), UnreadableViolation, c.firstUnreadable))
 	}
 	return r
 }
+
+// UnexplainedLandingViolation follows the count of the landings no lease
+// of the history explains in their violation.
+const UnexplainedLandingViolation = " landed under no lease the history granted the writer on that resource"
 
 // UnreadableViolation follows the count of the events the checker could
 // not read in their violation.
@@ -139,23 +229,22 @@ const UnreadableViolation = " the checker could not read"
 // judgement is one Report in the making: the Reader's view of the history,
 // and the counters and counterexamples each part of the verdict adds to.
 type judgement struct {
-	c    *Checker
-	h    *Header
-	rd   *Reader
-	gens []Generation
-	r    *Report
-	per  []ResourceReport
-	cx   counterexamples
+	c   *Checker
+	h   *Header
+	rd  *Reader
+	r   *Report
+	per []ResourceReport
+	cx  counterexamples
 }
 
 func (c *Checker) newJudgement() *judgement {
 	h := c.h
-	j := &judgement{c: c, h: h, rd: c.read, gens: c.read.gens, per: make([]ResourceReport, len(h.Resources))}
+	j := &judgement{c: c, h: h, rd: c.read, per: slices.Clone(c.writes.per)}
 	j.r = &Report{
-		Mode: c.mode, Digest: c.digest.String(), Events: c.events,
+		Mode: c.mode, Contender: h.Contender(c.mode), Digest: c.digest.String(), Events: c.events,
 		Acquisitions: c.acquisitions, Renewals: c.renewals, Denials: c.denials, Expiries: c.expiries,
 		Releases: c.releases, FencesMinted: c.minted, Retries: c.retries, MessagesLost: c.lost,
-		ChecksFailed: c.checksFailed, PushesApplied: c.pushes, WritesFailed: c.writesFailed,
+		ChecksFailed: c.checksFailed, PushesApplied: c.pushes, WritesFailed: c.writesFailed, FaultsPlayed: c.faults,
 	}
 	for i := range j.per {
 		j.per[i].Resource = h.Resources[i]
@@ -172,44 +261,13 @@ func (j *judgement) agent(i int32) string {
 
 func (j *judgement) resource(i int32) string { return j.h.Resources[i] }
 
-// writes counts the writes at each resource: admitted, refused, stale
-// (landed after a write of a newer generation), and landed under a
-// reissued fence; and returns each generation's writes, for the overlaps.
-func (j *judgement) writes() []recWrites {
-	r := j.r
-	byGen := make([]recWrites, len(j.gens))
-	for _, w := range j.rd.writes {
-		p := &j.per[w.Resource]
-		if w.Refused {
-			p.CommitsRefused++
-			r.CommitsRefused++
-			if w.Gen >= 0 {
-				byGen[w.Gen].refused++
-			}
-			continue
-		}
-		p.CommitsAdmitted++
-		r.CommitsAdmitted++
-		if w.Gen >= 0 {
-			rw := &byGen[w.Gen]
-			if rw.landed == 0 {
-				rw.firstLanded = w.At
-			}
-			rw.lastLanded = w.At
-			rw.landed++
-		}
-		if w.Reissued {
-			p.ReissuedWritesLanded++
-			r.ReissuedWritesLanded++
-		}
-		if w.Stale {
-			p.StaleWritesLanded++
-			r.StaleWritesLanded++
-			j.cx.add(Counterexample{Kind: StaleWrite, AtMS: ms(w.At), Resource: j.resource(w.Resource),
-				Holder: j.agent(w.Agent), Fence: w.Fence, Other: j.agent(w.FloorAgent), OtherFence: w.FloorFence,
-				Detail: staleDetail(&w)})
-		}
-	}
+// writes puts in the writes the checker counted as they came, and each
+// resource's floor.
+func (j *judgement) writes() {
+	n := &j.c.writes
+	j.r.CommitsAdmitted, j.r.CommitsRefused = n.admitted, n.refused
+	j.r.StaleWritesLanded, j.r.ReissuedWritesLanded = n.stale, n.reissued
+	j.cx.merge(&n.cx)
 	for i := range j.per {
 		f, by := j.rd.Floor(i)
 		j.per[i].FloorFence = f
@@ -217,7 +275,6 @@ func (j *judgement) writes() []recWrites {
 			j.per[i].FloorHolder = j.agent(by)
 		}
 	}
-	return byGen
 }
 
 func staleDetail(w *Write) string {
@@ -230,60 +287,70 @@ func staleDetail(w *Write) string {
 // overlaps counts pairs of holders acting as holder of one resource at one
 // true instant, from completing the acquire to the later of their believed
 // deadline and their last write.
-func (j *judgement) overlaps(byGen []recWrites) {
-	gens := j.gens
-	byRes := make([][]int32, len(j.h.Resources))
-	for i := range gens {
-		if gens[i].Believed() {
-			byRes[gens[i].Resource] = append(byRes[gens[i].Resource], int32(i))
+//
+// It needs 4 bytes a believed generation while it runs, and nothing after.
+func (j *judgement) overlaps() {
+	rd := j.rd
+	var ids []int32 // the believed generations, by resource, then by start, then in mint order
+	for i := range int32(rd.GenerationCount()) {
+		if rd.Generation(i).Believed() {
+			ids = append(ids, i)
 		}
 	}
-	for ri, ids := range byRes {
-		slices.SortStableFunc(ids, func(a, b int32) int { return int(gens[a].Start - gens[b].Start) })
-		for x, i := range ids {
-			li := &gens[i]
-			for _, k := range ids[x+1:] {
-				lk := &gens[k]
-				if lk.Start >= li.Acting() {
-					break
-				}
-				if lk.Agent != li.Agent {
-					j.overlap(int32(ri), i, k, byGen)
-				}
+	slices.SortStableFunc(ids, func(a, b int32) int {
+		ga, gb := rd.Generation(a), rd.Generation(b)
+		if ga.Resource != gb.Resource {
+			return int(ga.Resource - gb.Resource)
+		}
+		return cmp.Compare(ga.Start, gb.Start)
+	})
+	for x, i := range ids {
+		li := rd.Generation(i)
+		for _, k := range ids[x+1:] {
+			lk := rd.Generation(k)
+			if lk.Resource != li.Resource || lk.Start >= li.Acting() {
+				break
+			}
+			if lk.Agent != li.Agent {
+				j.overlap(li.Resource, i, k)
 			}
 		}
 	}
 }
 
 // overlap records that generations a and b of resource ri overlapped.
-func (j *judgement) overlap(ri, a, b int32, byGen []recWrites) {
+func (j *judgement) overlap(ri, a, b int32) {
 	older, newer := min(a, b), max(a, b) // mint order
-	lo, ln := &j.gens[older], &j.gens[newer]
-	wo, wn := byGen[older], byGen[newer]
+	lo, ln := j.rd.Generation(older), j.rd.Generation(newer)
 	j.r.Overlaps++
 	j.per[ri].Overlaps++
 	at := max(lo.Start, ln.Start)
 	switch {
-	case wo.landed > 0 && wn.landed > 0 && wo.lastLanded > wn.firstLanded:
+	case lo.landed && ln.landed && lo.lastLanded > ln.firstLanded:
 		j.r.SilentOverlaps++
 		j.per[ri].SilentOverlaps++
 		j.cx.add(Counterexample{Kind: SilentOverlap, AtMS: ms(at), Resource: j.resource(ri),
 			Holder: j.agent(lo.Agent), Fence: lo.Fence, Other: j.agent(ln.Agent), OtherFence: ln.Fence,
 			Detail: fmt.Sprintf("both believed they held it; %s@%d wrote at %s after %s@%d had written at %s",
-				j.agent(lo.Agent), lo.Fence, FormatDuration(wo.lastLanded), j.agent(ln.Agent), ln.Fence, FormatDuration(wn.firstLanded))})
-	case wo.refused > 0 || wn.refused > 0:
+				j.agent(lo.Agent), lo.Fence, FormatDuration(lo.lastLanded), j.agent(ln.Agent), ln.Fence, FormatDuration(ln.firstLanded))})
+	case lo.refused || ln.refused:
 		j.r.RefusedOverlaps++
+		detail := "both believed they held it; the gate refused the stale write and logged both"
+		if !lo.refused {
+			// Only the newer holder was refused: no stale write was.
+			detail = "both believed they held it; the gate refused the newer holder's write"
+		}
 		j.cx.add(Counterexample{Kind: RefusedWrite, AtMS: ms(at), Resource: j.resource(ri),
 			Holder: j.agent(lo.Agent), Fence: lo.Fence, Other: j.agent(ln.Agent), OtherFence: ln.Fence,
-			Detail: "both believed they held it; the gate refused the stale write and logged both"})
+			Detail: detail})
 	}
 }
 
 // containment counts holders believing their lease valid after the
 // coordinator had let it go.
 func (j *judgement) containment() {
-	for i := range j.gens {
-		g := &j.gens[i]
+	for i := range int32(j.rd.GenerationCount()) {
+		g := j.rd.Generation(i)
 		if !g.Believed() || g.BeliefEnd <= g.CoordEnd {
 			continue
 		}
@@ -295,83 +362,25 @@ func (j *judgement) containment() {
 	}
 }
 
-// fenceReuses counts fences that were not above every fence minted before
-// them, across restarts.
-func (j *judgement) fenceReuses() {
-	var top leasefence.Fence
-	for i := range j.gens {
-		g := &j.gens[i]
-		if g.Fence <= top {
-			j.r.FenceReuses++
-			j.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(g.Granted), Resource: j.resource(g.Resource),
-				Holder: j.agent(g.Agent), Fence: g.Fence, OtherFence: top,
-				Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, top, g.Incarnation+1)})
-			continue
-		}
-		top = g.Fence
+// rules puts in what the rules judged as the events came.
+func (j *judgement) rules() {
+	s := &j.c.rules
+	j.r.FenceReuses = s.fenceReuses
+	j.r.UnexcusedFenceReuses = s.unexcusedReuses
+	j.r.UnexplainedRefusals = s.unexplainedRefusals
+	j.r.UnexplainedLandings = s.unexplainedLandings
+	j.r.UnexplainedReleases = s.unexplainedReleases
+	j.r.RefusedWritesLanded = s.refusedLanded
+	j.r.AdmittedBelowPush = s.belowPush
+	j.cx.merge(&s.cx)
+	x := j.c.exclusion
+	j.r.MutualExclusionViolations = x.n
+	for _, e := range x.cx {
+		j.cx.add(e)
 	}
-}
-
-// refusals counts the gate's refusals that neither an overlap nor a fence
-// reused after a restart that lost the counter explains.
-func (j *judgement) refusals() {
-	gens := j.gens
-	byFloor := make(map[floorKey][]int32, len(gens))
-	for i := range gens {
-		g := &gens[i]
-		k := floorKey{g.Resource, g.Fence, g.Agent}
-		byFloor[k] = append(byFloor[k], int32(i))
+	if more := x.n - len(x.cx); more > 0 {
+		j.cx.addMore(MutualExclusionViolation, more)
 	}
-	nth := make([]int, len(j.h.Resources))
-	for k := range j.rd.writes {
-		w := &j.rd.writes[k]
-		if !w.Refused {
-			continue
-		}
-		nth[w.Resource]++
-		if explained(gens, byFloor, w) {
-			continue
-		}
-		j.r.UnexplainedRefusals++
-		j.cx.add(Counterexample{Kind: UnexplainedRefusal, AtMS: ms(w.At), Resource: j.resource(w.Resource),
-			Holder: j.agent(w.Agent), Fence: w.Fence, Other: j.agent(w.FloorAgent), OtherFence: w.FloorFence,
-			Detail: fmt.Sprintf("refusal #%d at %s has no overlap or fence reuse behind it", nth[w.Resource], j.resource(w.Resource))})
-	}
-}
-
-// floorKey finds the generations a gate's floor may name.
-type floorKey struct {
-	resource int32
-	fence    leasefence.Fence
-	agent    int32
-}
-
-// explained reports whether a refusal had a cause: the refused holder acted
-// on the resource while the floor's lease was live at the coordinator or its
-// holder acted on it (counted from when the coordinator minted it, since a
-// push can raise the floor before its holder hears of the grant), the floor
-// is the refused holder's own newer lease, or the refused fence was
-// reissued by a coordinator that restarted without its counter.
-func explained(gens []Generation, byFloor map[floorKey][]int32, w *Write) bool {
-	if w.Gen < 0 {
-		return false
-	}
-	refused := &gens[w.Gen]
-	for _, i := range byFloor[floorKey{w.Resource, w.FloorFence, w.FloorAgent}] {
-		f := &gens[i]
-		if f.Granted > w.At {
-			continue
-		}
-		switch {
-		case f.Agent == refused.Agent && f.Fence > refused.Fence:
-			return true
-		case f.Incarnation < refused.Incarnation:
-			return true // the refused fence was reissued after a restart that lost the counter
-		case refused.Start <= max(f.Acting(), f.CoordEnd):
-			return true // the floor's lease was live, or its holder acting, while the refused holder acted
-		}
-	}
-	return false
 }
 
 // forgeries counts what the forgers did, resource by resource, as the
@@ -395,11 +404,17 @@ func (c *Checker) violations(r *Report) []string {
 	if r.ContainmentBreaches > 0 && c.h.Clocks.WithinBudget {
 		v = append(v, Plural(r.ContainmentBreaches, "containment breach", "containment breaches")+" with drift inside the skew budget")
 	}
-	if r.FenceReuses > 0 && !c.lostCounter {
-		v = append(v, Plural(r.FenceReuses, "fence", "fences")+" reused with no restart that lost the counter")
+	if r.UnexcusedFenceReuses > 0 {
+		v = append(v, Plural(r.UnexcusedFenceReuses, "fence", "fences")+" reused with no restart that lost the counter between the two mints")
 	}
 	if r.UnexplainedRefusals > 0 {
-		v = append(v, Plural(r.UnexplainedRefusals, "refusal with no overlap behind it", "refusals with no overlap behind them"))
+		v = append(v, Plural(r.UnexplainedRefusals, "refusal", "refusals")+" whose floor the history does not bear out")
+	}
+	if r.RefusedWritesLanded > 0 {
+		v = append(v, Plural(r.RefusedWritesLanded, "write", "writes")+" reported refused landed")
+	}
+	if r.AdmittedBelowPush > 0 {
+		v = append(v, Plural(r.AdmittedBelowPush, "commit", "commits")+" admitted below a fence pushed to the gate")
 	}
 	if r.ForgeriesLanded > 0 {
 		v = append(v, Plural(r.ForgeriesLanded, "forged write", "forged writes")+" landed through the gate")
@@ -410,9 +425,11 @@ func (c *Checker) violations(r *Report) []string {
 	return v
 }
 
-// counterexamples keeps the first MaxCounterexamples of each kind.
+// counterexamples keeps the first MaxCounterexamples of each kind, and
+// counts the rest.
 type counterexamples struct {
 	byKind map[CounterexampleKind][]Counterexample
+	more   map[CounterexampleKind]int // past the first MaxCounterexamples
 	order  []CounterexampleKind
 }
 
@@ -425,13 +442,45 @@ func (c *counterexamples) add(x Counterexample) {
 	}
 	if len(c.byKind[x.Kind]) < MaxCounterexamples {
 		c.byKind[x.Kind] = append(c.byKind[x.Kind], x)
+		return
+	}
+	if c.more == nil {
+		c.more = make(map[CounterexampleKind]int)
+	}
+	c.more[x.Kind]++
+}
+
+// merge adds every counterexample from, kept or counted, after c's oln.
+func (c *counterexamples) merge(from *counterexamples) {
+	for _, k := range from.order {
+		for _, x := range from.byKind[k] {
+			c.add(x)
+		}
+		c.addMore(k, from.more[k])
 	}
 }
 
-func (c *counterexamples) list() []Counterexample {
+// addMore counts n more counterexamples of kind k, none of them kept.
+func (c *counterexamples) addMore(k CounterexampleKind, n int) {
+	if n <= 0 {
+		return
+	}
+	if c.more == nil {
+		c.more = make(map[CounterexampleKind]int)
+	}
+	c.more[k] += n
+}
+
+// list returns the counterexamples kept, kind by kind in the order each
+// kind was first seen, and how many of each kind were left out (nil for
+// none).
+func (c *counterexamples) list() ([]Counterexample, map[CounterexampleKind]int) {
 	out := []Counterexample{}
 	for _, k := range c.order {
 		out = append(out, c.byKind[k]...)
 	}
-	return out
+	if len(c.more) == 0 {
+		return out, nil
+	}
+	return out, maps.Clone(c.more)
 }

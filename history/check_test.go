@@ -2,11 +2,13 @@ package history
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/leasefence/lab/leasefence"
 )
@@ -16,6 +18,8 @@ import (
 func TestCheckerOnHandMadeHistories(t *testing.T) {
 	type want struct {
 		stale, reissued, overlaps, silent, refusedOverlaps, breaches, reuses, unexplained int
+		landings, refusedLanded, belowPush, releases                                      int
+		vacuous                                                                           bool
 		violation                                                                         string // a substring of one violation; "" for none
 		cx                                                                                CounterexampleKind
 		cxAt                                                                              float64
@@ -27,13 +31,46 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		{"stale_write", want{stale: 1, overlaps: 1, silent: 1, violation: "1 stale write landed", cx: StaleWrite, cxAt: 1400}},
 		{"refused_overlap", want{overlaps: 1, refusedOverlaps: 1, cx: RefusedWrite, cxAt: 1000}},
 		{"naive_stale_write", want{stale: 1, overlaps: 1, silent: 1, cx: StaleWrite, cxAt: 1400}},
-		{"containment_breach", want{breaches: 1, violation: "1 containment breach with", cx: ContainmentBreach, cxAt: 1040}},
-		{"containment_beyond_budget", want{breaches: 1, cx: ContainmentBreach, cxAt: 1040}},
-		{"fence_reuse", want{reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
-		{"fence_reuse_after_persisted_restart", want{reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
-		{"fence_reuse_after_lost_restart", want{reuses: 1, cx: FenceReuse, cxAt: 200}},
-		{"unexplained_refusal", want{unexplained: 1, violation: "1 refusal with no overlap behind it", cx: UnexplainedRefusal, cxAt: 550}},
-		{"library_error", want{violation: "the library returned an error: CompleteAcquire"}},
+		{"containment_breach", want{vacuous: true, breaches: 1, violation: "1 containment breach with", cx: ContainmentBreach, cxAt: 1040}},
+		{"containment_beyond_budget", want{vacuous: true, breaches: 1, cx: ContainmentBreach, cxAt: 1040}},
+		{"fence_reuse", want{vacuous: true, reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
+		{"fence_reuse_after_persisted_restart", want{vacuous: true, reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
+		{"fence_reuse_after_lost_restart", want{vacuous: true, reuses: 1, cx: FenceReuse, cxAt: 200}},
+		{"unexplained_refusal", want{unexplained: 1, violation: "1 refusal whose floor the history does not bear out", cx: UnexplainedRefusal, cxAt: 550}},
+		// Fence 2 refused below agent-1@1, then agent-1's fence 1 admitted
+		// while agent-2 holds the lease: a floor below the refused fence
+		// explains nothing, overlap or not.
+		{"refusal_below_refused_fence", want{unexplained: 1, overlaps: 1, refusedOverlaps: 1,
+			violation: "1 refusal whose floor the history does not bear out", cx: RefusedWrite, cxAt: 500}},
+		// The floor a refusal names is a lease the coordinator granted, but
+		// no commit under it was admitted and no push brought it.
+		{"refusal_floor_never_raised", want{unexplained: 1,
+			violation: "1 refusal whose floor the history does not bear out", cx: UnexplainedRefusal, cxAt: 650}},
+		// The header plans a restart that loses the counter, but none
+		// happened: the reuse is not excused.
+		{"fence_reuse_no_restart_event", want{vacuous: true, reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
+		// Fence 3 was minted after fence 5, before the restart that lost
+		// the counter; fence 1 after it is excused, fence 3 is not.
+		{"fence_reuse_before_restart", want{vacuous: true, reuses: 2, violation: "1 fence reused", cx: FenceReuse, cxAt: 120}},
+		// The record has agent-2's write w2 landed; the runner reported it
+		// refused (by a token conflict the history bears out).
+		{"refused_write_landed", want{reissued: 1, reuses: 1, refusedLanded: 1, violation: "1 write reported refused landed",
+			cx: FenceReuse, cxAt: 200}},
+		// The push of fence 2 reached the gate; fence 1 is admitted after.
+		{"admitted_below_push", want{belowPush: 1, violation: "1 commit admitted below a fence pushed to the gate",
+			cx: AdmittedBelowPush, cxAt: 600}},
+		// agent-2 writes at res-2, which it never held, under fence 1 and
+		// under fence 9, which was never minted.
+		{"unexplained_landing", want{landings: 2, violation: "2 writes landed under no lease the history granted",
+			cx: UnexplainedLanding, cxAt: 200}},
+		// The coordinator says it released agent-1's fence 1, which had
+		// expired: it released something else (agent-1's fence 2, keyed
+		// by the holder's name).
+		{"release_of_lapsed_lease", want{releases: 1, violation: "1 release granted by the coordinator of a lease no longer live",
+			cx: UnexplainedRelease, cxAt: 1150}},
+		// A lease taken, and no write made: nothing was put to the test.
+		{"vacuous", want{vacuous: true}},
+		{"library_error", want{vacuous: true, violation: "the library returned an error: CompleteAcquire"}},
 		// A coordinator that lost its counter reissues fence 1 after fence
 		// 5 was released: the sole holder's writes land under the
 		// resource's current generation, a lower fence but not stale (by
@@ -57,7 +94,7 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 			r := res.Modes[h.Modes[0]]
 			w := tc.want
 			got := want{r.StaleWritesLanded, r.ReissuedWritesLanded, r.Overlaps, r.SilentOverlaps, r.RefusedOverlaps, r.ContainmentBreaches,
-				r.FenceReuses, r.UnexplainedRefusals, "", "", 0}
+				r.FenceReuses, r.UnexplainedRefusals, r.UnexplainedLandings, r.RefusedWritesLanded, r.AdmittedBelowPush, r.UnexplainedReleases, r.Vacuous, "", "", 0}
 			w2 := w
 			w2.violation, w2.cx, w2.cxAt = "", "", 0
 			if got != w2 {
@@ -81,6 +118,20 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 				t.Errorf("counterexamples %+v, want none", r.Counterexamples)
 			}
 		})
+	}
+}
+
+// A refusal of the newer holder's write is not "the gate refused the
+// stale write": the counterexample says whose write it refused.
+func TestRefusedOverlapSaysWhoseWrite(t *testing.T) {
+	h, events, err := ReadFile("testdata/refusal_below_refused_fence.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cx := range Check(h, events).Modes[Fenced].Counterexamples {
+		if cx.Kind == RefusedWrite && cx.Detail != "both believed they held it; the gate refused the newer holder's write" {
+			t.Errorf("counterexample %+v", cx)
+		}
 	}
 }
 
@@ -120,6 +171,53 @@ func TestCounterexamplesAreCapped(t *testing.T) {
 	if kinds[ContainmentBreach] != MaxCounterexamples || kinds[FenceReuse] != MaxCounterexamples {
 		t.Fatalf("counterexamples by kind %v, want %d of each", kinds, MaxCounterexamples)
 	}
+	// Each grant comes while the one before still runs: a mutual
+	// exclusion violation too.
+	want := map[CounterexampleKind]int{ContainmentBreach: 20 - MaxCounterexamples, FenceReuse: 19 - MaxCounterexamples,
+		MutualExclusionViolation: 19 - MaxCounterexamples}
+	if !maps.Equal(r.MoreCounterexamples, want) {
+		t.Fatalf("more counterexamples %v, want %v", r.MoreCounterexamples, want)
+	}
+}
+
+// The counterexamples a report keeps are the first of each kind, and the
+// ones it leaves out are counted, whichever part of the checker found
+// them: the writes as they come, the rules, the overlaps at the end.
+func TestMoreCounterexamplesCountEveryKind(t *testing.T) {
+	h := testHeader()
+	h.Modes = []Mode{Naive}
+	var events []Event
+	const n = 3 * MaxCounterexamples
+	for i := range n {
+		at := time.Duration(i) * 10 * time.Millisecond
+		old, cur := leasefence.Fence(2*i+1), leasefence.Fence(2*i+2)
+		events = append(events,
+			Event{At: at, Mode: Naive, Kind: Granted, Agent: 0, Resource: 0, Fence: old, Other: -1, Deadline: at + 5*time.Millisecond},
+			Event{At: at, Mode: Naive, Kind: Acquired, Agent: 0, Resource: 0, Fence: old, Other: -1, Deadline: at + 9*time.Millisecond},
+			Event{At: at + time.Millisecond, Mode: Naive, Kind: Granted, Agent: 1, Resource: 0, Fence: cur, Other: -1, Deadline: at + 9*time.Millisecond},
+			Event{At: at + time.Millisecond, Mode: Naive, Kind: Acquired, Agent: 1, Resource: 0, Fence: cur, Other: -1, Deadline: at + 9*time.Millisecond},
+			Event{At: at + 2*time.Millisecond, Mode: Naive, Kind: WriteLanded, Agent: 1, Resource: 0, Fence: cur, Other: -1},
+			Event{At: at + 3*time.Millisecond, Mode: Naive, Kind: WriteLanded, Agent: 0, Resource: 0, Fence: old, Other: -1},
+		)
+	}
+	r := Check(h, events).Modes[Naive]
+	if r.StaleWritesLanded != n || r.SilentOverlaps != n || r.ContainmentBreaches != n {
+		t.Fatalf("stale %d silent %d breaches %d, want %d of each", r.StaleWritesLanded, r.SilentOverlaps, r.ContainmentBreaches, n)
+	}
+	// The newer grant comes while the older lease runs: a mutual
+	// exclusion violation too.
+	want := map[CounterexampleKind]int{StaleWrite: n - MaxCounterexamples, SilentOverlap: n - MaxCounterexamples,
+		ContainmentBreach: n - MaxCounterexamples, MutualExclusionViolation: n - MaxCounterexamples}
+	if !maps.Equal(r.MoreCounterexamples, want) || len(r.Counterexamples) != 4*MaxCounterexamples {
+		t.Fatalf("%d counterexamples kept, more %v; want %d and %v", len(r.Counterexamples), r.MoreCounterexamples, 4*MaxCounterexamples, want)
+	}
+	if first := r.Counterexamples[0]; first.Kind != StaleWrite || first.AtMS != 3 {
+		t.Fatalf("the first counterexample %+v, want the first stale write", first)
+	}
+	again := Check(h, events[:len(events)/2]).Modes[Naive]
+	if again.MoreCounterexamples[StaleWrite] != n/2-MaxCounterexamples {
+		t.Fatalf("half the history: more %v", again.MoreCounterexamples)
+	}
 }
 
 // The Reader folds beliefs: an abandoned lease stops being believed when
@@ -138,19 +236,18 @@ func TestReaderFoldsBeliefs(t *testing.T) {
 	} {
 		rd.Add(&e)
 	}
-	gens := rd.Generations()
-	if len(gens) != 1 {
-		t.Fatalf("%d generations", len(gens))
+	if n := rd.GenerationCount(); n != 1 {
+		t.Fatalf("%d generations", n)
 	}
-	g := gens[0]
+	g := *rd.Generation(0)
 	if g.Start != 5 || g.BeliefEnd != 400 || g.ActEnd != 400 || g.CoordEnd != 500 || !g.Released || !g.Lapsed() {
 		t.Fatalf("generation %+v", g)
 	}
 	if rd.Holding(1) != -1 || rd.Latest(0) != 0 || rd.Find(0, 0, 7) != 0 || rd.Find(1, 0, 7) != -1 {
 		t.Fatalf("holding %d latest %d", rd.Holding(1), rd.Latest(0))
 	}
-	if ws := rd.Writes(); len(ws) != 1 || ws[0].Gen != 0 || ws[0].Stale {
-		t.Fatalf("writes %+v", ws)
+	if w := rd.LastWrite(); rd.WriteCount() != 1 || w.Gen != 0 || w.Stale || !g.landed || g.firstLanded != 300 || g.lastLanded != 300 {
+		t.Fatalf("%d writes, the last %+v; generation %+v", rd.WriteCount(), w, g)
 	}
 }
 
@@ -195,8 +292,8 @@ func TestReaderRefusesEventsWithoutTheirParties(t *testing.T) {
 	if err := rd.Add(&events[3]); !errors.Is(err, ErrBadHistory) || !strings.Contains(err.Error(), "commit_admitted event names no agent") {
 		t.Errorf("a landed write of no agent: got %v", err)
 	}
-	if rd.Refused() != 1 || len(rd.Writes()) != 1 {
-		t.Errorf("refused %d, kept %d writes; want 1 and 1", rd.Refused(), len(rd.Writes()))
+	if rd.Refused() != 1 || rd.WriteCount() != 1 {
+		t.Errorf("refused %d, folded %d writes; want 1 and 1", rd.Refused(), rd.WriteCount())
 	}
 	res := Check(h, events)
 	for _, m := range h.Modes {
@@ -207,5 +304,38 @@ func TestReaderRefusesEventsWithoutTheirParties(t *testing.T) {
 	}
 	if !res.Failed() {
 		t.Error("a history with an unreadable event passed")
+	}
+}
+
+// A history keeps one Generation per lease generation and nothing per
+// event, so the record's size is what a long history costs: keep it small.
+func TestGenerationRecordIsCompact(t *testing.T) {
+	if n := unsafe.Sizeof(Generation{}); n > 80 {
+		t.Fatalf("a Generation takes %d bytes, want at most 80", n)
+	}
+}
+
+// The checker counts the faults a run played, whatever their kind, and
+// not one it could not play; a fault judges nothing by itself.
+func TestCheckCountsFaultsPlayed(t *testing.T) {
+	h := Header{Format: FormatVersion, Scenario: "hand", Modes: []Mode{Fenced}, TTL: time.Second,
+		Agents: []string{"agent-1"}, Resources: []string{"res-1"}}
+	partition := NewFault("partition", 0, "", time.Second)
+	events := []Event{
+		partition,
+		NewFault("restart", -1, TargetCoordinator, 0),
+		{Kind: FaultBegan, Fault: "pause_leader", Agent: -1, Resource: -1, Other: -1, Target: "etcd member 1", Dur: time.Second,
+			Outcome: OutcomeNotPlayed, Detail: "no leader"},
+		partition.Ended(),
+		{Kind: Granted, Agent: 0, Resource: 0, Fence: 1, Other: -1},
+		{Kind: Acquired, Agent: 0, Resource: 0, Fence: 1, Other: -1, Deadline: time.Second},
+		{Kind: CommitAdmitted, Agent: 0, Resource: 0, Fence: 1, Other: -1},
+	}
+	for i := range events {
+		events[i].Mode, events[i].At = Fenced, time.Duration(i)*time.Millisecond
+	}
+	res := Check(h, events)
+	if rep := res.Modes[Fenced]; rep.FaultsPlayed != 2 || res.Failed() || len(rep.Violations) != 0 {
+		t.Errorf("faults played %d, failed %v, violations %v: want 2, a clean run", rep.FaultsPlayed, res.Failed(), rep.Violations)
 	}
 }

@@ -113,6 +113,8 @@ func (e *Encoder) Encode(ev *Event) error {
 	b = appendField(b, "request_id", ev.RequestID)
 	b = appendField(b, "reason", string(ev.Reason))
 	b = appendField(b, "outcome", string(ev.Outcome))
+	b = appendField(b, "fault", ev.Fault)
+	b = appendField(b, "target", ev.Target)
 	b = appendField(b, "detail", ev.Detail)
 	if ev.Dur != 0 {
 		b = append(b, `,"dur_ns":`...)
@@ -195,6 +197,8 @@ type wireEvent struct {
 	Dur          int64             `json:"dur_ns"`
 	Deadline     int64             `json:"deadline_ns"`
 	Intervention *Intervention     `json:"intervention"`
+	Fault        string            `json:"fault"`
+	Target       string            `json:"target"`
 	Detail       string            `json:"detail"`
 }
 
@@ -323,7 +327,8 @@ func (d *Decoder) event(w *wireEvent) (Event, error) {
 		Seq: ms.seq + 1, At: at, Mode: w.Mode, Kind: kind, Agent: agent, Resource: res, Fence: w.Fence,
 		Incarnation: w.Incarnation, Other: other, OtherFence: w.OtherFence, Request: w.Request,
 		RequestID: w.RequestID, Reason: w.Reason, Outcome: w.Outcome, Dur: time.Duration(w.Dur),
-		Deadline: time.Duration(w.Deadline), Intervention: w.Intervention, Detail: w.Detail,
+		Deadline: time.Duration(w.Deadline), Intervention: w.Intervention, Fault: w.Fault, Target: w.Target,
+		Detail: w.Detail,
 	}
 	if err := d.header.CheckEvent(&e); err != nil {
 		return Event{}, err
@@ -392,6 +397,29 @@ func jsonProblem(err error, line []byte, last bool) error {
 	return fmt.Errorf("%w: not a JSON object: %v", ErrBadHistory, err)
 }
 
+// Replay hands every event left in the history to each of subs in turn,
+// in the file's order, and keeps none: a history of any length replays in
+// the memory of one event. It returns how many events it handed on, the
+// at_ns of the last of them (0 for none), and what stopped it: nil at the
+// end of the file, or the *LineError of the first line it could not read
+// (the events before it were handed on).
+func (d *Decoder) Replay(subs ...Subscriber) (n int, last time.Duration, err error) {
+	for {
+		e, err := d.Next()
+		if err == io.EOF {
+			return n, last, nil
+		}
+		if err != nil {
+			return n, last, err
+		}
+		for _, s := range subs {
+			s.Event(e)
+		}
+		n++
+		last = e.At
+	}
+}
+
 // Decode reads a whole history. On error it returns the header and every
 // event read before the bad line, with a *LineError.
 func Decode(r io.Reader, path string) (Header, []Event, error) {
@@ -401,16 +429,8 @@ func Decode(r io.Reader, path string) (Header, []Event, error) {
 		return h, nil, err
 	}
 	var events []Event
-	for {
-		e, err := d.Next()
-		if err == io.EOF {
-			return h, events, nil
-		}
-		if err != nil {
-			return h, events, err
-		}
-		events = append(events, e)
-	}
+	_, _, err = d.Replay(SubscriberFunc(func(e Event) { events = append(events, e) }))
+	return h, events, err
 }
 
 // ReadFile reads the history file at path, as Decode.

@@ -41,7 +41,11 @@ func everyKind() []Event {
 		case CoordinatorRestarted:
 			e.Agent, e.Resource, e.Outcome = -1, -1, OutcomeCounterLost
 		case Intervened:
-			e.Intervention = &Intervention{At: e.At, Kind: StallAgent, Agent: "agent-1", Duration: time.Second, Value: 0.5, Persist: true, Member: 2, Leader: true}
+			e.Intervention = &Intervention{At: e.At, Kind: StallAgent, Agent: "agent-1", Duration: time.Second, Value: 0.5, Persist: true}
+		case FaultBegan:
+			e.Agent, e.Resource, e.Fault, e.Target, e.Dur, e.Detail = -1, -1, "partition_member", "etcd member 2 (the leader)", time.Second, "traffic delayed 200ms"
+		case FaultEnded:
+			e.Resource, e.Fault = -1, "partition"
 		}
 		events = append(events, e)
 	}
@@ -153,6 +157,8 @@ func TestBadLines(t *testing.T) {
 		{"grant names no agent", `{"at_ns":2,"mode":"fenced","kind":"granted","resource":"res-1","fence":1}` + "\n", 2, 0, "granted event names no agent"},
 		{"acquire names no resource", `{"at_ns":2,"mode":"fenced","kind":"acquired","agent":"agent-1","fence":1}` + "\n", 2, 0, "acquired event names no resource"},
 		{"refusal names an unknown floor holder", `{"at_ns":2,"mode":"fenced","kind":"commit_refused","agent":"agent-1","resource":"res-1","fence":1,"other":"agent-7"}` + "\n", 2, 0, `agent "agent-7" is not in the header`},
+		{"fault names no kind", good + `{"at_ns":2,"mode":"fenced","kind":"fault_began","agent":"agent-1","dur_ns":5}` + "\n", 3, 1, "fault_began event names no fault kind"},
+		{"fault names no one", `{"at_ns":2,"mode":"fenced","kind":"fault_ended","fault":"pause_leader"}` + "\n", 2, 0, "neither an agent nor a target"},
 		{"blank lines counted", "\n\n" + `{"at_ns":2}` + "\n", 4, 0, "no kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,15 +186,20 @@ func TestBadHeader(t *testing.T) {
 		{"event first", `{"at_ns":1,"mode":"fenced","kind":"acquired"}` + "\n", `kind "run"`},
 		{"not JSON", "# history\n", "not a JSON object"},
 		{"old format", `{"kind":"run","format":0,"scenario":"x","modes":["fenced"],"ttl_ns":1,"resources":["r"]}` + "\n", "format 0"},
-		{"no ttl", `{"kind":"run","format":1,"scenario":"x","modes":["fenced"],"resources":["r"]}` + "\n", "ttl_ns"},
-		{"bad mode", `{"kind":"run","format":1,"scenario":"x","modes":["safe"],"ttl_ns":1,"resources":["r"]}` + "\n", `mode "safe"`},
-		{"twice", `{"kind":"run","format":1,"scenario":"x","modes":["fenced"],"ttl_ns":1,"resources":["r","r"]}` + "\n", `"r" twice`},
+		{"format 1", `{"kind":"run","format":1,"scenario":"x","modes":["fenced"],"ttl_ns":1,"resources":["r"]}` + "\n",
+			"format 1, written by a lab before the fault events"},
+		{"no ttl", `{"kind":"run","format":2,"scenario":"x","modes":["fenced"],"resources":["r"]}` + "\n", "ttl_ns"},
+		{"bad mode", `{"kind":"run","format":2,"scenario":"x","modes":["safe"],"ttl_ns":1,"resources":["r"]}` + "\n", `mode "safe"`},
+		{"twice", `{"kind":"run","format":2,"scenario":"x","modes":["fenced"],"ttl_ns":1,"resources":["r","r"]}` + "\n", `"r" twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := Decode(strings.NewReader(tc.data), "h.jsonl")
 			var le *LineError
 			if !errors.As(err, &le) || le.Line != 1 || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want h.jsonl:1: ...%s...", err, tc.want)
+			}
+			if old := errors.Is(err, ErrOldFormat); old != (tc.name == "format 1") || !errors.Is(err, ErrBadHistory) {
+				t.Errorf("%v: errors.Is ErrOldFormat %v, ErrBadHistory %v", err, old, errors.Is(err, ErrBadHistory))
 			}
 		})
 	}

@@ -68,12 +68,10 @@ func (d *digest) add(e *Event) {
 		if iv.Persist {
 			d.u64(1)
 		}
-		if iv.Member != 0 {
-			d.u64(uint64(iv.Member))
-		}
-		if iv.Leader {
-			d.u64(2)
-		}
+	}
+	if e.Fault != "" || e.Target != "" {
+		d.str(e.Fault)
+		d.str(e.Target)
 	}
 }
 

@@ -15,7 +15,7 @@
 //
 // A history is JSON Lines. Line 1 is the header:
 //
-//	{"kind":"run","format":1,"scenario":"gap","seed":1,"backend":"sim",
+//	{"kind":"run","format":2,"scenario":"gap","seed":1,"backend":"sim",
 //	 "modes":["naive","fenced"],"duration_ns":3000000000,
 //	 "agents":["agent-1","agent-2"],"resources":["res-1"],
 //	 "ttl_ns":1000000000,"clock_skew_ns":0,
@@ -38,15 +38,17 @@
 // (the coordinator's: "held", "expired", ...), outcome (the history's own:
 // no_reply, denied, check_failed, commit_refused, write_failed, renew_refused,
 // done, released, refusal_not_logged, below_floor, counter_persisted,
-// counter_lost), dur_ns, deadline_ns,
-// intervention and detail. A lease generation is named by (incarnation, resource,
+// counter_lost, not_played), dur_ns, deadline_ns,
+// intervention, fault, target and detail. A lease generation is named by (incarnation, resource,
 // fence). Readers ignore fields they do not know, so the format can grow;
 // an unknown kind is an error, and so is an event that names no agent or no
 // resource where its kind names one (every kind names an agent but
-// coordinator_restarted, intervened, library_error and the forgery kinds,
-// which name a resource; every kind that names an agent names a resource too, but partition_began,
-// partition_ended, check_passed, check_failed, stall_began, stall_ended and
-// write_skipped), or one the header does not list.
+// coordinator_restarted, fault_began, fault_ended, intervened, library_error
+// and the forgery kinds, which name a resource; every kind that names an
+// agent names a resource too, but the fault kinds, check_passed,
+// check_failed, stall_began, stall_ended and write_skipped), or one the
+// header does not list. A fault event names its kind, and an agent or a
+// target.
 //
 // The checker judges a landed write by lease generation, not by fence
 // number: a write is stale when a write of a newer generation of its
@@ -55,6 +57,20 @@
 // holder of a reissued, lower fence writes under the resource's newest
 // generation: not stale, but counted apart as landing under a reissued
 // fence.
+//
+// The checker believes no claim one event makes that the others do not
+// bear out. A refusal names a floor: it is explained only by a floor above
+// the refused fence (or equal to it under another holder: a token
+// conflict) that an admitted commit or an applied push had raised at that
+// resource before. A fence minted no higher than one before it is excused
+// only by a coordinator_restarted event that lost the counter between the
+// two mints (the header's planned restarts excuse nothing). Every landing
+// must be under a generation the history granted its writer on that
+// resource. A write whose request_id was reported refused must not land.
+// A commit admitted below a fence the push had brought the gate is a
+// violation, and so is a release the coordinator granted of a lease it had
+// already let go. A mode that made no write at all is vacuous: nothing in it
+// was put to the test.
 //
 // The kinds:
 //
@@ -78,15 +94,18 @@
 //	write_skipped          a scripted write was not attempted: no lease, or no passing check
 //	stall_began            the agent stalls for dur_ns
 //	stall_ended            the stall is over
-//	commit_admitted        fenced: the gate admitted the write under fence and it landed
+//	commit_admitted        fenced: the gate admitted the write under fence and it landed (request_id: the write's id, where the runner has one)
 //	commit_refused         fenced: the gate refused it; other, other_fence: the floor (outcome refusal_not_logged: it could not log the refusal)
 //	write_landed           naive: the write landed, with no gate
 //	lease_abandoned        the agent stopped believing it holds the generation: outcome says why
-//	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after (outcome below_floor if it was already higher)
+//	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after (outcome below_floor if it was already higher); dur_ns: how long after at_ns it was known applied
 //	push_dropped           the push was lost
 //	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
-//	partition_began        the agent is cut off from the coordinator
-//	partition_ended        the partition healed
+//	fault_began            the run played a fault: fault (its kind: partition, restart, crash, partition_member,
+//	                       pause_member, pause_leader) on agent, or on target ("coordinator", "etcd member 2");
+//	                       dur_ns: how long it is to last (0: an instant, no fault_ended follows); detail: how;
+//	                       outcome not_played: it could not be played (detail: why)
+//	fault_ended            the fault of that kind on that agent or target is over
 //	intervened             a live intervention was applied: intervention
 //	library_error          the library returned an error it never should: detail; the run ends
 //	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused

@@ -104,10 +104,17 @@ const (
 	// starts, resuming after Fence; Outcome says whether it kept its
 	// fence counter. Every lease of the old incarnation is forgotten.
 	CoordinatorRestarted
-	// PartitionBegan: the agent is cut off from the coordinator.
-	PartitionBegan
-	// PartitionEnded: the agent's partition healed.
-	PartitionEnded
+	// FaultBegan: the run played a fault (Fault: its kind, one of
+	// spec.Faults) on Agent, or on Target where it befalls no agent (the
+	// coordinator, an etcd member). Dur is how long it is to last: a
+	// FaultEnded of the same kind and target follows at its end, unless
+	// the run ends first. An instant (Dur 0: a coordinator restart) has
+	// no FaultEnded. Detail says how, where the kind has variants (a
+	// delay instead of a cut), or, with Outcome OutcomeNotPlayed, why the
+	// run could not play it (then no FaultEnded follows either).
+	FaultBegan
+	// FaultEnded: the fault of kind Fault on Agent or Target is over.
+	FaultEnded
 	// Intervened: a live intervention (Intervention) was applied.
 	Intervened
 	// LibraryError: the library under test returned an error it never
@@ -139,7 +146,7 @@ var kindNames = [numKinds]string{
 	StallEnded: "stall_ended", CommitAdmitted: "commit_admitted", CommitRefused: "commit_refused",
 	WriteLanded: "write_landed", LeaseAbandoned: "lease_abandoned", AdmitPushed: "admit_pushed",
 	PushDropped: "push_dropped", CoordinatorRestarted: "coordinator_restarted",
-	PartitionBegan: "partition_began", PartitionEnded: "partition_ended", Intervened: "intervened", LibraryError: "library_error",
+	FaultBegan: "fault_began", FaultEnded: "fault_ended", Intervened: "intervened", LibraryError: "library_error",
 	ForgeryRefused: "forgery_refused", ForgeryLanded: "forgery_landed", WriteFailed: "write_failed",
 }
 
@@ -170,23 +177,23 @@ func ParseKind(name string) (Kind, bool) {
 }
 
 // NamesAgent reports whether every event of kind k names the agent it
-// concerns. Only a coordinator restart, a live intervention, a library
-// error and a forger's write may name none.
+// concerns. Only a coordinator restart, a fault, a live intervention, a
+// library error and a forger's write may name none.
 func (k Kind) NamesAgent() bool {
 	switch k {
-	case CoordinatorRestarted, Intervened, LibraryError, ForgeryRefused, ForgeryLanded:
+	case CoordinatorRestarted, FaultBegan, FaultEnded, Intervened, LibraryError, ForgeryRefused, ForgeryLanded:
 		return false
 	}
 	return k > 0 && k < numKinds
 }
 
 // NamesResource reports whether every event of kind k names the resource
-// it concerns. Besides the kinds that need no agent, a partition concerns
-// an agent only, and a check, a stall or a skipped write may befall an
-// agent that holds nothing (a scripted one).
+// it concerns. Besides the kinds that need no agent (a fault among them:
+// a partition or a crash concerns an agent only), a check, a stall or a
+// skipped write may befall an agent that holds nothing (a scripted one).
 func (k Kind) NamesResource() bool {
 	switch k {
-	case PartitionBegan, PartitionEnded, CheckPassed, CheckFailed, StallBegan, StallEnded, WriteSkipped:
+	case CheckPassed, CheckFailed, StallBegan, StallEnded, WriteSkipped:
 		return false
 	case ForgeryRefused, ForgeryLanded:
 		return true
@@ -245,7 +252,44 @@ const (
 	// OutcomeCounterLost: a restarted coordinator started its fences from
 	// zero again.
 	OutcomeCounterLost Outcome = "counter_lost"
+	// OutcomeNotPlayed: the run could not play a fault (Detail says why).
+	OutcomeNotPlayed Outcome = "not_played"
 )
+
+// IsFault reports whether k is one of the fault pair, FaultBegan or
+// FaultEnded: the one place a consumer of events handles faults.
+func (k Kind) IsFault() bool { return k == FaultBegan || k == FaultEnded }
+
+// Instant reports whether e, a FaultBegan, is a fault of an instant (or
+// one not played): no FaultEnded follows it.
+func (e *Event) Instant() bool {
+	return e.Kind == FaultBegan && (e.Dur == 0 || e.Outcome == OutcomeNotPlayed)
+}
+
+// TargetCoordinator is the Target of a fault of the coordinator (a
+// restart).
+const TargetCoordinator = "coordinator"
+
+// NewFault is the FaultBegan of a fault of kind (as spec.Faults spells it)
+// on agent (-1 for none) or else target, to last dur (0: an instant).
+func NewFault(kind string, agent int, target string, dur time.Duration) Event {
+	if agent >= 0 {
+		target = ""
+	}
+	return Event{Kind: FaultBegan, Fault: kind, Agent: agent, Resource: -1, Other: -1, Target: target, Dur: dur}
+}
+
+// Ended is the FaultEnded of the fault e, a FaultBegan, began.
+func (e Event) Ended() Event {
+	return Event{Kind: FaultEnded, Fault: e.Fault, Agent: e.Agent, Resource: -1, Other: -1, Target: e.Target}
+}
+
+// Same reports whether e and f, fault events, are of the same fault: its
+// kind on the same agent or target. A FaultEnded ends the latest
+// FaultBegan that is the Same and lasts.
+func (e *Event) Same(f *Event) bool {
+	return e.Fault == f.Fault && e.Agent == f.Agent && e.Target == f.Target
+}
 
 // InterventionKind is a live intervention in a paced run.
 type InterventionKind string
@@ -264,13 +308,6 @@ const (
 	RestartCoordinator InterventionKind = "restart-coordinator"
 	// TogglePush turns the gate push on or off.
 	TogglePush InterventionKind = "toggle-push"
-	// PartitionMember (real-time etcd only) cut etcd member Member off
-	// from the other members and the clients for Duration, or delayed
-	// its traffic by Value seconds.
-	PartitionMember InterventionKind = "partition-member"
-	// PauseMember (real-time etcd only) stopped etcd member Member's
-	// process for Duration; Leader says it was the leader then.
-	PauseMember InterventionKind = "pause-member"
 )
 
 // Intervention is a live change to a running simulation, applied at virtual
@@ -282,8 +319,6 @@ type Intervention struct {
 	Duration time.Duration    `json:"duration,omitempty"`
 	Value    float64          `json:"value,omitempty"`
 	Persist  bool             `json:"persist,omitempty"`
-	Member   int              `json:"member,omitempty"` // an etcd member, from 1
-	Leader   bool             `json:"leader,omitempty"` // the member led its cluster
 }
 
 // Event is one step of a history, at true time At. It is a plain value:
@@ -319,7 +354,13 @@ type Event struct {
 	// Expired the lease's coordinator expiry.
 	Deadline     time.Duration
 	Intervention *Intervention // Intervened only
+	// Fault is a fault event's kind (FaultBegan, FaultEnded), as
+	// spec.Faults spells it: "partition", "restart", "pause_leader".
+	Fault string
+	// Target is what a fault befalls when it befalls no agent:
+	// "coordinator", "etcd member 2", "etcd member 1 (the leader)".
+	Target string
 	// Detail is free text: what went wrong, for LibraryError and
-	// WriteFailed.
+	// WriteFailed; how a fault was played, or why it was not.
 	Detail string
 }

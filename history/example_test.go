@@ -10,7 +10,7 @@ import (
 // Check judges a history from its header and events alone: here, one
 // written by hand in which a write under fence 1 lands after fence 2's.
 func ExampleCheck() {
-	file := `{"kind":"run","format":1,"scenario":"by hand","modes":["fenced"],"agents":["a","b"],"resources":["r"],"ttl_ns":1000000000,"clocks":{"within_budget":true}}
+	file := `{"kind":"run","format":2,"scenario":"by hand","modes":["fenced"],"agents":["a","b"],"resources":["r"],"ttl_ns":1000000000,"clocks":{"within_budget":true}}
 {"at_ns":0,"mode":"fenced","kind":"granted","agent":"a","resource":"r","fence":1,"deadline_ns":1000000000}
 {"at_ns":0,"mode":"fenced","kind":"acquired","agent":"a","resource":"r","fence":1,"deadline_ns":1000000000}
 {"at_ns":1000000000,"mode":"fenced","kind":"granted","agent":"b","resource":"r","fence":2,"deadline_ns":2000000000}
@@ -37,7 +37,7 @@ func ExampleCheck() {
 // A line that cannot be read names its file and line; what came before it
 // is kept.
 func ExampleDecode_badLine() {
-	file := `{"kind":"run","format":1,"scenario":"x","modes":["naive"],"agents":["a"],"resources":["r"],"ttl_ns":1}
+	file := `{"kind":"run","format":2,"scenario":"x","modes":["naive"],"agents":["a"],"resources":["r"],"ttl_ns":1}
 {"at_ns":5,"mode":"naive","kind":"check_passed","agent":"a","resource":"r","fence":0}
 {"at_ns":6,"mode":"naive","kind":"teleported","agent":"a","resource":"r","fence":0}
 `

@@ -149,6 +149,10 @@ func (s *scanner) field(key string, w *wireEvent) (ok bool) {
 		w.Outcome = Outcome(v)
 	case "detail":
 		w.Detail, ok = s.str()
+	case "fault":
+		w.Fault, ok = s.str()
+	case "target":
+		w.Target, ok = s.str()
 	default:
 		return s.numberField(key, w)
 	}

@@ -69,12 +69,15 @@ func TestViolationsAgree(t *testing.T) {
 	c := &Checker{h: &Header{Clocks: Clocks{WithinBudget: true}}}
 	want := map[int][]string{
 		1: {"1 stale write landed through the gate", "1 containment breach with drift inside the skew budget",
-			"1 fence reused with no restart that lost the counter", "1 refusal with no overlap behind it"},
+			"1 fence reused with no restart that lost the counter between the two mints", "1 refusal whose floor the history does not bear out",
+			"1 write reported refused landed", "1 commit admitted below a fence pushed to the gate"},
 		2: {"2 stale writes landed through the gate", "2 containment breaches with drift inside the skew budget",
-			"2 fences reused with no restart that lost the counter", "2 refusals with no overlap behind them"},
+			"2 fences reused with no restart that lost the counter between the two mints", "2 refusals whose floor the history does not bear out",
+			"2 writes reported refused landed", "2 commits admitted below a fence pushed to the gate"},
 	}
 	for n := range 3 {
-		got := c.violations(&Report{StaleWritesLanded: n, ContainmentBreaches: n, FenceReuses: n, UnexplainedRefusals: n})
+		got := c.violations(&Report{StaleWritesLanded: n, ContainmentBreaches: n, FenceReuses: n, UnexcusedFenceReuses: n, UnexplainedRefusals: n,
+			RefusedWritesLanded: n, AdmittedBelowPush: n})
 		if len(got) != len(want[n]) {
 			t.Fatalf("at %d: %q, want %q", n, got, want[n])
 		}

@@ -1,13 +1,21 @@
 package history
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
 
 // FormatVersion is the version of the history file this package writes.
 // Readers accept files of this version and ignore fields they do not know.
-const FormatVersion = 1
+// Version 2 records every fault as a fault_began/fault_ended pair, where
+// version 1 had partition_began/partition_ended and etcd member faults
+// as interventions; a version 1 file is refused with ErrOldFormat.
+const FormatVersion = 2
+
+// ErrOldFormat is matched (errors.Is) by the refusal of a history file of
+// an older format than FormatVersion, beside ErrBadHistory.
+var ErrOldFormat = errors.New("an older history format")
 
 // Header is what a checker needs to know about a run besides its events:
 // who took part, and the assumptions the run promised to keep (TTL, skew
@@ -23,6 +31,10 @@ type Header struct {
 	// simulator.
 	Backend string `json:"backend"`
 	Modes   []Mode `json:"modes"`
+	// Contenders describe the modes that are not the lab's own naive and
+	// fenced (see Header.Contender); a header of those two alone carries
+	// none, and reads as it always has.
+	Contenders []Contender `json:"contenders,omitempty"`
 	// Duration is the run's length in true time.
 	Duration time.Duration `json:"duration_ns"`
 	// Agents and Resources name the participants; events refer to them by
@@ -74,6 +86,10 @@ type Restart struct {
 // Validate reports the first problem that makes h unusable by a checker.
 func (h *Header) Validate() error {
 	switch {
+	case h.Format == 1:
+		return fmt.Errorf("%w: %w: format 1, written by a lab before the fault events (partition_began, partition_ended, "+
+			"member faults as interventions); this lab reads format %d: run the scenario again to record it anew",
+			ErrBadHistory, ErrOldFormat, FormatVersion)
 	case h.Format != FormatVersion:
 		return fmt.Errorf("%w: format %d, want %d", ErrBadHistory, h.Format, FormatVersion)
 	case h.Scenario == "":
@@ -85,11 +101,11 @@ func (h *Header) Validate() error {
 	case len(h.Resources) == 0:
 		return fmt.Errorf("%w: header has no resources", ErrBadHistory)
 	}
+	if err := h.validateContenders(); err != nil {
+		return err
+	}
 	seen := map[Mode]bool{}
 	for _, m := range h.Modes {
-		if m != Fenced && m != Naive {
-			return fmt.Errorf("%w: header mode %q is neither fenced nor naive", ErrBadHistory, m)
-		}
 		if seen[m] {
 			return fmt.Errorf("%w: header lists mode %q twice", ErrBadHistory, m)
 		}
@@ -140,6 +156,9 @@ func (h *Header) CheckEvent(e *Event) error {
 	if err := party(e.Kind, "agent", e.Agent, len(h.Agents), e.Kind.NamesAgent()); err != nil {
 		return err
 	}
+	if e.Kind.IsFault() && (e.Fault == "" || e.Agent < 0 && e.Target == "") {
+		return fmt.Errorf("%w: %s event names no fault kind, or neither an agent nor a target", ErrBadHistory, e.Kind)
+	}
 	if err := party(e.Kind, "resource", e.Resource, len(h.Resources), e.Kind.NamesResource()); err != nil {
 		return err
 	}
@@ -154,4 +173,13 @@ func party(k Kind, what string, i, listed int, needed bool) error {
 		return fmt.Errorf("%w: %s event names no %s", ErrBadHistory, k, what)
 	}
 	return nil
+}
+
+// Target names what fault event e befalls: its agent's name, else its
+// Target ("coordinator", "etcd member 2").
+func (h *Header) Target(e *Event) string {
+	if e.Agent >= 0 && e.Agent < len(h.Agents) {
+		return h.Agents[e.Agent]
+	}
+	return e.Target
 }

@@ -9,23 +9,34 @@ import (
 // Generation is one lease generation: one fence minted by one coordinator
 // incarnation for one resource, with the true instants the coordinator
 // vouched for it and its holder believed in it and acted on it.
+//
+// A history holds one per generation, so the record is kept small (80
+// bytes, its fields in an order that leaves no padding between them).
 type Generation struct {
 	Agent, Resource int32
 	Fence           leasefence.Fence
 	Incarnation     int32
+	prev            int32 // the resource's previous generation, or -1
 
-	Granted  time.Duration // the coordinator minted it
 	CoordEnd time.Duration // its coordinator expiry, or the release
-	Released bool          // the coordinator released it
-	Expired  bool          // its coordinator expiry passed unrenewed
-	Forgot   bool          // a coordinator restart forgot it
 
 	// The holder's side; -1 until the holder completes the acquire.
 	Start     time.Duration // the holder completed the acquire
 	BeliefEnd time.Duration // its belief's end: its deadline, or when it gave up
 	ActEnd    time.Duration // its last write attempt, or the end of its belief if later
 
-	prev int32 // the resource's previous generation, or -1
+	// Its writes, as they were folded in: enough for the checker's
+	// overlaps at the end, with no record of each write kept.
+	firstLanded, lastLanded time.Duration
+
+	Released bool // the coordinator released it
+	Expired  bool // its coordinator expiry passed unrenewed
+	Forgot   bool // a coordinator restart forgot it
+
+	landed, refused bool // a write under it landed; one was refused
+	// What the checker's rules know of it.
+	raised bool // its fence is the floor of a gate: a commit under it was admitted, or its push applied
+	ended  bool // the coordinator let it go: an expiry or a release the history shows
 }
 
 // Lapsed reports whether the coordinator no longer vouches for g.
@@ -68,10 +79,16 @@ type Write struct {
 // place that knows what the events mean; the checker, the trace recorder
 // and the displays read the run through it. A Reader is not safe for
 // concurrent use.
+//
+// Its memory is in proportion to the agents, the resources and the
+// generations (a compact record each, with a summary of the generation's
+// writes), never to the events: it keeps no record of each write but the
+// last, so a history of any length folds in bounded memory per generation.
 type Reader struct {
 	h      *Header
-	gens   []Generation
-	writes []Write
+	gens   generations
+	last   Write // the write the last write event added
+	nWrite int   // the writes folded in
 
 	latest      []int32 // per resource: its newest generation, or -1
 	holding     []int32 // per agent: the generation it believes it holds, or -1
@@ -109,16 +126,18 @@ func NewReader(h *Header) *Reader {
 	return r
 }
 
-// Generations returns the generations in mint order. The slice is the
-// Reader's: read it, do not keep it across Add.
-func (r *Reader) Generations() []Generation { return r.gens }
+// GenerationCount returns how many generations the history has minted:
+// they are numbered from 0 in mint order.
+func (r *Reader) GenerationCount() int { return r.gens.len() }
 
-// Generation returns generation i.
-func (r *Reader) Generation(i int32) *Generation { return &r.gens[i] }
+// Generation returns generation i. The pointer stays valid, and sees the
+// Reader's later changes to the generation, for the Reader's life.
+func (r *Reader) Generation(i int32) *Generation { return r.gens.at(i) }
 
-// Writes returns the writes in the order they happened. The slice is the
-// Reader's: read it, do not keep it across Add.
-func (r *Reader) Writes() []Write { return r.writes }
+// WriteCount returns how many writes (landed or refused) have been folded
+// in. The Reader keeps no record of them but the last (LastWrite) and each
+// generation's summary.
+func (r *Reader) WriteCount() int { return r.nWrite }
 
 // Holding returns the generation agent believes it holds, or -1.
 func (r *Reader) Holding(agent int) int32 {
@@ -148,8 +167,8 @@ func (r *Reader) Find(incarnation int32, resource int, fence leasefence.Fence) i
 	if resource < 0 || resource >= len(r.latest) {
 		return -1
 	}
-	for i := r.latest[resource]; i >= 0; i = r.gens[i].prev {
-		g := &r.gens[i]
+	for i := r.latest[resource]; i >= 0; i = r.gens.at(i).prev {
+		g := r.gens.at(i)
 		if g.Fence == fence && g.Incarnation == incarnation {
 			return i
 		}
@@ -172,40 +191,39 @@ func (r *Reader) Add(e *Event) error {
 	}
 	switch e.Kind {
 	case Granted:
-		r.gens = append(r.gens, Generation{
+		r.latest[e.Resource] = r.gens.add(Generation{
 			Agent: int32(e.Agent), Resource: int32(e.Resource), Fence: e.Fence, Incarnation: e.Incarnation,
-			Granted: e.At, CoordEnd: e.Deadline, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
+			CoordEnd: e.Deadline, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
 		})
-		r.latest[e.Resource] = int32(len(r.gens) - 1)
 	case Acquired:
 		gi := r.Find(e.Incarnation, e.Resource, e.Fence)
 		if gi >= 0 {
-			g := &r.gens[gi]
+			g := r.gens.at(gi)
 			g.Start, g.BeliefEnd, g.ActEnd = e.At, e.Deadline, e.At
 		}
 		r.holding[e.Agent] = gi
 	case Renewed:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-			r.gens[gi].BeliefEnd = e.Deadline
+			r.gens.at(gi).BeliefEnd = e.Deadline
 		}
 	case Extended:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-			r.gens[gi].CoordEnd = e.Deadline
+			r.gens.at(gi).CoordEnd = e.Deadline
 		}
 	case Released:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-			g := &r.gens[gi]
+			g := r.gens.at(gi)
 			g.CoordEnd, g.Released = e.At, true
 		}
 	case Expired:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-			r.gens[gi].Expired = true
+			r.gens.at(gi).Expired = true
 		}
 	case CoordinatorRestarted:
 		r.incarnation = e.Incarnation
 		for _, gi := range r.latest {
-			if gi >= 0 && r.gens[gi].Incarnation < e.Incarnation {
-				r.gens[gi].Forgot = true
+			if gi >= 0 && r.gens.at(gi).Incarnation < e.Incarnation {
+				r.gens.at(gi).Forgot = true
 			}
 		}
 	case CommitAdmitted, WriteLanded, CommitRefused:
@@ -216,10 +234,10 @@ func (r *Reader) Add(e *Event) error {
 		} else {
 			r.judge(&w)
 		}
-		r.writes = append(r.writes, w)
+		r.last = w
+		r.nWrite++
 		if gi >= 0 {
-			g := &r.gens[gi]
-			g.ActEnd = max(g.ActEnd, e.At)
+			r.gens.at(gi).wrote(&w)
 		}
 	case ForgeryRefused:
 		r.forgeries[e.Resource].Refused++
@@ -232,7 +250,7 @@ func (r *Reader) Add(e *Event) error {
 		}
 	case LeaseAbandoned:
 		if gi := r.holding[e.Agent]; gi >= 0 {
-			g := &r.gens[gi]
+			g := r.gens.at(gi)
 			g.BeliefEnd = min(g.BeliefEnd, e.At)
 			g.ActEnd = max(g.ActEnd, g.BeliefEnd)
 		}
@@ -274,7 +292,7 @@ func (r *Reader) judge(w *Write) {
 	l := &r.landed[w.Resource]
 	switch {
 	case w.Gen >= 0 && w.Gen < l.current:
-		cur := &r.gens[l.current]
+		cur := r.gens.at(l.current)
 		w.Stale, w.FloorAgent, w.FloorFence = true, cur.Agent, cur.Fence
 		return
 	case w.Fence < l.unplaced.fence || w.Gen < 0 && w.Fence < l.highest.fence:
@@ -304,7 +322,7 @@ func (r *Reader) judge(w *Write) {
 func (r *Reader) writerGeneration(e *Event) int32 {
 	gi := r.holding[e.Agent]
 	if gi >= 0 {
-		g := &r.gens[gi]
+		g := r.gens.at(gi)
 		if g.Resource == int32(e.Resource) && g.Fence == e.Fence && g.Incarnation == e.Incarnation {
 			return gi // the common case, and no search
 		}
@@ -312,7 +330,7 @@ func (r *Reader) writerGeneration(e *Event) int32 {
 	if found := r.Find(e.Incarnation, e.Resource, e.Fence); found >= 0 {
 		return found
 	}
-	if gi >= 0 && (r.gens[gi].Resource != int32(e.Resource) || r.gens[gi].Fence != e.Fence) {
+	if gi >= 0 && (r.gens.at(gi).Resource != int32(e.Resource) || r.gens.at(gi).Fence != e.Fence) {
 		return -1
 	}
 	return gi
@@ -321,5 +339,48 @@ func (r *Reader) writerGeneration(e *Event) int32 {
 // Incarnation returns the coordinator incarnation in force.
 func (r *Reader) Incarnation() int32 { return r.incarnation }
 
-// LastWrite returns the write the last write event added.
-func (r *Reader) LastWrite() *Write { return &r.writes[len(r.writes)-1] }
+// LastWrite returns the write the last write event added (the zero Write
+// before any). The Write is the Reader's: read it, do not keep it across
+// Add.
+func (r *Reader) LastWrite() *Write { return &r.last }
+
+// wrote folds write w, under g, into g's summary of its writes.
+func (g *Generation) wrote(w *Write) {
+	g.ActEnd = max(g.ActEnd, w.At)
+	if w.Refused {
+		g.refused = true
+		return
+	}
+	if !g.landed {
+		g.firstLanded = w.At
+	}
+	g.lastLanded = w.At
+	g.landed = true
+}
+
+// genBlock is how many generations one block of a generations holds.
+const genBlock = 1 << 10
+
+// generations holds the generations in blocks of genBlock, so that the
+// record of a long history grows by a block at a time: no copy of all of
+// it when it grows, and no slack of up to its whole size, as an appended
+// slice would have; and a pointer to a generation stays valid.
+type generations struct {
+	blocks [][]Generation
+	n      int32
+}
+
+func (gs *generations) len() int { return int(gs.n) }
+
+func (gs *generations) at(i int32) *Generation { return &gs.blocks[i/genBlock][i%genBlock] }
+
+// add appends g and returns its index.
+func (gs *generations) add(g Generation) int32 {
+	if int(gs.n) == len(gs.blocks)*genBlock {
+		gs.blocks = append(gs.blocks, make([]Generation, genBlock))
+	}
+	i := gs.n
+	*gs.at(i) = g
+	gs.n++
+	return i
+}

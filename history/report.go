@@ -1,6 +1,8 @@
 package history
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
@@ -39,7 +41,7 @@ func (r *Result) Add(rep *Report) {
 	for m, x := range r.Modes {
 		digests[m] = x.Digest
 	}
-	r.Digest = combineDigests([]Mode{Naive, Fenced}, digests)
+	r.Digest = combineDigests(ReportOrder(slices.Collect(maps.Keys(digests))), digests)
 }
 
 // Failed reports whether the run found a bug in the library: the fenced
@@ -54,10 +56,49 @@ func (r *Result) Failed() bool {
 	return false
 }
 
-// Violations lists every mode's violations, fenced first.
+// Vacuous reports whether the run put nothing to the test: a fenced
+// contender made no write at all, so its zeros say nothing (a run with no
+// fenced contender: no mode made one).
+func (r *Result) Vacuous() bool {
+	fenced := false
+	for _, rep := range r.Modes {
+		if rep.fenced() {
+			fenced = true
+			if rep.Vacuous {
+				return true
+			}
+		}
+	}
+	if fenced {
+		return false
+	}
+	for _, rep := range r.Modes {
+		if !rep.Vacuous {
+			return false
+		}
+	}
+	return len(r.Modes) > 0
+}
+
+// fenced reports whether the report's contender wrote through the gate:
+// its Contender says so, or, for a report that describes none, its mode
+// is the lab's fenced.
+func (r *Report) fenced() bool {
+	if r.Contender.Discipline == "" {
+		return r.Mode == Fenced
+	}
+	return r.Contender.Discipline == DisciplineFenced
+}
+
+// Violations lists every mode's violations, fenced first, then naive,
+// then any other contender's by name.
 func (r *Result) Violations() []string {
 	var v []string
-	for _, m := range []Mode{Fenced, Naive} {
+	modes := ReportOrder(slices.Collect(maps.Keys(r.Modes)))
+	if i := slices.Index(modes, Fenced); i > 0 {
+		modes = append(append([]Mode{Fenced}, modes[:i]...), modes[i+1:]...)
+	}
+	for _, m := range modes {
 		if rep, ok := r.Modes[m]; ok {
 			v = append(v, rep.Violations...)
 		}
@@ -67,9 +108,11 @@ func (r *Result) Violations() []string {
 
 // Report is what the checker found in one mode's history.
 type Report struct {
-	Mode   Mode   `json:"mode"`
-	Digest string `json:"digest"`
-	Events uint64 `json:"events"`
+	Mode Mode `json:"mode"`
+	// Contender is what ran in the mode, as the history header says it.
+	Contender Contender `json:"contender"`
+	Digest    string    `json:"digest"`
+	Events    uint64    `json:"events"`
 
 	Acquisitions  int `json:"acquisitions"` // leases completed by agents
 	Renewals      int `json:"renewals"`     // renewals completed by agents
@@ -89,6 +132,9 @@ type Report struct {
 	// gave up their leases. Whether each landed is in the resource's own
 	// record, and counted with the others.
 	WritesFailed int `json:"writes_failed,omitempty"`
+	// FaultsPlayed counts the faults the run played (fault_began events,
+	// whatever their kind; not those it could not play).
+	FaultsPlayed int `json:"faults_played,omitempty"`
 
 	// StaleWritesLanded counts writes that landed after a write of a newer
 	// lease generation (minted later) on the same resource. Fenced mode
@@ -106,6 +152,12 @@ type Report struct {
 	// SilentOverlaps are overlaps in which the older holder's write landed
 	// after the newer holder's, with no error anywhere.
 	SilentOverlaps int `json:"silent_overlaps"`
+	// MutualExclusionViolations counts grants the lock made while an
+	// earlier lease on the same resource had neither been released nor
+	// expired (MutualExclusion): the lock's own fault, whatever its
+	// holders did. A finding of the lock, not an invariant a fenced
+	// contender promises: the fence is what makes such a grant harmless.
+	MutualExclusionViolations int `json:"mutual_exclusion_violations"`
 	// RefusedOverlaps are overlaps in which the older holder's write was
 	// refused.
 	RefusedOverlaps int `json:"refused_overlaps"`
@@ -116,9 +168,34 @@ type Report struct {
 	// FenceReuses counts fences minted that were not above every fence
 	// minted before them: only a restart without persistence causes it.
 	FenceReuses int `json:"fence_reuses"`
-	// UnexplainedRefusals counts refusals that match no overlap and no
-	// fence reuse. Always 0 unless the gate is wrong.
+	// UnexcusedFenceReuses counts the fence reuses with no restart that
+	// lost the counter (a coordinator_restarted event saying so) between
+	// the two mints: only a broken coordinator causes them.
+	UnexcusedFenceReuses int `json:"unexcused_fence_reuses,omitempty"`
+	// UnexplainedRefusals counts refusals whose floor the history does not
+	// bear out: a floor not above the refused fence (nor equal to it under
+	// another holder, a token conflict), or one no admitted commit and no
+	// push had raised at that resource before. Always 0 unless the gate is
+	// wrong.
 	UnexplainedRefusals int `json:"unexplained_refusals"`
+	// UnexplainedLandings counts writes that landed under no lease
+	// generation the history granted their writer on that resource (a
+	// resource it never held, a fence never minted). Always 0.
+	UnexplainedLandings int `json:"unexplained_landings,omitempty"`
+	// UnexplainedReleases counts releases the coordinator granted of a
+	// lease it had already let go (expired or released), or of one never
+	// granted. Always 0 unless the coordinator is wrong.
+	UnexplainedReleases int `json:"unexplained_releases,omitempty"`
+	// RefusedWritesLanded counts writes the runner reported refused that
+	// the resource's record has landed. Always 0 unless the gate is wrong.
+	RefusedWritesLanded int `json:"refused_writes_landed,omitempty"`
+	// AdmittedBelowPush counts commits the gate admitted under a fence
+	// below one the coordinator's push had brought it before. Always 0
+	// unless the gate is wrong.
+	AdmittedBelowPush int `json:"admitted_below_push,omitempty"`
+	// Vacuous: the mode made no write at all, so its counters show nothing
+	// exercised and its invariants were never put to the test.
+	Vacuous bool `json:"vacuous,omitempty"`
 	// ForgeriesRefused and ForgeriesLanded are the writes under proofs
 	// forgers made up that the resource refused, and that landed (naive:
 	// no gate to refuse them; fenced: a violation). ForgedFloorsMoved
@@ -127,8 +204,13 @@ type Report struct {
 	ForgeriesLanded   int `json:"forgeries_landed,omitempty"`
 	ForgedFloorsMoved int `json:"forged_floors_moved,omitempty"`
 
-	PerResource     []ResourceReport `json:"per_resource"`
-	Counterexamples []Counterexample `json:"counterexamples"`
+	PerResource []ResourceReport `json:"per_resource"`
+	// Counterexamples are the first MaxCounterexamples of each kind, and
+	// MoreCounterexamples how many more of each kind the history showed
+	// (absent for none): a report stays the same size however long the
+	// history.
+	Counterexamples     []Counterexample           `json:"counterexamples"`
+	MoreCounterexamples map[CounterexampleKind]int `json:"more_counterexamples,omitempty"`
 	// Violations names each safety invariant the mode broke that it
 	// promises under the run's assumptions (fenced mode only), and each
 	// error the library returned that it never should (either mode).
@@ -154,12 +236,19 @@ type CounterexampleKind string
 
 // The kinds of counterexample.
 const (
-	StaleWrite         CounterexampleKind = "stale-write"         // a write landed after a newer generation's
-	SilentOverlap      CounterexampleKind = "silent-overlap"      // both wrote, the older last, no error
-	RefusedWrite       CounterexampleKind = "refused-write"       // the gate refused the older holder
-	ContainmentBreach  CounterexampleKind = "containment-breach"  // believed valid after the coordinator expired it
-	FenceReuse         CounterexampleKind = "fence-reuse"         // a fence minted twice or out of order
-	UnexplainedRefusal CounterexampleKind = "unexplained-refusal" // a refusal with no overlap behind it
+	StaleWrite         CounterexampleKind = "stale-write"          // a write landed after a newer generation's
+	SilentOverlap      CounterexampleKind = "silent-overlap"       // both wrote, the older last, no error
+	RefusedWrite       CounterexampleKind = "refused-write"        // the gate refused the older holder
+	ContainmentBreach  CounterexampleKind = "containment-breach"   // believed valid after the coordinator expired it
+	FenceReuse         CounterexampleKind = "fence-reuse"          // a fence minted twice or out of order
+	UnexplainedRefusal CounterexampleKind = "unexplained-refusal"  // a refusal whose floor the history does not bear out
+	UnexplainedLanding CounterexampleKind = "unexplained-landing"  // a landing under no lease the history granted
+	UnexplainedRelease CounterexampleKind = "unexplained-release"  // a release of a lease no longer live
+	RefusedWriteLanded CounterexampleKind = "refused-write-landed" // a write reported refused that landed
+	AdmittedBelowPush  CounterexampleKind = "admitted-below-push"  // admitted under a fence below a pushed one
+	// MutualExclusionViolation: the lock granted a resource while an
+	// earlier lease on it had neither been released nor expired.
+	MutualExclusionViolation CounterexampleKind = "mutual-exclusion-violation"
 )
 
 // MaxCounterexamples is how many counterexamples of each kind a Report keeps.
@@ -175,7 +264,11 @@ type Counterexample struct {
 	Fence      leasefence.Fence   `json:"fence"`
 	Other      string             `json:"other,omitempty"`
 	OtherFence leasefence.Fence   `json:"other_fence,omitempty"`
-	Detail     string             `json:"detail"`
+	// UntilMS, for a mutual-exclusion violation, is until when the
+	// earlier lease (Other's) still ran: the overlap the lock granted is
+	// AtMS to UntilMS.
+	UntilMS float64 `json:"until_ms,omitempty"`
+	Detail  string  `json:"detail"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -14,14 +14,14 @@ import (
 
 // record runs sc in both modes with its history written to a buffer, and
 // returns the run's result and the history file.
-func record(t *testing.T, sc spec.Scenario) (*harness.Result, []byte) {
+func record(t *testing.T, sc spec.Scenario) (*history.Result, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	enc, err := history.NewEncoder(&buf, sc.Header(harness.Modes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{enc}})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{enc}})
 	if err != nil {
 		t.Fatal(err)
 	}

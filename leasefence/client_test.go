@@ -997,7 +997,7 @@ func TestRequestIDsStayUniqueAsTheRecordWraps(t *testing.T) {
 }
 
 // Ids and leases are carved from chunks, so a busy client allocates about
-// once per 32 requests: AllocsPerRun's integer average rounds that to 0.
+// once per 8 requests: AllocsPerRun's integer average rounds that to 0.
 func TestRequestsAllocateAmortizedNothing(t *testing.T) {
 	client := newClient(t, leasefence.NewManualClock("agent"), "agent", 0)
 	lease := &leasefence.Lease{Token: tok("r", "agent", 1)}

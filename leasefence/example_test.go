@@ -9,7 +9,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// The README's quick start: a coordinator, a client, a gate at the resource,
+// The explicit pieces (docs/library.md): a coordinator, a client, a gate at the resource,
 // and one write through it.
 func Example() {
 	ctx := context.Background()

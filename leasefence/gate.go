@@ -32,6 +32,10 @@ type FenceGate struct {
 	// check until its write has returned (or it was refused). Waiting for
 	// it can be given up when a ctx ends (see lockCtx).
 	writing sync.Mutex
+	// ctxs carves the write contexts of the Commits that do not raise the
+	// floor (a holder's writes under its lease), a chunk at a time; it is
+	// guarded by writing, so only a Commit that is not nested uses it.
+	ctxs chunk[writeCtx]
 
 	// floor points at the highest token admitted; its Holder is "" for an
 	// initial floor nobody has written under yet. A Token pointed at is
@@ -41,10 +45,12 @@ type FenceGate struct {
 	// load and takes no lock but writing, and readers never wait at all.
 	floor atomic.Pointer[Token]
 
-	// mu guards log. It is held only to log a refusal or read the log,
-	// never while a write callback or a trace hook runs.
-	mu  sync.Mutex
-	log rejectionLog
+	// mu guards log and raised. It is held only to log a refusal, read the
+	// log or carve a raisedWrite, never while a write callback or a trace
+	// hook runs.
+	mu     sync.Mutex
+	log    rejectionLog
+	raised chunk[raisedWrite] // see newRaised
 }
 
 // GateOption configures a FenceGate.
@@ -149,11 +155,14 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	//     raise's one atomic load and comparison with the floor: the check
 	//     itself. The string comparisons end at the pointer when the
 	//     strings share bytes, as a holder's own tokens do.
-	//   - One allocation: the write's own context. Per-call state per
-	//     call, like net/http's: a context kept past its write (a
-	//     transport's goroutine) can only ever answer for that write. A
-	//     Commit that raises the floor shares it with the new floor's
-	//     Token (raisedWrite), so raising costs no second one.
+	//   - The write's own context. Per-call state per call, like
+	//     net/http's: a context kept past its write (a transport's
+	//     goroutine) can only ever answer for that write. A Commit that
+	//     raises the floor shares one allocation with the new floor's
+	//     Token (raisedWrite); the others' are carved from a chunk of
+	//     chunkLen (ctxs), each used once, so a holder's writes under its
+	//     lease allocate once per chunkLen. The price: a context kept past
+	//     its write keeps its chunk's others reachable (never usable).
 	//   - One atomic Or and one load as the write returns (writeCtx.finish),
 	//     so a Commit made with that context afterwards is refused, not
 	//     nested.
@@ -179,6 +188,9 @@ func (g *FenceGate) Commit(ctx context.Context, t Token, write func(ctx context.
 	if !ok {
 		g.writing.Unlock()
 		return g.refuse(t, floor, nil, start)
+	}
+	if w == nil {
+		w = g.ctxs.new() // under writing
 	}
 	return g.runWrite(ctx, t, floor, write, w, nil, start, &g.writing)
 }
@@ -225,19 +237,19 @@ func (g *FenceGate) commitNested(w *writeCtx, ctx context.Context, t Token, writ
 		w.nested.Unlock()
 		return g.refuse(t, floor, w, start)
 	}
+	if nw == nil {
+		nw = new(writeCtx) // not from ctxs: writing is the enclosing Commit's, maybe on another goroutine
+	}
 	return g.runWrite(ctx, t, floor, write, nw, w, start, &w.nested)
 }
 
-// runWrite runs an admitted write with a context of its own: w, if raise
-// made it, else a new one. However write ends, it then marks that context
+// runWrite runs an admitted write with w, a context of its own (raise's,
+// or one never used before). However write ends, it then marks that context
 // returned and waits for the nested Commits write let in, unlocks held
 // (which the Commit was admitted under), lets the enclosing write know if
 // this one is nested in it, and only then reports the Commit, so that a
 // trace hook runs outside the gate.
 func (g *FenceGate) runWrite(ctx context.Context, t, floor Token, write func(ctx context.Context) error, w, enclosing *writeCtx, start Instant, held *sync.Mutex) (err error) {
-	if w == nil {
-		w = new(writeCtx)
-	}
 	w.parent, w.gate = ctx, g
 	panicked := true
 	defer func() {
@@ -286,7 +298,7 @@ func (g *FenceGate) raise(t Token) (w *writeCtx, floor Token, ok bool) {
 			return nil, floor, false
 		}
 		if rw == nil {
-			rw = &raisedWrite{floor: t}
+			rw = g.newRaised(t)
 		}
 		if g.floor.CompareAndSwap(p, &rw.floor) {
 			return &rw.w, floor, true
@@ -294,14 +306,27 @@ func (g *FenceGate) raise(t Token) (w *writeCtx, floor Token, ok bool) {
 	}
 }
 
-// raisedWrite is the one allocation of a Commit that raises the floor: the
-// write's context and the Token the floor then points at, side by side,
-// so that raising costs no allocation of its own. The price is that the
-// write's context stays reachable (not usable: it has returned) until the
-// floor moves on, one per gate.
+// raisedWrite is what a Commit that raises the floor needs: the write's
+// context and the Token the floor then points at, side by side, so that
+// raising costs no allocation of its own. The price is that the write's
+// context stays reachable (not usable: it has returned) until the floor
+// moves on, one per gate.
 type raisedWrite struct {
 	w     writeCtx
 	floor Token
+}
+
+// newRaised returns a raisedWrite for a raise of the floor to t, never
+// used before, carved from the gate's chunk under mu (Commits and Admit
+// may raise at once): a gate allocates once per chunkLen raises. The
+// chunk stays reachable while the floor, or a context kept past its
+// write, points into it.
+func (g *FenceGate) newRaised(t Token) *raisedWrite {
+	g.mu.Lock()
+	rw := g.raised.new()
+	g.mu.Unlock()
+	rw.floor = t
+	return rw
 }
 
 // loadFloor reads the floor: the zero Token at a zero FenceGate.

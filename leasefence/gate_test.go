@@ -1255,20 +1255,55 @@ func TestGateContendedWithCancellations(t *testing.T) {
 }
 
 func TestGateCommitAllocations(t *testing.T) {
-	// Each write gets a context of its own, which is the one allocation of
-	// a Commit; judging and raising the floor allocate nothing.
+	// Each write gets a context of its own, carved from a chunk the gate
+	// allocates once per 8 (AllocsPerRun's integer average rounds that
+	// to 0); judging and raising the floor allocate nothing.
 	g := leasefence.NewFenceGate("r")
 	ctx := context.Background()
 	write := func(context.Context) error { return nil }
 	var err error
-	if allocs := testing.AllocsPerRun(100, func() { err = g.Commit(ctx, tok("r", "a", 1), write) }); allocs > 1 || err != nil {
-		t.Errorf("Commit under the floor: %v allocations, err %v; want at most 1", allocs, err)
+	if allocs := testing.AllocsPerRun(1000, func() { err = g.Commit(ctx, tok("r", "a", 1), write) }); allocs > 0 || err != nil {
+		t.Errorf("Commit under the floor: %v allocations, err %v; want less than one a Commit", allocs, err)
 	}
 	fence := leasefence.Fence(1)
-	if allocs := testing.AllocsPerRun(1000, func() { fence++; err = g.Commit(ctx, tok("r", "a", fence), write) }); allocs > 1 || err != nil {
-		t.Errorf("Commit raising the floor: %v allocations, err %v; want at most 1", allocs, err)
+	if allocs := testing.AllocsPerRun(1000, func() { fence++; err = g.Commit(ctx, tok("r", "a", fence), write) }); allocs > 0 || err != nil {
+		t.Errorf("Commit raising the floor: %v allocations, err %v; want less than one a Commit", allocs, err)
 	}
 	if got := g.Floor(); got.Fence != fence {
 		t.Errorf("floor %v after raising it to fence %d", got, fence)
+	}
+}
+
+// The write contexts come from chunks, each used once: every write has a
+// context no other write had, and one kept past its write stays escaped
+// (refused, never nested) while the writes carved beside it run, whether
+// they raise the floor or not.
+func TestGateChunkedWriteContextsStayEscaped(t *testing.T) {
+	g := leasefence.NewFenceGate("r")
+	var kept []context.Context
+	fence := leasefence.Fence(1)
+	for i := range 80 { // chunks of both kinds, more than twice over
+		if i%3 == 0 {
+			fence++ // this Commit raises the floor
+		}
+		err := g.Commit(t.Context(), tok("r", "a", fence), func(ctx context.Context) error {
+			for k, old := range kept {
+				if old == ctx {
+					t.Fatalf("write %d has the context of write %d", i, k)
+				}
+				err := g.Commit(old, tok("r", "a", fence), func(context.Context) error {
+					t.Errorf("write %d: a Commit with write %d's kept context ran its write", i, k)
+					return nil
+				})
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("write %d: a Commit with write %d's kept context = %v, want an escaped write (context.Canceled)", i, k, err)
+				}
+			}
+			kept = append(kept, ctx)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
 	}
 }

@@ -82,6 +82,13 @@ type HoldOptions struct {
 	AdmitAt []Gate
 	// Trace observes the session Hold returns; nil observes nothing.
 	Trace *SessionTrace
+	// OnRelease, if non-nil, runs once, after Session.Release has released
+	// the lease through the service (whatever that answered), and its error
+	// is joined to Release's. It is for what was started for this session
+	// alone and must end with it: etcdlease.Lock closes the coordinator it
+	// made. Hold does not run it when it fails: whoever set it closes what
+	// it started then.
+	OnRelease func() error
 }
 
 // Hold acquires resource through svc, waiting out "held" and "already-held"

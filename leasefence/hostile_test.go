@@ -7,6 +7,7 @@ package leasefence_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -512,4 +513,62 @@ func TestCoordinatorPanickingClock(t *testing.T) {
 		t.Fatal("Acquire with a panicking clock did not panic")
 	}
 	within(t, "IssuedFence after a panicking clock (mutex left locked?)", func() { _ = c.IssuedFence() })
+}
+
+// TestZeroSession: every method of a zero Session answers rather than
+// panicking. It holds no lease, so it says so the way a lost one does (Err
+// matches ErrLeaseLost, Lost is closed, Context is done) and names why
+// (ErrUninitialized); Release sends nothing. Each method is called on a
+// Session of its own and then again, so that one that panicked holding a
+// lock cannot hang the others.
+func TestZeroSession(t *testing.T) {
+	var err error
+	uninit := func(what string, call func(s *leasefence.Session) error) {
+		t.Helper()
+		s := new(leasefence.Session)
+		for range 2 {
+			if p := noPanic(func() { err = call(s) }); p != nil || !errors.Is(err, leasefence.ErrUninitialized) || !errors.Is(err, leasefence.ErrLeaseLost) {
+				t.Errorf("zero Session %s panicked with %v, returned %v; want ErrUninitialized and ErrLeaseLost", what, p, err)
+				return
+			}
+		}
+	}
+	// A bounded ctx: a Release that waited for a renewing goroutine there
+	// is none of would return ctx's error, not hang.
+	bounded, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	uninit("Err", func(s *leasefence.Session) error { return s.Err() })
+	uninit("Remaining", func(s *leasefence.Session) error { _, err := s.Remaining(); return err })
+	uninit("Release", func(s *leasefence.Session) error { _, err := s.Release(bounded); return err })
+	uninit("Context", func(s *leasefence.Session) error {
+		ctx := s.Context()
+		select {
+		case <-ctx.Done():
+		default:
+			return errors.New("its Context is not done")
+		}
+		if ctx.Err() == nil {
+			return errors.New("its Context is done without an error")
+		}
+		return context.Cause(ctx)
+	})
+	uninit("Lost", func(s *leasefence.Session) error {
+		select {
+		case <-s.Lost():
+			return s.Err()
+		default:
+			return errors.New("its Lost is not closed")
+		}
+	})
+	uninit("readers", func(s *leasefence.Session) error {
+		if s.Token() != (leasefence.Token{}) || s.Lease() != (leasefence.Lease{}) || s.TTL() != 0 {
+			return fmt.Errorf("readers: %v, %v, %v", s.Token(), s.Lease(), s.TTL())
+		}
+		return s.Err()
+	})
+	var s leasefence.Session
+	//lint:ignore SA1012 a nil context is the point
+	if _, err := s.Release(nil); !errors.Is(err, leasefence.ErrInvalidRequest) {
+		t.Errorf("zero Session Release(nil) = %v, want ErrInvalidRequest", err)
+	}
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // Session is a lease kept alive in the background by Hold. Its methods are
-// safe for concurrent use.
+// safe for concurrent use. A zero Session holds no lease: its methods
+// answer as for a lost one (Err, Remaining and Release with an error
+// matching ErrUninitialized and ErrLeaseLost, Lost closed, Context done).
 //
 // Lost, Err, Context and Remaining answer about the instant they are
 // called: each reads the client's clock and, if the deadline has passed,
@@ -28,6 +30,8 @@ type Session struct {
 	maxWait    time.Duration // 0: the latest grant's TTL
 	after      func(time.Duration) <-chan time.Time
 	trace      *SessionTrace
+	onRelease  func() error // HoldOptions.OnRelease
+	releasedMu sync.Mutex   // held while onRelease runs, so it runs once
 
 	renewCtx    context.Context    // the renewals' context: Hold's values, the renewing goroutine's life
 	cancelRenew context.CancelFunc // ends a renewal in flight
@@ -60,6 +64,7 @@ func startSession(ctx context.Context, svc Service, c *Client, l *Lease, opts Ho
 		maxWait:     opts.MaxWait,
 		after:       after,
 		trace:       opts.Trace,
+		onRelease:   opts.OnRelease,
 		renewCtx:    rctx,
 		cancelRenew: cancelRenew,
 		cancelCtx:   cancelCtx,
@@ -72,6 +77,25 @@ func startSession(ctx context.Context, svc Service, c *Client, l *Lease, opts Ho
 	go s.run()
 	return s, nil
 }
+
+// errZeroSession answers the methods of a zero Session, which Hold never
+// returns: it holds no lease, so it is lost from the start.
+var errZeroSession = fmt.Errorf("%w: a zero Session holds no lease (%w); get one from Hold or TryHold", ErrUninitialized, ErrLeaseLost)
+
+// zeroLost and zeroCtx are the zero Session's Lost and Context: closed,
+// and cancelled with errZeroSession.
+var (
+	zeroLost = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+	zeroCtx  = func() context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errZeroSession)
+		return ctx
+	}()
+)
+
+// zero reports whether s is a zero Session (startSession makes every
+// channel).
+func (s *Session) zero() bool { return s.lost == nil }
 
 // Token returns the session's token. It is fixed for the session's life:
 // renewal keeps the fence.
@@ -99,6 +123,9 @@ func (s *Session) TTL() time.Duration {
 // the clock: a deadline already passed closes the channel before it is
 // returned.
 func (s *Session) Lost() <-chan struct{} {
+	if s.zero() {
+		return zeroLost
+	}
 	s.settle()
 	return s.lost
 }
@@ -109,6 +136,9 @@ func (s *Session) Lost() <-chan struct{} {
 // Release it also matches ErrReleased. The first reason is kept. Like Lost,
 // it reads the clock.
 func (s *Session) Err() error {
+	if s.zero() {
+		return errZeroSession
+	}
 	s.settle()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -123,6 +153,9 @@ func (s *Session) Err() error {
 // passed deadline is when one of these reads it or the renewing goroutine
 // wakes up.
 func (s *Session) Context() context.Context {
+	if s.zero() {
+		return zeroCtx
+	}
 	s.settle()
 	return s.ctx
 }
@@ -130,6 +163,9 @@ func (s *Session) Context() context.Context {
 // Remaining returns how long the lease has left on the client's clock, or
 // the session's error once it has ended. Like Lost, it reads the clock.
 func (s *Session) Remaining() (time.Duration, error) {
+	if s.zero() {
+		return 0, errZeroSession
+	}
 	s.mu.Lock()
 	left := s.settleLocked()
 	err := s.err
@@ -148,10 +184,14 @@ func (s *Session) Remaining() (time.Duration, error) {
 // own deadline may still be live at the coordinator, and releasing it frees
 // the resource sooner. If ctx ends before the renewing goroutine has
 // returned, Release returns ctx.Err() without releasing; call it again to
-// finish.
+// finish. Once it has released, it runs HoldOptions.OnRelease (the first
+// time only) and joins its error to the service's.
 func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 	if ctx == nil {
 		return ReleaseOutcome{}, fmt.Errorf("%w: Release with a nil context", ErrInvalidRequest)
+	}
+	if s.zero() {
+		return ReleaseOutcome{}, errZeroSession
 	}
 	s.stopOnce.Do(func() { close(s.stop) })
 	select {
@@ -160,7 +200,23 @@ func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 		return ReleaseOutcome{}, ctx.Err()
 	}
 	s.lose(s.ended(SessionReleased, "released by its holder", nil))
-	return s.svc.Release(ctx, s.token)
+	out, err := s.svc.Release(ctx, s.token)
+	if cerr := s.runOnRelease(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return out, err
+}
+
+// runOnRelease runs HoldOptions.OnRelease the first time it is called.
+func (s *Session) runOnRelease() error {
+	s.releasedMu.Lock()
+	defer s.releasedMu.Unlock()
+	f := s.onRelease
+	s.onRelease = nil
+	if f == nil {
+		return nil
+	}
+	return f()
 }
 
 // settle ends the session if its deadline has passed at this reading of the

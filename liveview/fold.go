@@ -27,7 +27,7 @@ type Fold struct {
 	totals   Totals
 	events   uint64
 	dropRate float64
-	members  []MemberFaultView // every member fault played, in order
+	faults   []FaultView // the faults played, oldest first
 }
 
 type agentFold struct {
@@ -45,10 +45,10 @@ func New(h *history.Header, m history.Mode, drop float64) *Fold {
 	v := &Fold{h: h, mode: m, read: history.NewReader(h), agents: make([]agentFold, len(h.Agents)), dropRate: drop}
 	for i := range v.agents {
 		v.agents[i].AgentTrack = history.NewAgentTrack()
-		v.agents[i].segs = []Segment{{State: AgentIdle, Resource: -1}}
+		v.agents[i].segs = []Segment{{State: history.AgentIdle, Resource: -1}}
 	}
 	for _, name := range h.Resources {
-		if m == history.Fenced {
+		if h.Fenced(m) {
 			v.gates = append(v.gates, GateView{Resource: name})
 		} else {
 			v.writes = append(v.writes, WritesView{Resource: name})
@@ -80,21 +80,21 @@ func (v *Fold) Add(e *history.Event) {
 		v.totals.MessagesLost++
 	case history.CommitAdmitted, history.WriteLanded:
 		v.totals.CommitsAdmitted++
-		kind := MarkAdmitted
+		kind := history.MarkAdmitted
 		if v.read.LastWrite().Stale {
 			v.totals.StaleWritesLanded++
-			kind = MarkStale
+			kind = history.MarkStale
 		}
 		a.mark(Mark{At: e.At, Kind: kind, Resource: int32(e.Resource)})
 		if v.gates != nil {
 			v.gates[e.Resource].Admitted++
 		}
 		if v.writes != nil {
-			v.landed(e, kind == MarkStale)
+			v.landed(e, kind == history.MarkStale)
 		}
 	case history.CommitRefused:
 		v.totals.CommitsRefused++
-		a.mark(Mark{At: e.At, Kind: MarkRefused, Resource: int32(e.Resource)})
+		a.mark(Mark{At: e.At, Kind: history.MarkRefused, Resource: int32(e.Resource)})
 		v.gates[e.Resource].Refused++
 		if len(v.refusals) == 2*MaxSnapshotRefusals {
 			v.refusals = append(v.refusals[:0], v.refusals[MaxSnapshotRefusals:]...)
@@ -133,13 +133,35 @@ func (v *Fold) Add(e *history.Event) {
 		case iv == nil:
 		case iv.Kind == history.SetDropRate:
 			v.dropRate = iv.Value
-		case iv.Kind == history.PauseMember || iv.Kind == history.PartitionMember:
-			v.members = append(v.members, MemberFaultView{Intervention: *iv, At: e.At, NotApplied: e.Detail})
 		}
+	case history.FaultBegan, history.FaultEnded:
+		v.fault(e)
 	}
 	if a != nil {
 		a.note(e.At)
 	}
+}
+
+// fault keeps a fault's beginning, or ends the latest of its kind on its
+// target that lasts.
+func (v *Fold) fault(e *history.Event) {
+	if e.Kind == history.FaultEnded {
+		for i := len(v.faults) - 1; i >= 0; i-- {
+			if f := &v.faults[i]; f.Kind == e.Fault && f.Target == v.h.Target(e) && f.End > f.At && f.NotPlayed == "" {
+				f.End = min(f.End, e.At)
+				return
+			}
+		}
+		return
+	}
+	f := FaultView{Kind: e.Fault, Target: v.h.Target(e), At: e.At, End: e.At + e.Dur, Detail: e.Detail}
+	if e.Outcome == history.OutcomeNotPlayed {
+		f.NotPlayed, f.Detail, f.End = e.Detail, "", e.At
+	}
+	if len(v.faults) == 2*MaxSnapshotFaults {
+		v.faults = append(v.faults[:0], v.faults[MaxSnapshotFaults:]...)
+	}
+	v.faults = append(v.faults, f)
 }
 
 // landed counts a naive write landing on its resource, and lists it if
@@ -169,7 +191,7 @@ func (v *Fold) name(agent int) string {
 // note starts a segment when the agent's state or resource changed.
 func (a *agentFold) note(at time.Duration) {
 	seg := Segment{From: at, State: a.State(), Resource: int32(a.Wants())}
-	if seg.State == AgentIdle {
+	if seg.State == history.AgentIdle {
 		seg.Resource = -1
 	}
 	last := &a.segs[len(a.segs)-1]
@@ -207,8 +229,8 @@ func (v *Fold) Snapshot(now time.Duration) Snapshot {
 			v.agents[i].note(at)
 		}
 	}
-	snap := Snapshot{Mode: v.mode, Now: now, Events: v.events, DropRate: v.dropRate, Totals: v.totals,
-		Window: TimelineWindow, MemberFaults: slices.Clone(v.members)}
+	snap := Snapshot{Mode: v.mode, Fenced: v.h.Fenced(v.mode), Now: now, Events: v.events, DropRate: v.dropRate, Totals: v.totals,
+		Window: TimelineWindow, Faults: slices.Clone(v.faults[max(0, len(v.faults)-MaxSnapshotFaults):])}
 	for ri, name := range v.h.Resources {
 		hv := HolderView{Resource: name}
 		if gi := v.read.Latest(ri); gi >= 0 {

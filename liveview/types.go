@@ -7,33 +7,15 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// AgentState is what an agent is doing, as a dashboard shows it; MarkKind
-// what became of a write. Both are the history's words, shared by every
-// display.
-type (
-	AgentState = history.AgentState
-	MarkKind   = history.MarkKind
-)
-
-// The agent states and write marks (see history.AgentIdle and the rest).
-const (
-	AgentIdle    = history.AgentIdle
-	AgentWaiting = history.AgentWaiting
-	AgentHolding = history.AgentHolding
-	AgentStalled = history.AgentStalled
-	AgentZombie  = history.AgentZombie
-
-	MarkAdmitted = history.MarkAdmitted
-	MarkRefused  = history.MarkRefused
-	MarkStale    = history.MarkStale
-)
-
 // Snapshot is a consistent copy of one mode's state of a run at one
 // instant, for a dashboard to draw. It shares nothing with the run.
 type Snapshot struct {
 	Scenario string
 	Seed     uint64
 	Mode     history.Mode
+	// Fenced: the mode's contender writes through the gates (the
+	// header's Contender), which Gates then show; else Writes do.
+	Fenced   bool
 	Now      time.Duration // true (virtual) time
 	Duration time.Duration // the scenario's end
 	Done     bool
@@ -54,24 +36,37 @@ type Snapshot struct {
 	Refusals    []RefusalView // the newest refusals, oldest first (at most MaxSnapshotRefusals)
 	Lanes       []Lane        // one per agent, over the last TimelineWindow of virtual time
 	Window      time.Duration // the span the lanes cover, ending at Now
-	// MemberFaults are the etcd member faults played so far (real-time
-	// etcd with members as processes), in order.
-	MemberFaults []MemberFaultView
+	// Faults are the faults played so far (partitions, restarts,
+	// crashes, etcd member faults: every fault_began), oldest first, at
+	// most MaxSnapshotFaults.
+	Faults []FaultView
 }
 
-// MemberFaultView is one etcd member fault as it was played: which member,
-// whether it led, for how long, from At.
-type MemberFaultView struct {
-	history.Intervention
-	At time.Duration
-	// NotApplied says why the fault could not be played ("" if it was).
-	NotApplied string
+// FaultView is one fault as it was played: its kind, what it befell,
+// from At until End.
+type FaultView struct {
+	Kind string // as spec.Faults spells it: "partition", "pause_leader"
+	// Target is what it befell: an agent's name, "coordinator", "etcd
+	// member 1 (the leader)".
+	Target string
+	At     time.Duration
+	// End is when it ended, or is to end (At for an instant).
+	End time.Duration
+	// Detail says how it was played, where the kind has variants
+	// ("traffic delayed 200ms").
+	Detail string
+	// NotPlayed says why it could not be played ("" if it was).
+	NotPlayed string
 }
 
-// Active reports whether the fault is in force at now.
-func (f MemberFaultView) Active(now time.Duration) bool {
-	return f.NotApplied == "" && f.At <= now && now < f.At+f.Duration
+// Active reports whether the fault is in force at now: it was played,
+// lasts, and has begun but not ended.
+func (f FaultView) Active(now time.Duration) bool {
+	return f.NotPlayed == "" && f.At <= now && now < f.End
 }
+
+// MaxSnapshotFaults is how many faults a Snapshot carries.
+const MaxSnapshotFaults = 200
 
 // MaxSnapshotRefusals is how many refusals a Snapshot carries.
 const MaxSnapshotRefusals = 200
@@ -110,7 +105,7 @@ type HolderView struct {
 	// BeliefLeft is the time until the holder's own deadline, in true time
 	// (<= 0: it no longer believes).
 	BeliefLeft time.Duration
-	State      AgentState // the holder's state
+	State      history.AgentState // the holder's state
 }
 
 // GateView is one resource's gate.
@@ -150,7 +145,7 @@ type StaleWriteView struct {
 // AgentView is one agent.
 type AgentView struct {
 	Name     string
-	State    AgentState
+	State    history.AgentState
 	Resource string // the resource it holds or wants, or ""
 	Fence    leasefence.Fence
 	// BeliefLeft is the time until the agent's own deadline for the lease
@@ -179,7 +174,7 @@ type Lane struct {
 // Segment is a run of one state in a Lane.
 type Segment struct {
 	From  time.Duration
-	State AgentState
+	State history.AgentState
 	// Resource is the index (ResourceName) of the resource the agent held
 	// or wanted during the segment, or -1 while it was idle: a dashboard
 	// folds lanes per resource with it. int32 keeps lanes compact.
@@ -189,7 +184,7 @@ type Segment struct {
 // Mark is one write in a Lane.
 type Mark struct {
 	At       time.Duration
-	Kind     MarkKind
+	Kind     history.MarkKind
 	Resource int32 // index (ResourceName) of the resource written
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -83,11 +83,15 @@ type child struct {
 	start time.Time
 	ctx   context.Context
 	acks  <-chan struct{}
-	etcd  *realtime.Etcd
-	store realtime.Store
-	svc   func() leasefence.Service
-	res   []realtime.Resource
-	wg    sync.WaitGroup
+	// backend is the run's, attached (nil when neither the mode's
+	// coordinator nor the store is in it); contender the mode's library
+	// lock, attached (nil for the lab's own modes).
+	backend   realtime.Backend
+	contender *realtime.Contender
+	store     realtime.Store
+	svc       func() leasefence.Service
+	res       []realtime.Resource
+	wg        sync.WaitGroup
 
 	mu       sync.Mutex // guards the fields below, and orders the agent's inputs
 	ag       agent.Agent
@@ -108,17 +112,9 @@ func newChild(ctx context.Context, cfg childConfig, stdout io.Writer) (*child, e
 	if cfg.Life > 0 {
 		c.sc.Seed ^= uint64(cfg.Life) * 0x9e3779b97f4a7c15
 	}
-	var err error
-	if c.etcd, err = realtime.AttachEtcd(cfg.Endpoints, cfg.Prefix); err != nil {
+	if err := c.attach(ctx); err != nil {
+		c.close()
 		return nil, err
-	}
-	if c.svc, err = c.etcd.Open(ctx, cfg.Mode, realtime.CoordinatorClock(c.now), c.sc.TTL); err != nil {
-		c.etcd.Close()
-		return nil, err
-	}
-	c.store = realtime.EtcdStore{E: c.etcd}
-	if cfg.Store == realtime.StoreSQLite {
-		c.store = realtime.AttachSQLite(cfg.SQLiteDir)
 	}
 	for _, name := range cfg.Header.Resources {
 		r, err := c.store.Resource(ctx, cfg.Mode, name, c.now)
@@ -128,8 +124,8 @@ func newChild(ctx context.Context, cfg childConfig, stdout io.Writer) (*child, e
 		}
 		c.res = append(c.res, r)
 	}
-	err = c.ag.Init(agent.Config{
-		Scenario: c.sc, Mode: cfg.Mode, Index: cfg.Agent, Scripted: cfg.Scripted, Resources: cfg.Header.Resources,
+	err := c.ag.Init(agent.Config{
+		Scenario: c.sc, Mode: cfg.Mode, Discipline: cfg.Header.Contender(cfg.Mode).Discipline, Index: cfg.Agent, Scripted: cfg.Scripted, Resources: cfg.Header.Resources,
 		AgentIndex: func(name string) int { return slices.Index(cfg.Header.Agents, name) },
 		Lossy:      true, // any call can go unanswered in real time
 		Clock: func(name string, d agent.Drift) agent.Clock {
@@ -147,6 +143,35 @@ func newChild(ctx context.Context, cfg childConfig, stdout io.Writer) (*child, e
 		return nil, err
 	}
 	return c, nil
+}
+
+// attach reaches what the run's process opened: the mode's coordinator
+// (the run's backend, or the mode's library lock) and the store.
+func (c *child) attach(ctx context.Context) error {
+	cfg := c.cfg
+	var err error
+	var coord realtime.Backend
+	if cfg.ContenderShare != "" {
+		if c.contender, err = realtime.AttachContender(ctx, string(cfg.Mode), cfg.ContenderShare); err != nil {
+			return err
+		}
+		coord = c.contender
+	}
+	if store, ok := registry.Lookup(registry.Stores, cfg.Store); coord == nil || ok && len(store.RunsOn) > 0 {
+		if c.backend, err = realtime.AttachBackend(ctx, cfg.Backend, cfg.BackendShare); err != nil {
+			return err
+		}
+	}
+	if coord == nil {
+		coord = c.backend
+	}
+	// The coordinator keeps its own time (procdriver.Check refuses a
+	// drift of it): true time since the run began.
+	if c.svc, err = coord.Open(ctx, cfg.Mode, realtime.CoordinatorClock(c.now), c.sc.TTL); err != nil {
+		return err
+	}
+	c.store, err = realtime.AttachStore(ctx, cfg.Store, cfg.StoreShare, c.backend)
+	return err
 }
 
 // now is true time since the run began, on the wall clock every process of
@@ -183,8 +208,11 @@ func (c *child) close() int {
 	if c.store != nil {
 		c.store.Close()
 	}
-	if c.etcd != nil {
-		c.etcd.Close()
+	if c.contender != nil {
+		c.contender.Close()
+	}
+	if c.backend != nil {
+		c.backend.Close()
 	}
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
@@ -213,27 +241,30 @@ func (c *child) feed(input func(now time.Duration) []agent.Output) {
 	if c.dead || c.ctx.Err() != nil {
 		return
 	}
-	out := input(c.now())
-	for i := range out {
-		o := &out[i]
-		switch o.Kind {
-		case agent.Emit:
-			c.emit(*o.Event, c.now())
-			if o.Event.Kind == history.StallBegan {
-				c.awaitPause()
-			}
-		case agent.Arm:
-			c.arm(o.Timer, o.At, o.Gen)
-		case agent.Send:
-			c.send(*o.Request)
-		case agent.Write:
-			c.write(o.Write.Token, o.Write.Resource)
-		case agent.Failed:
-			c.failure(fmt.Sprintf("%s: %v", o.Failure.Op, o.Failure.Err))
-			c.dead = true
-			return
-		}
+	if w, ok := agent.Dispatch(input(c.now()), c); ok && w != nil {
+		c.write(w.Token, w.Resource)
 	}
+}
+
+// Emit implements agent.Handler: a stall's beginning waits for the
+// parent's pause; c.mu is held.
+func (c *child) Emit(e *history.Event) {
+	c.emit(*e, c.now())
+	if e.Kind == history.StallBegan {
+		c.awaitPause()
+	}
+}
+
+// Send implements agent.Handler; c.mu is held.
+func (c *child) Send(r *agent.Request) { c.send(*r) }
+
+// Arm implements agent.Handler; c.mu is held.
+func (c *child) Arm(t agent.Timer, gen uint32, at time.Duration) { c.arm(t, at, gen) }
+
+// Failed implements agent.Handler: the agent is dead; c.mu is held.
+func (c *child) Failed(f *agent.Failure) {
+	c.failure(fmt.Sprintf("%s: %v", f.Op, f.Err))
+	c.dead = true
 }
 
 // awaitPause waits, having told the parent of the stall, for its word: it
@@ -282,17 +313,22 @@ func (c *child) arm(t agent.Timer, at time.Duration, gen uint32) {
 // agent and hands it the outcome. c.mu is held.
 func (c *child) write(t leasefence.Token, ri int) {
 	c.writes++
-	id := writeID(c.cfg.Agent, c.cfg.Life, c.writes)
-	tmpl := c.ag.Event(realtime.LandingKind(c.cfg.Mode))
-	ann := tmpl
-	ann.RequestID = strconv.FormatUint(id, 10)
-	c.emit(ann, c.now())
+	id, ok := newIDLayout(c.cfg.Scenario).id(c.cfg.Agent, c.cfg.Life, c.writes)
+	if !ok {
+		// The parent's Check makes this unreachable: no run lasts long
+		// enough. A write with no id of its own is never made.
+		c.failure(fmt.Sprintf("write %d of process %d has no id of its own; it is not made", c.writes, c.cfg.Life+1))
+		return
+	}
+	tmpl := c.ag.Event(realtime.LandingKind(c.cfg.Header.Contender(c.cfg.Mode).Discipline))
+	tmpl.RequestID = realtime.WriteRequestID(id) // the landing's and the refusal's: one write
+	c.emit(tmpl, c.now())
 	c.spawn(func() {
 		// A write is not bounded by the TTL: a slow write is the very gap
 		// the gate is for. Only a store that does not answer is an error.
 		wctx, cancel := context.WithTimeout(c.ctx, max(10*c.sc.TTL, 10*time.Second))
 		defer cancel()
-		fate, call, err := realtime.Land(wctx, c.res[ri], c.cfg.Mode, t, id)
+		fate, call, err := realtime.Land(wctx, c.res[ri], c.cfg.Header.Contender(c.cfg.Mode).Discipline, t, id)
 		switch {
 		case c.ctx.Err() != nil:
 			return // the run is over: the resource's record says what the write became

@@ -5,10 +5,25 @@
 // Each agent, in each mode, is the lab's own binary re-executed as a
 // hidden subcommand (ChildArg; a program that can become a child calls
 // RunIfChild first thing). The child runs the agent package's state
-// machine, as the in-process runner does, with a real leasefence.Client,
-// real timers on goroutines of their own, and the real etcd client on the
-// run's loopback cluster; it writes through a gate the processes share (the
-// run's SQLite file, or the etcd gate). It decides nothing the agent does.
+// machine, as the in-process runner does, with real timers on goroutines
+// of their own, and calls its mode's lock: the lab's coordinator on the
+// run's backend (etcd or Redis), reached through the real client; or, for
+// a library's contender (redsync, redislock, redlock, etcd's Mutex), the
+// library's own code, opened anew in the child on the servers the
+// contender's opener started in the parent, so that a SIGSTOP freezes the
+// library's renewals and timers as a GC pause would. It writes through a
+// gate the processes share (the run's SQLite files, the etcd or the Redis
+// gates). It decides nothing the agent does.
+//
+// What a child may reach is what every process of the run can: the
+// registry's Shared backends, stores and contenders (registry.Entry.Shares
+// refuses the rest, such as the in-memory coordinator and gates, by
+// name). The parent tells each child how to reach them (realtime.Share),
+// and the child attaches with the attacher each adapter registers beside
+// its opener (realtime.AttachBackend, AttachStore, AttachContender). A
+// contender whose generations are the order in which the lab saw its
+// grants has them numbered by the parent, across the processes, in the
+// order the grants reach it: each child sees only its own.
 //
 // The parent (Runner) plays the scenario's faults on the processes:
 //
@@ -40,5 +55,9 @@
 // reaches the parent only, which ends them) and, on Linux, dies with the
 // parent (Pdeathsig). A child also ends when its stdin, the parent's end of
 // the pipe, closes. Run kills every group it started before it returns, on
-// success, on failure and when its context ends.
+// success, on failure and when its context ends. A library contender's
+// servers die with the parent too (an embedded etcd is in its process;
+// redisdeploy's servers have Pdeathsig), and their directories are marked
+// as the parent's (internal/scratch), so that a parent killed outright
+// leaves none that the next run does not remove.
 package procdriver

@@ -15,7 +15,9 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/etcdbackend"
+	"github.com/leasefence/lab/realtime/sqlitestore"
+	"github.com/leasefence/lab/registry"
 )
 
 // holderEnv makes the test binary a user's program (asHolder): the value
@@ -24,8 +26,8 @@ const holderEnv = "PROCDRIVER_TEST_HOLDER"
 
 // holdOn is how a user's program holds a lease: leasefence.Hold on etcd,
 // renewing in the background.
-func holdOn(ctx context.Context, endpoints []string, prefix, holder string) (*leasefence.Session, *realtime.Etcd, error) {
-	e, err := realtime.AttachEtcd(endpoints, prefix)
+func holdOn(ctx context.Context, endpoints []string, prefix, holder string) (*leasefence.Session, *etcdbackend.Etcd, error) {
+	e, err := etcdbackend.AttachEtcd(endpoints, prefix)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,7 +56,7 @@ func asHolder(spec string) int {
 		return 1
 	}
 	defer e.Close()
-	res, err := realtime.AttachSQLite(f[2]).Resource(ctx, history.Fenced, "res-1", func() time.Duration { return 0 })
+	res, err := sqlitestore.AttachSQLite(f[2]).Resource(ctx, history.Fenced, "res-1", func() time.Duration { return 0 })
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -74,9 +76,9 @@ func asHolder(spec string) int {
 // session and its context ended, and its late write refused by the gate.
 func TestHoldPausedProcess(t *testing.T) {
 	dir := t.TempDir()
-	s := setup(t, realtime.StoreSQLite, overlap(time.Minute))
-	e := s.Backend.(*realtime.Etcd)
-	sqlDir := s.Store.(*realtime.SQLiteStore).Dir()
+	s := setup(t, registry.SQLite, overlap(time.Minute))
+	e := s.Backend.(*etcdbackend.Etcd)
+	sqlDir := s.Store.(*sqlitestore.SQLiteStore).Dir()
 	gate, err := s.Store.Resource(t.Context(), history.Fenced, "res-1", func() time.Duration { return 0 })
 	if err != nil {
 		t.Fatal(err)

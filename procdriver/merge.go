@@ -25,24 +25,62 @@ import (
 type reported struct {
 	events []history.Event
 	writes map[uint64]history.Event
+
+	// observed: the mode's contender has its generations numbered in the
+	// order the lab saw its grants (realtime.GenerationsObserved). Each
+	// process numbers those it saw from 1; the parent numbers them across
+	// the processes, in the order their grants reach it (number).
+	observed bool
+	gens     map[localGen]leasefence.Fence
+	last     leasefence.Fence
 }
 
-// add takes one event a child reported.
-func (r *reported) add(e history.Event) error {
+// localGen is a generation as one process numbered it.
+type localGen struct {
+	agent, life int
+	fence       leasefence.Fence
+}
+
+// add takes one event a child (of life life) reported, and returns it as
+// the history has it: with its generation numbered across the processes.
+func (r *reported) add(e history.Event, life int) (history.Event, error) {
+	r.number(&e, life)
 	if !e.Kind.IsWrite() || e.Kind == history.CommitRefused {
 		r.events = append(r.events, e)
-		return nil
+		return e, nil
 	}
 	id, err := strconv.ParseUint(e.RequestID, 10, 64)
 	if err != nil {
-		return fmt.Errorf("procdriver: a write announced with no id: %w", err)
+		return e, fmt.Errorf("procdriver: a write announced with no id: %w", err)
 	}
 	if r.writes == nil {
 		r.writes = make(map[uint64]history.Event)
 	}
-	e.RequestID = ""
 	r.writes[id] = e
-	return nil
+	return e, nil
+}
+
+// number gives an observed generation its number across the processes: a
+// grant the next one, and every later event of the same process and lease
+// the grant's. A process reports a grant before anything else of its
+// lease, and the lease's events carry its agent and fence.
+func (r *reported) number(e *history.Event, life int) {
+	if !r.observed || e.Fence == 0 {
+		return
+	}
+	k := localGen{agent: e.Agent, life: life, fence: e.Fence}
+	g, ok := r.gens[k]
+	if !ok && e.Kind == history.Granted {
+		if r.gens == nil {
+			r.gens = make(map[localGen]leasefence.Fence)
+		}
+		r.last++
+		g, ok = r.last, true
+		r.gens[k] = g
+	}
+	if ok {
+		e.Fence = g
+	}
 }
 
 // landings are the landing events of the resources' records (by

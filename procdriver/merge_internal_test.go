@@ -61,14 +61,51 @@ func TestCoordinatorSide(t *testing.T) {
 // record and the reports disagree.
 func TestLandingsNeedAnnouncements(t *testing.T) {
 	var r reported
-	if err := r.add(history.Event{Kind: history.CommitAdmitted, Agent: 0, Resource: 0, Other: -1, RequestID: "7"}); err != nil {
+	if _, err := r.add(history.Event{Kind: history.CommitAdmitted, Agent: 0, Resource: 0, Other: -1, RequestID: "7"}, 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := r.landings([][]realtime.Landing{{{ID: 7, At: 5 * ms}}}, []string{"res-1"}, time.Second)
-	if err != nil || len(got) != 1 || got[0].At != 5*ms || got[0].RequestID != "" {
+	if err != nil || len(got) != 1 || got[0].At != 5*ms || got[0].RequestID != "7" {
 		t.Fatalf("announced: %v, %v", got, err)
 	}
 	if _, err := r.landings([][]realtime.Landing{{{ID: 8, At: 5 * ms}}}, []string{"res-1"}, time.Second); err == nil || !strings.Contains(err.Error(), "res-1 records write 8") {
 		t.Errorf("unannounced: %v", err)
+	}
+}
+
+// Generations the processes numbered each from 1, as they saw their own
+// grants, are numbered across the processes in the order the grants
+// reached the parent; every later event of a lease carries its grant's
+// number, and a crashed agent's next process numbers afresh without
+// taking an old lease's number.
+func TestObservedGenerationsNumberedAcrossProcesses(t *testing.T) {
+	r := reported{observed: true}
+	type in struct {
+		e    history.Event
+		life int
+		want leasefence.Fence
+	}
+	for i, tc := range []in{
+		{history.Event{Kind: history.Granted, Agent: 0, Fence: 1}, 0, 1},
+		{history.Event{Kind: history.Granted, Agent: 1, Fence: 1}, 0, 2},
+		{history.Event{Kind: history.Extended, Agent: 0, Fence: 1}, 0, 1},
+		{history.Event{Kind: history.WriteLanded, Agent: 1, Fence: 1, RequestID: "9"}, 0, 2},
+		{history.Event{Kind: history.Granted, Agent: 0, Fence: 1}, 1, 3}, // agent-1's second process
+		{history.Event{Kind: history.Released, Agent: 0, Fence: 1}, 1, 3},
+		{history.Event{Kind: history.Granted, Agent: 0, Fence: 2}, 0, 4},
+		{history.Event{Kind: history.RequestSent, Agent: 1, Fence: 0}, 0, 0},
+	} {
+		got, err := r.add(tc.e, tc.life)
+		if err != nil || got.Fence != tc.want {
+			t.Errorf("event %d (%s of agent %d, process %d, fence %d): fence %d, %v; want %d", i, tc.e.Kind, tc.e.Agent, tc.life, tc.e.Fence, got.Fence, err, tc.want)
+		}
+	}
+	if w := r.writes[9]; w.Fence != 2 {
+		t.Errorf("the announced write keeps fence %d, want 2", w.Fence)
+	}
+	// A contender with fences of its own keeps them.
+	own := reported{}
+	if got, _ := own.add(history.Event{Kind: history.Granted, Agent: 1, Fence: 7}, 0); got.Fence != 7 {
+		t.Errorf("a fence renumbered: %d", got.Fence)
 	}
 }

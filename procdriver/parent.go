@@ -13,15 +13,13 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
-// AgentsProcess is how a run's agents ran when each was a process of its
-// own, as reports say it; AgentsInProcess when they were goroutines.
-const (
-	AgentsProcess   = "process"
-	AgentsInProcess = "in-process"
-)
+// driver is this package's entry in the registry: what agents as
+// processes need and play.
+var driver = registry.Must(registry.Drivers, registry.Process)
 
 // ErrCannotPlay refuses a scenario, or a setup, that agents as processes
 // cannot play.
@@ -39,8 +37,17 @@ type Action struct {
 // Options configures a Runner.
 type Options struct {
 	// Modes to run (default both), side by side, each with its own
-	// processes, coordinator and resources.
+	// processes, coordinator and resources. A mode that is a library's
+	// contender (redsync, etcd-mutex, ...) runs on its lock, which
+	// Contenders gives.
 	Modes []history.Mode
+	// Contenders give the locks of the modes they name, each on the
+	// servers its opener started (realtime.ContenderOpener), in place of
+	// the backend's coordinators: each agent's process opens the lock
+	// anew on those servers (realtime.AttachContender). Without them,
+	// the setup's (realtime.Setup.OpenContenders) are used; their opener
+	// closes them.
+	Contenders map[history.Mode]*realtime.Contender
 	// Subscribers receive every event, in history order, once the run is
 	// over and the resources' records are read back.
 	Subscribers []history.Subscriber
@@ -79,34 +86,54 @@ type Result struct {
 	Processes map[history.Mode]ProcessStats `json:"processes"`
 }
 
-// Check reports why agents as processes cannot run sc with c, before
-// anything starts: the coordinator must be etcd (the in-memory one lives
-// in one process) and the gates shared (SQLite or etcd); the faults they
-// play are stalls, crashes, drift and network delays, the rest is the
-// in-process runner's. The error wraps ErrCannotPlay.
-func Check(c realtime.Config, sc spec.Scenario) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrCannotPlay, fmt.Sprintf(format, args...))
+// Check reports why agents as processes cannot run sc with c in modes
+// (the lab's own by default), before anything starts: the backend, the
+// store and every mode's contender must be shared by the processes, as
+// the registry says (registry.Entry.Shares: the in-memory coordinator and
+// gates live in one process); the coordinator keeps its own time; the
+// faults they play are stalls, crashes, drift of the agents' clocks and
+// network delays, the rest is the in-process runner's. The error wraps
+// ErrCannotPlay.
+func Check(c realtime.Config, sc spec.Scenario, modes ...history.Mode) error {
+	bad := func(err error) error { return fmt.Errorf("%w: %w", ErrCannotPlay, err) }
+	entries := []*registry.Entry{}
+	if e, ok := registry.Lookup(registry.Backends, c.Backend); ok {
+		entries = append(entries, e)
 	}
-	switch {
-	case c.Backend != realtime.BackendEtcd:
-		return bad("the coordinator must be reachable from every process: use backend etcd")
-	case c.Resource != "" && c.Resource != realtime.StoreSQLite && c.Resource != realtime.StoreEtcd:
-		return bad("the gates must be shared by every process: use resource sqlite or etcd")
-	case len(sc.Partitions) > 0 || len(sc.Restarts) > 0:
-		return bad("partitions and coordinator restarts are played by the in-process runner only")
-	case sc.Network.DropRequests > 0 || sc.Network.DropReplies > 0 || sc.Network.Duplicate > 0:
-		return bad("dropped and duplicated messages are played by the in-process runner only")
-	case sc.Push.Enabled:
-		return bad("the gate push is played by the in-process runner only")
+	if e, ok := registry.Lookup(registry.Stores, registry.StoreFor(c.Backend, c.Resource)); ok {
+		entries = append(entries, e)
 	}
-	return nil
+	for _, m := range modes {
+		e, ok := registry.Lookup(registry.Contenders, string(m))
+		if !ok {
+			return bad(fmt.Errorf("contender %s: %v", m, registry.Choice(registry.Contenders, string(m))))
+		}
+		entries = append(entries, e)
+	}
+	for _, e := range entries {
+		if err := driver.Shares(e); err != nil {
+			return bad(err)
+		}
+	}
+	if sc.Clocks.CoordinatorDriftPPM != 0 {
+		return bad(fmt.Errorf("the coordinator keeps its own time when agents are processes: clocks.coordinator_drift_ppm must be 0, got %v", sc.Clocks.CoordinatorDriftPPM))
+	}
+	if err := driver.CanPlay(sc); err != nil {
+		return bad(err)
+	}
+	return newIDLayout(sc).check(sc)
 }
+
+// ErrNoContender: a mode names a library's contender that Options does
+// not give, or whose opener this program does not link.
+var ErrNoContender = errors.New("procdriver: no lock for the contender")
 
 // RunScenario runs sc with c's backend and store, its agents as processes,
 // on a setup opened for it and closed after: the whole run in one call.
+// The modes' library contenders are opened with the setup, each on
+// servers of its own under c's TempDir, and closed with it.
 func RunScenario(ctx context.Context, c realtime.Config, sc spec.Scenario, opts Options) (*Result, error) {
-	if err := Check(c, sc); err != nil {
+	if err := Check(c, sc, opts.Modes...); err != nil {
 		return nil, err
 	}
 	s, err := realtime.Open(ctx, c, sc)
@@ -114,6 +141,9 @@ func RunScenario(ctx context.Context, c realtime.Config, sc spec.Scenario, opts 
 		return nil, err
 	}
 	defer s.Close()
+	if err := s.OpenContenders(ctx, opts.Modes); err != nil {
+		return nil, err
+	}
 	r, err := New(s, opts)
 	if err != nil {
 		return nil, err
@@ -124,12 +154,13 @@ func RunScenario(ctx context.Context, c realtime.Config, sc spec.Scenario, opts 
 
 // Runner runs one scenario with its agents as processes.
 type Runner struct {
-	setup *realtime.Setup
-	opts  Options
-	h     history.Header
-	start time.Time
-	ctx   context.Context // the run's, while it runs
-	begun chan struct{}   // closed once start is set: the processes are ready
+	setup  *realtime.Setup
+	opts   Options
+	shares childConfig // what every child is told of the backend and the store
+	h      history.Header
+	start  time.Time
+	ctx    context.Context // the run's, while it runs
+	begun  chan struct{}   // closed once start is set: the processes are ready
 
 	liveMu  sync.Mutex // one Live event at a time
 	mu      sync.Mutex
@@ -142,21 +173,32 @@ type Runner struct {
 
 // New prepares a run of the setup's scenario.
 func New(s *realtime.Setup, opts Options) (*Runner, error) {
-	if err := Check(s.Config, s.Scenario); err != nil {
+	modes := opts.Modes
+	if len(modes) == 0 {
+		modes = registry.Modes()
+	}
+	if err := Check(s.Config, s.Scenario, modes...); err != nil {
 		return nil, err
+	}
+	if opts.Contenders == nil {
+		opts.Contenders = s.Contenders
 	}
 	if err := s.Scenario.Validate(); err != nil {
 		return nil, err
 	}
-	modes := opts.Modes
-	if len(modes) == 0 {
-		modes = []history.Mode{history.Naive, history.Fenced}
+	shares, err := share(s)
+	if err != nil {
+		return nil, err
 	}
-	r := &Runner{setup: s, opts: opts, stats: make(map[history.Mode]*ProcessStats), reports: make(map[history.Mode]*reported)}
-	r.h = s.Scenario.Header(modes)
+	r := &Runner{setup: s, opts: opts, shares: shares, stats: make(map[history.Mode]*ProcessStats), reports: make(map[history.Mode]*reported)}
+	r.h = registry.Header(s.Scenario, modes)
 	r.h.Backend = s.Backend.Name()
+	if err := r.describeContenders(); err != nil {
+		return nil, err
+	}
 	for _, m := range r.h.Modes {
-		r.stats[m], r.reports[m] = &ProcessStats{}, &reported{}
+		r.stats[m] = &ProcessStats{}
+		r.reports[m] = &reported{observed: r.h.Contender(m).Generations == realtime.GenerationsObserved}
 	}
 	// The scenario's crashes are kills like any other, at the scenario's
 	// instants (already on the run's time scale).
@@ -174,6 +216,31 @@ func New(s *realtime.Setup, opts Options) (*Runner, error) {
 		r.opts.Command = []string{exe, ChildArg}
 	}
 	return r, nil
+}
+
+// describeContenders checks that every mode that is a library's
+// contender has its lock, which another process can reach, and has the
+// header say what each is, as its adapter does (how its generations are
+// numbered, ...).
+func (r *Runner) describeContenders() error {
+	for m := range r.opts.Contenders {
+		if !slices.Contains(r.h.Modes, m) {
+			return fmt.Errorf("procdriver: a contender for mode %s, which the run does not run", m)
+		}
+	}
+	for i, hc := range r.h.Contenders {
+		c, ok := r.opts.Contenders[hc.Name]
+		if !ok {
+			return fmt.Errorf("%w %s: open it with the setup (realtime.Setup.OpenContenders) or give it in Options.Contenders", ErrNoContender, hc.Name)
+		}
+		if _, err := realtime.Share(string(hc.Name), c); err != nil {
+			return fmt.Errorf("%w: %w", ErrCannotPlay, err)
+		}
+		info := c.Info
+		info.Name = hc.Name
+		r.h.Contenders[i] = info
+	}
+	return nil
 }
 
 // Header is the history header of the run.
@@ -298,9 +365,15 @@ func (r *Runner) schedule() {
 				return
 			}
 			lives := r.kill(ai)
+			crash := spec.FaultCrash.Began(ai, "", k.Restart)
+			if k.Restart <= 0 {
+				crash.Dur = max(r.setup.Scenario.Duration-k.At, time.Nanosecond) // down to the run's end
+			}
+			r.crashed(crash)
 			if k.Restart <= 0 || sleep(r.ctx, k.Restart) != nil {
 				return
 			}
+			r.crashed(crash.Ended())
 			for m, life := range lives {
 				if err := r.startProc(m, ai, life+1, false); err != nil {
 					r.fail(err)
@@ -345,7 +418,7 @@ func (r *Runner) result(resources map[history.Mode][]realtime.Resource, wall tim
 	defer cancel()
 	hr := history.NewResult(&r.h)
 	res := &Result{Result: &realtime.Result{Result: hr, Backend: r.setup.Backend.Name(), Store: r.setup.Store.Name(), Wall: wall},
-		Agents: AgentsProcess, Processes: make(map[history.Mode]ProcessStats)}
+		Agents: registry.Process, Processes: make(map[history.Mode]ProcessStats)}
 	errs := r.errs
 	for _, m := range r.h.Modes {
 		rep := r.reports[m]
@@ -379,15 +452,25 @@ func (r *Runner) result(resources map[history.Mode][]realtime.Resource, wall tim
 // childConfig is what the child of agent ai in mode m, in its life-th
 // process, is told.
 func (r *Runner) childConfig(m history.Mode, ai, life int, scripted bool) childConfig {
-	c := childConfig{Header: r.h, Scenario: r.setup.Scenario, Mode: m, Agent: ai, Life: life, Scripted: scripted,
-		Store: r.setup.Store.Name()}
-	if e, ok := r.setup.Backend.(*realtime.Etcd); ok {
-		c.Endpoints, c.Prefix = e.Endpoints(), e.Prefix()
-	}
-	if st, ok := r.setup.Store.(*realtime.SQLiteStore); ok {
-		c.SQLiteDir = st.Dir()
+	c := r.shares
+	c.Header, c.Scenario, c.Mode, c.Agent, c.Life, c.Scripted = r.h, r.setup.Scenario, m, ai, life, scripted
+	if ct, ok := r.opts.Contenders[m]; ok {
+		c.ContenderShare = ct.Share
 	}
 	return c
+}
+
+// share is what every child is told of the run's backend and store.
+func share(s *realtime.Setup) (childConfig, error) {
+	c := childConfig{Backend: s.Config.Backend, Store: s.Store.Name()}
+	var err error
+	if c.BackendShare, err = realtime.Share(c.Backend, s.Backend); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrCannotPlay, err)
+	}
+	if c.StoreShare, err = realtime.Share(c.Store, s.Store); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrCannotPlay, err)
+	}
+	return c, nil
 }
 
 func encodeConfig(c childConfig) ([]byte, error) {

@@ -110,17 +110,7 @@ func (r *Runner) read(p *proc, out io.Reader) {
 			io.Copy(io.Discard, out)
 			return
 		}
-		r.mu.Lock()
-		err = r.reports[p.mode].add(e)
-		r.mu.Unlock()
-		if err != nil {
-			r.fail(err)
-		}
-		r.liveMu.Lock()
-		for _, s := range r.opts.Live {
-			s.Event(e)
-		}
-		r.liveMu.Unlock()
+		r.record(e, p.life)
 		if e.Kind == history.StallBegan {
 			r.pause(p, e)
 		}
@@ -145,6 +135,32 @@ func (r *Runner) pause(p *proc, e history.Event) {
 	sleep(r.ctx, e.Dur)
 	if err := signal(p.cmd.Process.Pid, sigCont); err != nil {
 		r.fail(fmt.Errorf("procdriver: continuing %s: %w", p.name(), err))
+	}
+}
+
+// record takes one event of a mode's history (a child's report, or a
+// crash the parent played), and hands it to the live subscribers.
+func (r *Runner) record(e history.Event, life int) {
+	r.mu.Lock()
+	e, err := r.reports[e.Mode].add(e, life)
+	r.mu.Unlock()
+	if err != nil {
+		r.fail(err)
+	}
+	r.liveMu.Lock()
+	for _, s := range r.opts.Live {
+		s.Event(e)
+	}
+	r.liveMu.Unlock()
+}
+
+// crashed records the crash of agent ai in every mode, as the fault
+// event e (a crash's began or ended), now.
+func (r *Runner) crashed(e history.Event) {
+	at := r.now()
+	for _, m := range r.h.Modes {
+		e.Mode, e.At = m, at
+		r.record(e, 0) // of no lease: its life numbers nothing
 	}
 }
 

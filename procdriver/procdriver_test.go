@@ -2,8 +2,10 @@ package procdriver_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -31,7 +34,7 @@ func TestMain(m *testing.M) {
 // the test, closed at its end.
 func setup(t *testing.T, store string, sc spec.Scenario) *realtime.Setup {
 	t.Helper()
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendEtcd, Resource: store, TempDir: t.TempDir()}, sc)
+	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Etcd, Resource: store, TempDir: t.TempDir()}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +53,13 @@ func overlap(d time.Duration) spec.Scenario {
 
 func run(t *testing.T, s *realtime.Setup, opts procdriver.Options) *procdriver.Result {
 	t.Helper()
+	res, _ := runWithHeader(t, s, opts)
+	return res
+}
+
+// runWithHeader runs s with opts, and returns the run's header too.
+func runWithHeader(t *testing.T, s *realtime.Setup, opts procdriver.Options) (*procdriver.Result, history.Header) {
+	t.Helper()
 	r, err := procdriver.New(s, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +68,7 @@ func run(t *testing.T, s *realtime.Setup, opts procdriver.Options) *procdriver.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return res, r.Header()
 }
 
 // Agents as processes paused by SIGSTOP between their check and their
@@ -70,7 +80,7 @@ func TestOverlapPaused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs etcd and eight processes for several seconds")
 	}
-	for _, store := range []string{realtime.StoreSQLite, realtime.StoreEtcd} {
+	for _, store := range []string{registry.SQLite, registry.Etcd} {
 		t.Run(store, func(t *testing.T) {
 			for seed := uint64(1); seed <= 3; seed++ {
 				sc := overlap(8 * time.Second)
@@ -101,7 +111,7 @@ func pausedRun(t *testing.T, s *realtime.Setup) bool {
 		fold.Add(&e)
 		if e.Kind == history.StallBegan && e.Dur > s.Scenario.TTL {
 			paused++
-			if fold.Snapshot(e.At).Agents[e.Agent].State == liveview.AgentStalled {
+			if fold.Snapshot(e.At).Agents[e.Agent].State == history.AgentStalled {
 				shown++
 			}
 		}
@@ -113,7 +123,7 @@ func pausedRun(t *testing.T, s *realtime.Setup) bool {
 	n, f := res.Modes[history.Naive], res.Modes[history.Fenced]
 	t.Logf("seed %d: processes %+v; naive: %d stale landed; fenced: %d refused; %d events",
 		s.Scenario.Seed, res.Processes, n.StaleWritesLanded, f.CommitsRefused, res.Events)
-	if res.Agents != procdriver.AgentsProcess || res.Processes[history.Naive].Paused == 0 || res.Processes[history.Fenced].Paused == 0 {
+	if res.Agents != registry.Process || res.Processes[history.Naive].Paused == 0 || res.Processes[history.Fenced].Paused == 0 {
 		t.Errorf("agents %q, processes %+v: want processes paused in both modes", res.Agents, res.Processes)
 	}
 	assertInvariants(t, res)
@@ -136,25 +146,34 @@ func assertInvariants(t *testing.T, res *procdriver.Result) {
 }
 
 // parentEnv names the directory of a parent process the test starts:
-// the test binary, run as a parent of agents (asParent).
-const parentEnv = "PROCDRIVER_TEST_PARENT_DIR"
+// the test binary, run as a parent of agents (asParent); parentModesEnv,
+// if set, its modes (comma-separated) on the Redis backend, library
+// contenders among them.
+const (
+	parentEnv      = "PROCDRIVER_TEST_PARENT_DIR"
+	parentModesEnv = "PROCDRIVER_TEST_PARENT_MODES"
+)
 
-// asParent runs a long run with agents as processes, under dir, until
-// SIGTERM: a parent for the tests to kill.
+// asParent runs a minute of overlap with two agents as processes, until
+// SIGTERM or SIGINT ends it.
 func asParent(dir string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	sc := overlap(time.Minute)
 	sc.Agents = 2
-	s, err := realtime.Open(ctx, realtime.Config{Backend: realtime.BackendEtcd, Resource: realtime.StoreSQLite, TempDir: dir}, sc)
-	if err != nil {
+	c := realtime.Config{Backend: registry.Etcd, Resource: registry.SQLite, TempDir: dir}
+	modes := []history.Mode{history.Naive, history.Fenced}
+	if list := os.Getenv(parentModesEnv); list != "" {
+		c = realtime.Config{Backend: registry.Redis, TempDir: dir}
+		modes = nil
+		for _, m := range strings.Split(list, ",") {
+			modes = append(modes, history.Mode(m))
+		}
+	}
+	res, err := procdriver.RunScenario(ctx, c, sc, procdriver.Options{Modes: modes})
+	if res == nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer s.Close()
-	r, err := procdriver.New(s, procdriver.Options{Modes: []history.Mode{history.Naive, history.Fenced}})
-	if err != nil {
-		return 1
-	}
-	r.Run(ctx)
 	return 0
 }

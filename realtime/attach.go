@@ -2,7 +2,6 @@ package realtime
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"slices"
 	"time"
@@ -10,43 +9,12 @@ import (
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 // What another process needs to take part in a run set up here: an agent
-// run as a process of its own reaches the run's etcd under the run's
-// prefix and the run's SQLite files, and keeps its clock as the runner
-// keeps an agent's.
-
-// Endpoints are the client URLs of the cluster the backend uses.
-func (e *Etcd) Endpoints() []string {
-	if e.cluster != nil {
-		return e.cluster.Endpoints()
-	}
-	return e.opts.Endpoints
-}
-
-// AttachEtcd reaches the run whose keys are under prefix on the cluster at
-// endpoints (another backend's Endpoints and Prefix). Its Close closes the
-// client only: the keys, the cluster and its directory are the run's.
-func AttachEtcd(endpoints []string, prefix string) (*Etcd, error) {
-	if len(endpoints) == 0 || prefix == "" {
-		return nil, errors.New("realtime: etcd: attaching needs the run's endpoints and prefix")
-	}
-	cli, err := etcdembed.Client(endpoints...)
-	if err != nil {
-		return nil, err
-	}
-	e := &Etcd{opts: EtcdOptions{Endpoints: endpoints, Members: 1}, prefix: prefix, attached: true}
-	e.cli.Store(cli)
-	return e, nil
-}
-
-// AttachSQLite opens the SQLite store whose files are in dir (another
-// store's Dir). Its Close closes its databases and leaves dir.
-func AttachSQLite(dir string) *SQLiteStore {
-	return &SQLiteStore{dir: dir, dbs: make(map[history.Mode]*sql.DB), attached: true}
-}
+// run as a process of its own keeps its clock as the runner keeps an
+// agent's, and lands its writes as the runner's agents do (it reaches the
+// run's etcd and SQLite files by their adapters' Attach).
 
 // NewAgentClock is an agent's clock as the runner keeps it: since reads
 // true time since the run began; the clock reads it at the drift's rate,
@@ -70,10 +38,10 @@ func CoordinatorClock(since func() time.Duration) leasefence.Clock {
 	return leasefence.NewClock("coordinator", since)
 }
 
-// LandingKind is the kind of a write's landing in mode: a commit the gate
-// admitted, or a naive write.
-func LandingKind(mode history.Mode) history.Kind {
-	if mode == history.Naive {
+// LandingKind is the kind of a write's landing by a contender of
+// discipline d: a commit the gate admitted, or a naive write.
+func LandingKind(d history.Discipline) history.Kind {
+	if d == history.DisciplineNaive {
 		return history.WriteLanded
 	}
 	return history.CommitAdmitted
@@ -100,12 +68,13 @@ func (f Fate) Refusal(tmpl history.Event, agents []string) history.Event {
 	return tmpl
 }
 
-// Land makes write id under t at res: through the gate in fenced mode,
-// straight at the resource in naive mode, and says what became of it. An
+// Land makes write id under t at res: through the gate for a contender of
+// the fenced discipline d, straight at the resource for a naive one, and
+// says what became of it. An
 // error is the store's (the write's fate unknown: only the resource's
 // record can tell), and call names the call that failed.
-func Land(ctx context.Context, res Resource, mode history.Mode, t leasefence.Token, id uint64) (fate Fate, call string, err error) {
-	if mode == history.Naive {
+func Land(ctx context.Context, res Resource, d history.Discipline, t leasefence.Token, id uint64) (fate Fate, call string, err error) {
+	if d == history.DisciplineNaive {
 		if err := res.Write(ctx, t, id); err != nil {
 			return fate, "Write", err
 		}

@@ -1,12 +1,8 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +11,8 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
-	"github.com/leasefence/lab/leasefence/sqlgate"
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 )
 
 // Backend is where a run's leases come from: one coordinator per mode,
@@ -98,7 +95,7 @@ type memCoord struct {
 func NewMemory() *Memory { return &Memory{} }
 
 // Name implements Backend.
-func (*Memory) Name() string { return "memory" }
+func (*Memory) Name() string { return registry.Memory }
 
 // Open implements Backend.
 func (m *Memory) Open(_ context.Context, _ history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
@@ -147,17 +144,20 @@ type Landing struct {
 type MemoryStore struct{}
 
 // Name implements Store.
-func (MemoryStore) Name() string { return "memory" }
+func (MemoryStore) Name() string { return registry.Memory }
 
 // Resource implements Store.
 func (MemoryStore) Resource(_ context.Context, _ history.Mode, name string, now func() time.Duration) (Resource, error) {
-	return &memResource{gate: leasefence.NewFenceGate(name), now: now}, nil
+	return NewMemoryResource(name, now), nil
 }
 
 // Close implements Store.
 func (MemoryStore) Close() error { return nil }
 
-type memResource struct {
+// MemoryResource is a resource behind an in-memory leasefence.FenceGate,
+// its record a list appended to under the gate's write: MemoryStore's,
+// and the gate behind a store that puts a network in front of it.
+type MemoryResource struct {
 	gate *leasefence.FenceGate
 	now  func() time.Duration
 
@@ -165,7 +165,13 @@ type memResource struct {
 	record []Landing
 }
 
-func (r *memResource) land(id uint64) {
+// NewMemoryResource is the resource name behind a gate of its own; now
+// reads the run's true time, for the record's stamps.
+func NewMemoryResource(name string, now func() time.Duration) *MemoryResource {
+	return &MemoryResource{gate: leasefence.NewFenceGate(name), now: now}
+}
+
+func (r *MemoryResource) land(id uint64) {
 	r.mu.Lock()
 	r.record = append(r.record, Landing{ID: id, At: r.now()})
 	r.mu.Unlock()
@@ -173,158 +179,35 @@ func (r *memResource) land(id uint64) {
 
 // Commit records the write inside the gate's Commit, where the gate holds
 // its lock: the record's order is the gate's.
-func (r *memResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
+func (r *MemoryResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
 	return r.gate.Commit(ctx, t, func(context.Context) error {
 		r.land(id)
 		return nil
 	})
 }
 
-func (r *memResource) Write(_ context.Context, _ leasefence.Token, id uint64) error {
+func (r *MemoryResource) Write(_ context.Context, _ leasefence.Token, id uint64) error {
 	r.land(id)
 	return nil
 }
 
-func (r *memResource) Landings(context.Context) ([]Landing, error) {
+func (r *MemoryResource) Landings(context.Context) ([]Landing, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Landing(nil), r.record...), nil
 }
 
-func (r *memResource) Admit(_ context.Context, t leasefence.Token) error { return r.gate.Admit(t) }
+func (r *MemoryResource) Admit(_ context.Context, t leasefence.Token) error { return r.gate.Admit(t) }
 
-func (r *memResource) Floor(context.Context) (leasefence.Token, error) { return r.gate.Floor(), nil }
+func (r *MemoryResource) Floor(context.Context) (leasefence.Token, error) { return r.gate.Floor(), nil }
 
-// SQLiteStore keeps the resources of each mode in a SQLite file of its
-// own: each behind a sqlgate.Gate, its writes rows of a writes table,
-// inserted in the gate's transaction (fenced) or on their own (naive).
-type SQLiteStore struct {
-	dir    string
-	mu     sync.Mutex
-	dbs    map[history.Mode]*sql.DB
-	closed bool
-	// attached: the directory is another process's (AttachSQLite), and
-	// stays when this store closes.
-	attached bool
-}
-
-// NewSQLiteStore makes a SQLite store in a new temporary directory under
-// parent ("" for the system's), removed by Close.
-func NewSQLiteStore(parent string) (*SQLiteStore, error) {
-	dir, err := os.MkdirTemp(parent, "leasefence-sqlite-")
-	if err != nil {
-		return nil, fmt.Errorf("realtime: sqlite store: %w", err)
-	}
-	return &SQLiteStore{dir: dir, dbs: make(map[history.Mode]*sql.DB)}, nil
-}
-
-// Name implements Store.
-func (*SQLiteStore) Name() string { return "sqlite" }
-
-// Dir is the directory that holds the database files.
-func (s *SQLiteStore) Dir() string { return s.dir }
-
-func (s *SQLiteStore) open(ctx context.Context, mode history.Mode) (*sql.DB, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("realtime: sqlite store is closed")
-	}
-	if db, ok := s.dbs[mode]; ok {
-		return db, nil
-	}
-	dsn := "file:" + filepath.Join(s.dir, string(mode)+".db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("realtime: sqlite store: %w", err)
-	}
-	// The writes table is each resource's record: a row per write, in
-	// the database's own sequence (the rowid), stamped inside the write's
-	// transaction.
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS writes (
-		seq INTEGER PRIMARY KEY AUTOINCREMENT, resource TEXT NOT NULL, holder TEXT NOT NULL,
-		fence INTEGER NOT NULL, write_id INTEGER NOT NULL, at_ns INTEGER NOT NULL)`); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("realtime: sqlite store: %w", err)
-	}
-	s.dbs[mode] = db
-	return db, nil
-}
-
-// Resource implements Store.
-func (s *SQLiteStore) Resource(ctx context.Context, mode history.Mode, name string, now func() time.Duration) (Resource, error) {
-	db, err := s.open(ctx, mode)
-	if err != nil {
-		return nil, err
-	}
-	g, err := sqlgate.New(ctx, db, name)
-	if err != nil {
-		return nil, err
-	}
-	return &sqlResource{db: db, gate: g, name: name, now: now}, nil
-}
-
-// Close implements Store: it closes the databases and removes their
-// directory. It is safe to call more than once.
-func (s *SQLiteStore) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+func init() {
+	registry.SetOpener(registry.Backends, registry.Memory, BackendAdapter{Open: func(_ context.Context, s *Setup, sc spec.Scenario) error {
+		m := NewMemory()
+		m.Prover = s.Prover()
+		s.Backend, s.Scale = m, cmp.Or(s.Config.TimeScale, 1)
+		s.Scenario = Scale(sc, s.Scale)
 		return nil
-	}
-	s.closed = true
-	var errs []error
-	for _, db := range s.dbs {
-		errs = append(errs, db.Close())
-	}
-	if !s.attached {
-		errs = append(errs, os.RemoveAll(s.dir))
-	}
-	return errors.Join(errs...)
+	}})
+	registry.SetOpener(registry.Stores, registry.Memory, StoreOpener(func(*Setup) (Store, error) { return MemoryStore{}, nil }))
 }
-
-type sqlResource struct {
-	db   *sql.DB
-	gate *sqlgate.Gate
-	name string
-	now  func() time.Duration
-}
-
-const insertWrite = `INSERT INTO writes (resource, holder, fence, write_id, at_ns) VALUES (?, ?, ?, ?, ?)`
-
-// Commit inserts the write's row in the gate's transaction: admitted, it
-// is in the record; refused, it never was.
-func (r *sqlResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
-	return r.gate.Commit(ctx, t, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence), int64(id), int64(r.now()))
-		return err
-	})
-}
-
-func (r *sqlResource) Write(ctx context.Context, t leasefence.Token, id uint64) error {
-	_, err := r.db.ExecContext(ctx, insertWrite, r.name, t.Holder, int64(t.Fence), int64(id), int64(r.now()))
-	return err
-}
-
-func (r *sqlResource) Landings(ctx context.Context) ([]Landing, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT write_id, at_ns FROM writes WHERE resource = ? ORDER BY seq`, r.name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Landing
-	for rows.Next() {
-		var id, at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			return nil, err
-		}
-		out = append(out, Landing{ID: uint64(id), At: time.Duration(at)})
-	}
-	return out, rows.Err()
-}
-
-func (r *sqlResource) Admit(ctx context.Context, t leasefence.Token) error {
-	return r.gate.Admit(ctx, t)
-}
-
-func (r *sqlResource) Floor(ctx context.Context) (leasefence.Token, error) { return r.gate.Floor(ctx) }

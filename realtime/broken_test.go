@@ -79,26 +79,36 @@ func (g *brokenGate) Floor(context.Context) (leasefence.Token, error) {
 
 // brokenWrite is how long the broken gate's write takes between its check
 // and its raise of the floor.
-const brokenWrite = 30 * time.Millisecond
+const brokenWrite = 200 * time.Millisecond
 
 // races is a scenario of pairs of writes on a resource each, the holder
-// whose lease lapsed writing 10 ms after the new holder: concurrent
-// commits, which a gate must order by its floor. The 10 ms outlast the
-// jitter of a loaded machine's timers, so the old holder's write starts
-// second, and fall well inside the broken gate's 30 ms write, so it
-// checks the floor before the new holder's write has raised it.
+// whose lease lapsed writing 50 ms after the new holder: concurrent
+// commits, which a gate must order by its floor. The 50 ms outlast the
+// jitter of a loaded machine's timers and a stall of the whole process (at
+// 10 ms apart, a run under load once started all four old writes first),
+// so the old holder's write starts second, and fall well inside the broken
+// gate's 200 ms write, so it checks the floor before the new holder's
+// write has raised it.
 func races(pairs int) spec.Scenario {
-	sc := spec.Scenario{Name: "races", Seed: 1, Duration: 1500 * time.Millisecond, Agents: 2 * pairs, Resources: pairs,
+	return pairWrites(pairs, 1200*time.Millisecond, 1250*time.Millisecond)
+}
+
+// pairWrites is pairs of holders on a resource each: the old one acquires
+// at 0 and checks at 900ms, its lease lapses at 1s, the new one acquires
+// at 1100ms; the new one checks and writes at cur, the old one writes at
+// old. The run ends 300ms after the later write.
+func pairWrites(pairs int, cur, old time.Duration) spec.Scenario {
+	sc := spec.Scenario{Name: "races", Seed: 1, Duration: max(cur, old) + 300*time.Millisecond, Agents: 2 * pairs, Resources: pairs,
 		TTL: time.Second, Agent: spec.Behaviour{WritesPerLease: 1}}
 	for p := range pairs {
-		old, cur, res := spec.AgentName(2*p), spec.AgentName(2*p+1), spec.ResourceName(p)
+		o, c, res := spec.AgentName(2*p), spec.AgentName(2*p+1), spec.ResourceName(p)
 		sc.Script = append(sc.Script,
-			spec.Action{At: 0, Agent: old, Do: spec.ActAcquire, Resource: res},
-			spec.Action{At: 900 * time.Millisecond, Agent: old, Do: spec.ActCheck},
-			spec.Action{At: 1100 * time.Millisecond, Agent: cur, Do: spec.ActAcquire, Resource: res},
-			spec.Action{At: 1200 * time.Millisecond, Agent: cur, Do: spec.ActCheck},
-			spec.Action{At: 1200 * time.Millisecond, Agent: cur, Do: spec.ActWrite},
-			spec.Action{At: 1210 * time.Millisecond, Agent: old, Do: spec.ActWrite},
+			spec.Action{At: 0, Agent: o, Do: spec.ActAcquire, Resource: res},
+			spec.Action{At: 900 * time.Millisecond, Agent: o, Do: spec.ActCheck},
+			spec.Action{At: 1100 * time.Millisecond, Agent: c, Do: spec.ActAcquire, Resource: res},
+			spec.Action{At: cur, Agent: c, Do: spec.ActCheck},
+			spec.Action{At: cur, Agent: c, Do: spec.ActWrite},
+			spec.Action{At: old, Agent: o, Do: spec.ActWrite},
 		)
 	}
 	return sc
@@ -237,7 +247,7 @@ func (g *unloggedGate) Commit(_ context.Context, t leasefence.Token, _ uint64) e
 func TestRefusalNotLoggedIsARefusal(t *testing.T) {
 	t.Parallel()
 	tok := leasefence.Token{Resource: "res-1", Holder: "agent-1", Fence: 4}
-	fate, call, err := realtime.Land(t.Context(), &unloggedGate{brokenGate{name: "res-1"}}, history.Fenced, tok, 1)
+	fate, call, err := realtime.Land(t.Context(), &unloggedGate{brokenGate{name: "res-1"}}, history.DisciplineFenced, tok, 1)
 	if err != nil || call != "" {
 		t.Fatalf("Land = %v (call %q), want a refusal", err, call)
 	}

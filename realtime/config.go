@@ -1,30 +1,21 @@
 package realtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/fencetoken"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
-)
-
-// The backends and stores by name, as lab's --backend and --resource
-// spell them.
-const (
-	BackendMemory = "memory"
-	BackendEtcd   = "etcd"
-	BackendRedis  = "redis"
-	StoreMemory   = "memory"
-	StoreSQLite   = "sqlite"
-	StoreEtcd     = "etcd"
-	StoreHTTP     = "http"
-	StoreRedis    = "redis"
 )
 
 // MaxEtcdMembers is the largest embedded cluster: etcd's own advice is at
@@ -61,18 +52,29 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Config names where a real-time run's leases and writes live.
 type Config struct {
-	// Backend is BackendMemory or BackendEtcd.
+	// Backend is registry.Memory or registry.Etcd.
 	Backend string
-	// Resource is where the gates live: StoreMemory, StoreSQLite or
-	// StoreEtcd; "" means the backend's own (memory, or etcd on etcd).
+	// Resource is where the gates live: registry.Memory, registry.SQLite or
+	// registry.Etcd; "" means the backend's own (memory, or etcd on etcd).
 	Resource string
 	// EtcdMembers is the size of the embedded etcd cluster (0: 1).
 	EtcdMembers int
 	// EtcdEndpoints, if set, are an existing cluster to use instead.
 	EtcdEndpoints []string
 	// RedisURL, if set, is an existing Redis to use instead of a
-	// throwaway redis-server (BackendRedis).
+	// throwaway redis-server (registry.Redis).
 	RedisURL string
+	// RedisTopology is the Redis the backend starts: RedisSingle (also
+	// "") a lone server, RedisSentinel a primary, replicas and Sentinels.
+	RedisTopology string
+	// RedisWaitReplicas and RedisWaitTimeout make the fenced mode's
+	// coordinator and gates WAIT for that many replicas, that long, after
+	// every fence minted and floor raised (redislease.Replication).
+	RedisWaitReplicas int
+	RedisWaitTimeout  time.Duration
+	// RedisWatermark gives the fenced mode's coordinator and gates one
+	// redislease.Watermark: a rewound counter or floor is caught.
+	RedisWatermark bool
 	// TimeScale stretches the scenario's times; 0 means 1 on memory, and
 	// on etcd the smallest scale that makes the TTL whole seconds of at
 	// least etcd's minimum (see WholeSecondScale).
@@ -82,14 +84,18 @@ type Config struct {
 	TempDir string
 }
 
-func (c Config) store() string {
-	if c.Resource == "" && (c.Backend == BackendEtcd || c.Backend == BackendRedis) {
-		return c.Backend // the gates beside the leases: etcd on etcd, redis on redis
+// Store is the store c names, or the backend's own (registry.StoreFor).
+func (c Config) Store() string { return registry.StoreFor(c.Backend, c.Resource) }
+
+// RealBackends names the backends the real-time runner runs on.
+func RealBackends() []string {
+	var out []string
+	for _, e := range registry.All(registry.Backends) {
+		if e.Real {
+			out = append(out, e.Name)
+		}
 	}
-	if c.Resource == "" {
-		return StoreMemory
-	}
-	return c.Resource
+	return out
 }
 
 // Check reports, before anything starts, why c cannot run sc: the first
@@ -99,28 +105,33 @@ func (c Config) Check(sc spec.Scenario) error {
 	bad := func(setting, format string, args ...any) error {
 		return &ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
-	switch c.Backend {
-	case BackendMemory, BackendEtcd, BackendRedis:
-	default:
-		return bad("backend", "must be %s, %s or %s, got %q", BackendMemory, BackendEtcd, BackendRedis, c.Backend)
+	backend, ok := registry.Lookup(registry.Backends, c.Backend)
+	if !ok || !backend.Real {
+		return bad("backend", "must be %s, got %q", strings.Join(RealBackends(), ", "), c.Backend)
 	}
-	switch c.store() {
-	case StoreMemory, StoreSQLite, StoreHTTP:
-	case StoreEtcd:
-		if c.Backend != BackendEtcd {
-			return bad("resource", "etcd keeps the gates in the backend's etcd: it needs backend etcd")
+	store, ok := registry.Lookup(registry.Stores, c.Store())
+	if !ok {
+		return bad("resource", "%v", registry.Choice(registry.Stores, c.Resource))
+	}
+	if err := store.RunsOnBackend(c.Backend); err != nil {
+		return bad("resource", "%s keeps the %s: it needs backend %s", store.Name, store.Doc, strings.Join(store.RunsOn, " or "))
+	}
+	if err := store.CanPlay(sc); err != nil {
+		return &ConfigError{Setting: "resource", Problem: err.Error(), Err: err}
+	}
+	if c.Backend != registry.Redis { // settings only redis has
+		switch {
+		case c.RedisURL != "":
+			return bad("redis-url", "needs backend redis")
+		case c.RedisTopology != "":
+			return bad("redis-topology", "needs backend redis")
+		case c.RedisWaitReplicas != 0 || c.RedisWaitTimeout != 0:
+			return bad("redis-wait-replicas", "needs backend redis")
+		case c.RedisWatermark:
+			return bad("redis-watermark", "needs backend redis")
 		}
-	case StoreRedis:
-	default:
-		return bad("resource", "must be memory, sqlite, etcd, http or redis, got %q", c.Resource)
 	}
-	if c.store() != StoreHTTP && sc.OverTheWire() {
-		return bad("resource", "the scenario has forgers or a network.write_delay, which only a resource across a network plays: use --resource http")
-	}
-	if err := c.checkRedis(sc); err != nil {
-		return err
-	}
-	if c.Backend != BackendEtcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) {
+	if c.Backend != registry.Etcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) { // flags only etcd has
 		return bad("backend", "etcd members and endpoints need backend etcd")
 	}
 	if c.EtcdMembers != 0 && len(c.EtcdEndpoints) > 0 {
@@ -137,33 +148,20 @@ func (c Config) Check(sc spec.Scenario) error {
 	if math.IsNaN(c.TimeScale) || c.TimeScale < 0 || c.TimeScale > MaxTimeScale {
 		return bad("time-scale", "must be in (0, %d], got %v", MaxTimeScale, c.TimeScale)
 	}
-	if len(sc.Interventions) > 0 {
-		return bad("scenario", "it has recorded interventions, which replay only in the simulator")
+	if err := backend.CanPlay(sc); err != nil {
+		return &ConfigError{Setting: "scenario", Problem: err.Error(), Err: err}
 	}
-	if err := c.checkMembers(sc); err != nil {
-		return err
+	adapter, ok := registry.Opener[BackendAdapter](registry.Backends, c.Backend)
+	if !ok {
+		return &ConfigError{Setting: "backend", Err: ErrNotLinked,
+			Problem: fmt.Sprintf("this program links no adapter for backend %s (realtime/adapters links them all)", c.Backend)}
 	}
-	if c.Backend == BackendEtcd {
-		if len(c.EtcdEndpoints) > 0 && len(sc.Restarts) > 0 {
-			return bad("scenario", "it restarts the coordinator, and only an embedded etcd can be restarted: drop --etcd-endpoints or the restarts")
-		}
-		for _, r := range sc.Restarts {
-			if !r.Persist && c.store() == StoreEtcd {
-				return &ConfigError{Setting: "resource", Err: ErrFloorsLost,
-					Problem: "a restart that loses the coordinator's state starts a fresh etcd, which would take the etcd gates' floors with it: use --resource memory or sqlite"}
-			}
-		}
-		if sc.Clocks.CoordinatorDriftPPM != 0 {
-			return &ConfigError{Setting: "scenario", Err: ErrUnmappable,
-				Problem: fmt.Sprintf("etcd keeps its own time: clocks.coordinator_drift_ppm must be 0, got %v", sc.Clocks.CoordinatorDriftPPM)}
-		}
-		if c.TimeScale > 0 {
-			if err := CheckWholeSecondScale(sc.TTL, 0, c.TimeScale); err != nil {
-				return &ConfigError{Setting: "time-scale", Problem: strings.TrimPrefix(err.Error(), ErrUnmappable.Error()+": "), Err: ErrUnmappable}
-			}
-		} else if _, err := WholeSecondScale(sc.TTL, 0); err != nil {
-			return &ConfigError{Setting: "scenario", Problem: strings.TrimPrefix(err.Error(), ErrUnmappable.Error()+": "), Err: ErrUnmappable}
-		}
+	if _, ok := registry.Opener[StoreOpener](registry.Stores, c.Store()); !ok {
+		return &ConfigError{Setting: "resource", Err: ErrNotLinked,
+			Problem: fmt.Sprintf("this program links no adapter for resource %s (realtime/adapters links them all)", c.Store())}
+	}
+	if adapter.Check != nil {
+		return adapter.Check(c, sc)
 	}
 	return nil
 }
@@ -177,10 +175,31 @@ type Setup struct {
 	// Scenario is the scenario as the run plays it: stretched by Scale.
 	Scenario spec.Scenario
 	Scale    float64
+	// Contenders are the library contenders' locks, each on the server
+	// it brought up (OpenContenders), by mode.
+	Contenders map[history.Mode]*Contender
 
 	once sync.Once
 	err  error
 }
+
+// BackendOpener starts a backend for setup s and maps sc onto its time:
+// it sets s.Backend, s.Scenario and s.Scale. A store of its own is open
+// already (s.Store), so that the coordinator can sign with its key
+// (Setup.Prover). A backend's adapter registers it, in its BackendAdapter,
+// under its registry name (registry.SetOpener).
+type BackendOpener func(ctx context.Context, s *Setup, sc spec.Scenario) error
+
+// StoreOpener opens the store for setup s: before the backend for a store
+// of its own, after it (s.Backend set) for one kept in the backend's
+// server (its registry entry's RunsOn). A store's adapter registers its
+// opener under its registry name (registry.SetOpener).
+type StoreOpener func(s *Setup) (Store, error)
+
+// ErrNotLinked: the registry names a backend or store whose adapter this
+// program does not link (Config.Check says which; realtime/adapters links
+// every one).
+var ErrNotLinked = errors.New("realtime: no opener linked")
 
 // Open checks c, starts the backend and the store, and maps sc onto them.
 // Close stops and removes everything it started.
@@ -188,96 +207,98 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 	if err := c.Check(sc); err != nil {
 		return nil, err
 	}
+	adapter, _ := registry.Opener[BackendAdapter](registry.Backends, c.Backend) // Check found both
+	openBackend := adapter.Open
+	openStore, _ := registry.Opener[StoreOpener](registry.Stores, c.Store())
 	s := &Setup{Config: c}
-	// The store comes first on http: the coordinator signs with its key.
-	var wire *HTTPStore
-	if c.store() == StoreHTTP {
-		var err error
-		if wire, err = NewHTTPStore(HTTPOptions{}); err != nil {
-			return nil, err
-		}
-		s.Store = wire
-	}
-	switch c.Backend {
-	case BackendMemory:
-		m := NewMemory()
-		if wire != nil {
-			m.Prover = wire.Signer()
-		}
-		s.Backend = m
-		s.Scale = c.TimeScale
-		if s.Scale == 0 {
-			s.Scale = 1
-		}
-		s.Scenario = Scale(sc, s.Scale)
-	case BackendRedis:
-		r, err := NewRedis(ctx, RedisOptions{URL: c.RedisURL, Dir: c.TempDir})
-		if err != nil {
-			return nil, err
-		}
-		s.Backend, s.Scale = r, cmp.Or(c.TimeScale, 1)
-		s.Scenario = Scale(sc, s.Scale)
-	case BackendEtcd:
-		opts := EtcdOptions{Endpoints: c.EtcdEndpoints, Members: c.clusterSize(sc), Dir: c.TempDir}
-		if wire != nil {
-			opts.Prover = wire.Signer()
-		}
-		e, err := NewEtcd(ctx, opts)
-		if err != nil {
-			if wire != nil {
-				wire.Close()
-			}
-			return nil, err
-		}
-		s.Backend = e
-		if s.Scenario, s.Scale, err = MapOntoEtcd(sc, e.MinTTL(), c.TimeScale); err != nil {
-			e.Close()
-			if wire != nil {
-				wire.Close()
-			}
+	beside := len(registry.Must(registry.Stores, c.Store()).RunsOn) > 0
+	var err error
+	if !beside {
+		if s.Store, err = openStore(s); err != nil {
 			return nil, err
 		}
 	}
-	switch c.store() {
-	case StoreMemory:
-		s.Store = MemoryStore{}
-	case StoreSQLite:
-		st, err := NewSQLiteStore(c.TempDir)
-		if err != nil {
+	if err := openBackend(ctx, s, sc); err != nil {
+		if s.Store != nil {
+			s.Store.Close()
+		}
+		return nil, err
+	}
+	if beside {
+		if s.Store, err = openStore(s); err != nil {
 			s.Backend.Close()
 			return nil, err
 		}
-		s.Store = st
-	case StoreEtcd:
-		s.Store = EtcdStore{E: s.Backend.(*Etcd)}
-	case StoreRedis:
-		s.Store = RedisStore{R: s.Backend.(*Redis)}
 	}
 	return s, nil
+}
+
+// Prover is what signs the coordinator's grants: the store's signer when
+// the store verifies proofs (http), else nil.
+func (s *Setup) Prover() leasefence.Prover {
+	if p, ok := s.Store.(interface{ Signer() *fencetoken.Signer }); ok {
+		return p.Signer()
+	}
+	return nil
 }
 
 // Describe says where the run's leases live, for a report: "etcd
 // (embedded, 3 members, min ttl 1s)".
 func (s *Setup) Describe() string {
-	b := s.Backend.Name()
-	if r, ok := s.Backend.(*Redis); ok {
-		return r.describe()
+	if d, ok := s.Backend.(Describer); ok {
+		return d.Describe()
 	}
-	if e, ok := s.Backend.(*Etcd); ok {
-		if e.Embedded() {
-			b += fmt.Sprintf(" (embedded, %d member%s, min ttl %v)", e.opts.Members, map[bool]string{true: "s as processes behind proxies"}[e.opts.Members > 1], e.MinTTL())
-		} else {
-			b += fmt.Sprintf(" (%s, keys under %s, min ttl %v)", strings.Join(e.opts.Endpoints, ","), e.Prefix(), e.MinTTL())
-		}
-	}
-	return b
+	return s.Backend.Name()
 }
 
 // Close stops the store and the backend and removes their temporary
 // directories. It is safe to call more than once.
 func (s *Setup) Close() error {
-	s.once.Do(func() { s.err = errors.Join(s.Store.Close(), s.Backend.Close()) })
+	s.once.Do(func() {
+		errs := []error{s.Store.Close(), s.Backend.Close()}
+		for _, c := range s.Contenders {
+			errs = append(errs, c.Close())
+		}
+		s.err = errors.Join(errs...)
+	})
 	return s.err
+}
+
+// OpenContenders brings up the lock of each of modes that is a library
+// contender (one the registry names with an opener, such as redsync or
+// etcd-mutex), each on the server it needs, for the runs of the setup to
+// run in that mode in place of the backend's coordinator; the lab's own
+// modes stay on the backend. Their servers' directories go under the
+// setup's Config.TempDir. Close stops them. On an error it stops those it
+// started.
+func (s *Setup) OpenContenders(ctx context.Context, modes []history.Mode) error {
+	for _, m := range modes {
+		if slices.Contains(registry.Modes(), m) {
+			continue
+		}
+		open, ok := registry.Opener[ContenderOpener](registry.Contenders, string(m))
+		if !ok {
+			return errors.Join(fmt.Errorf("%w: contender %s", ErrNotLinked, m), s.closeContenders())
+		}
+		c, err := open(ctx, s.Config.TempDir)
+		if err != nil {
+			return errors.Join(fmt.Errorf("realtime: contender %s: %w", m, err), s.closeContenders())
+		}
+		if s.Contenders == nil {
+			s.Contenders = make(map[history.Mode]*Contender)
+		}
+		s.Contenders[m] = c
+	}
+	return nil
+}
+
+func (s *Setup) closeContenders() error {
+	var errs []error
+	for _, c := range s.Contenders {
+		errs = append(errs, c.Close())
+	}
+	s.Contenders = nil
+	return errors.Join(errs...)
 }
 
 // RunOptions are a run's modes (default both) and the subscribers that
@@ -288,11 +309,15 @@ type RunOptions struct {
 }
 
 // RunScenario runs sc on a setup opened for it, closed after, with opts'
-// modes and subscribers: the whole real-time run in one call.
+// modes (their library contenders' servers brought up, OpenContenders)
+// and subscribers: the whole real-time run in one call.
 func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts RunOptions) (*Result, error) {
 	s, err := Open(ctx, c, sc)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.OpenContenders(ctx, opts.Modes); err != nil {
+		return nil, errors.Join(err, s.Close())
 	}
 	res, err := s.Run(ctx, opts)
 	return res, errors.Join(err, s.Close())
@@ -301,12 +326,12 @@ func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts RunOption
 // NewRunner prepares a run of the setup's scenario in opts' modes, with
 // its subscribers.
 func (s *Setup) NewRunner(opts RunOptions) (*Runner, error) {
-	return New(s.Scenario, Options{Modes: opts.Modes, Backend: s.Backend, Store: s.Store, Subscribers: opts.Subscribers})
+	return New(s.Scenario, Options{Modes: opts.Modes, Backend: s.Backend, Contenders: s.Contenders, Store: s.Store, Subscribers: opts.Subscribers})
 }
 
 // NewLive prepares a run of the setup's scenario for a dashboard.
 func (s *Setup) NewLive(modes []history.Mode) (*Live, error) {
-	return NewLive(s.Scenario, Options{Modes: modes, Backend: s.Backend, Store: s.Store})
+	return NewLive(s.Scenario, Options{Modes: modes, Backend: s.Backend, Contenders: s.Contenders, Store: s.Store})
 }
 
 // Run runs the setup's scenario once: NewRunner, then Runner.Run.

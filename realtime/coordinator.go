@@ -23,6 +23,25 @@ type genState struct {
 	fence       leasefence.Fence
 	incarnation int32
 	coordEnd    time.Duration
+	// guessed are the last generations before this one that were taken
+	// for expired when the next was granted (their fence and incarnation,
+	// and that grant's instant), as the runner had seen no release of
+	// them. A release of one sent before that instant may have been the
+	// one that let it go, its answer still on its way.
+	guessed []guessedEnd
+}
+
+// maxGuessed is how many generations taken for expired a resource keeps:
+// a release's answer held up across more grants than that is judged as
+// the coordinator's claim.
+const maxGuessed = 4
+
+// guessedEnd is a generation the runner took for expired when the next
+// was granted.
+type guessedEnd struct {
+	fence       leasefence.Fence
+	incarnation int32
+	replacedAt  time.Duration
 }
 
 // coordClock is the coordinator's clock: true time since the run began,
@@ -66,12 +85,14 @@ type coordSide struct {
 // is pushed to the resource's gate when the push is on, whatever becomes
 // of the reply: the coordinator pushes it, as in the simulator.
 func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
+	c.w.r.restarting.RLock()
+	defer c.w.r.restarting.RUnlock()
 	out, err := c.w.svc().Acquire(ctx, req)
-	if _, etcd := c.w.r.backend.(*Etcd); etcd && err == nil && !out.OK {
-		// etcd's retry hints are whole seconds: agents that waited them
-		// out would miss every release and expiry in between, and poll in
-		// step. A hint of at most a quarter TTL keeps them as keen as the
-		// simulator's.
+	if h, ok := c.w.backend.(CoarseRetryHinter); ok && h.CoarseRetryHints() && err == nil && !out.OK {
+		// Coarse retry hints (etcd's are whole seconds): agents that
+		// waited them out would miss every release and expiry in between,
+		// and poll in step. A hint of at most a quarter TTL keeps them as
+		// keen as the simulator's.
 		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
 	}
 	if err != nil || !out.OK {
@@ -87,6 +108,8 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 }
 
 func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	c.w.r.restarting.RLock()
+	defer c.w.r.restarting.RUnlock()
 	out, err := c.w.svc().Renew(ctx, req)
 	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
 	switch {
@@ -100,9 +123,14 @@ func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (lea
 }
 
 func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	c.w.r.restarting.RLock()
+	defer c.w.r.restarting.RUnlock()
+	sent := c.w.r.now()
 	out, err := c.w.svc().Release(ctx, t)
 	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
-		c.w.ended(ri, t.Fence, history.Released)
+		if !c.w.ended(ri, t.Fence, history.Released) {
+			c.w.releasedOther(ri, t, sent)
+		}
 	}
 	return out, err
 }
@@ -124,14 +152,18 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	}
 	// The instant the coordinator minted the fence, as it stamped it.
 	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
+	guessed := cur.guessed
 	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
 		// The coordinator granted the resource again: the previous lease
-		// had expired there, unrenewed (a release would be known).
+		// had expired there, unrenewed (a release would be known, unless
+		// its answer is still on its way: guessed).
 		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
 			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
+		guessed = append(guessed, guessedEnd{fence: cur.fence, incarnation: cur.incarnation, replacedAt: at})
+		guessed = guessed[max(0, len(guessed)-maxGuessed):]
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
-	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end}
+	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: guessed}
 	w.maxFence = max(w.maxFence, g.Token.Fence)
 	r.emitAtLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end}, at)
@@ -154,13 +186,13 @@ func (w *world) extended(ri int, g leasefence.Grant) {
 
 // ended records that the coordinator let a generation go: released, or
 // (a renewal refused as expired) expired.
-func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
+func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) bool {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cur := &w.gens[ri]
 	if !cur.known || cur.ended || cur.fence != f || cur.incarnation != w.incarnation {
-		return
+		return false
 	}
 	cur.ended = true
 	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
@@ -168,6 +200,27 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) {
 		e.Deadline = cur.coordEnd
 	}
 	r.emitLocked(w.mode, e)
+	return true
+}
+
+// releasedOther records a release the coordinator answered OK for a
+// generation that is not the resource's live one (an older fence, or one
+// already let go), sent at true instant sent: a correct coordinator
+// refuses those, so the history keeps the coordinator's claim for the
+// checker to judge. The one exception is the release of the generation
+// the runner took for expired when the next was granted, sent before that
+// grant: its answer was on its way, and it is what let the resource go.
+func (w *world) releasedOther(ri int, t leasefence.Token, sent time.Duration) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range w.gens[ri].guessed {
+		if g.fence == t.Fence && g.incarnation == w.incarnation && sent <= g.replacedAt {
+			return
+		}
+	}
+	r.emitLocked(w.mode, history.Event{Kind: history.Released, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence,
+		Incarnation: w.incarnation, Other: -1})
 }
 
 // push is the coordinator pushing a new fence to the resource's gate
@@ -185,7 +238,7 @@ func (w *world) push(ri int, t leasefence.Token, epoch int32) {
 		e.Kind = history.PushDropped
 		r.emit(w.mode, e)
 		return
-	case w.mode == history.Naive:
+	case w.discipline == history.DisciplineNaive:
 		return // as in the simulator, a naive resource has no gate to push to
 	}
 	r.spawn(func(ctx context.Context) {
@@ -194,6 +247,11 @@ func (w *world) push(ri int, t leasefence.Token, epoch int32) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
+		// The push is dated from when it was sent, and says how long it
+		// took to be known applied (Dur): a refusal by the floor it raised
+		// cannot come before it, nor a commit admitted below it be judged
+		// until it is known applied.
+		sent := r.now()
 		err := w.resources[ri].Admit(cctx, t)
 		if err != nil && !errors.Is(err, leasefence.ErrStaleFence) {
 			return // a push that did not arrive is a lost push
@@ -206,6 +264,9 @@ func (w *world) push(ri int, t leasefence.Token, epoch int32) {
 		if floor.Fence > t.Fence {
 			e.Outcome = history.OutcomeBelowFloor
 		}
-		r.emit(w.mode, e)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		e.Dur = r.now() - sent
+		r.emitAtLocked(w.mode, e, sent)
 	})
 }

@@ -105,7 +105,7 @@ func TestDifferential(t *testing.T) {
 			modes := []history.Mode{history.Fenced}
 
 			sim := newCollector(sc.Agents)
-			if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: modes, Subscribers: []harness.Subscriber{sim}}); err != nil {
+			if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Modes: modes, Subscribers: []history.Subscriber{sim}}); err != nil {
 				t.Fatal(err)
 			}
 			real := newCollector(sc.Agents)

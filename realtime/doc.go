@@ -11,11 +11,25 @@
 // PX lock) through a fault layer, and writes to resources behind a real
 // gate (a Store: in-memory leasefence.FenceGate, sqlgate on a SQLite file,
 // etcdlease's Gate, redislease's with a stream as the record, or a
-// FenceGate behind a real HTTP server on a loopback port, HTTPStore).
+// FenceGate behind a real HTTP server on a loopback port).
 // Everything they do, and everything the coordinator is seen to do, is an
 // event of one history (package history), which history's checker judges
 // from nothing else: the same events, the same file (lab run --events),
 // the same report as a simulated run.
+//
+// # Adapters
+//
+// The runner names no real system. The in-memory backend and store are
+// its own; every other is an adapter in a package of its own below it
+// (realtime/etcdbackend, realtime/redisbackend, realtime/sqlitestore,
+// realtime/httpstore; the library contenders in realtime/etcdmutex and
+// realtime/redislocks), which registers what opens it under its registry
+// name (adapter.go: BackendAdapter, StoreOpener, ContenderOpener). What
+// an adapter differs in, it states through optional interfaces the
+// runner asks for (Describer, CoarseRetryHinter, RestartChecker,
+// FloorKeeper, MemberBackend), never by its type. A program links the
+// adapters it runs (realtime/adapters links them all); Config.Check
+// refuses one it does not link, by name (ErrNotLinked).
 //
 // # Faults, mapped onto the real world
 //
@@ -43,8 +57,13 @@
 //     of at least three members, which then run as processes behind
 //     proxies (package etcdcluster): a member, or the leader of the
 //     moment, is paused with SIGSTOP or cut off from the others and the
-//     clients (or its traffic delayed) for a window; each is an
-//     Intervened event, and Result.MemberFaults lists them.
+//     clients (or its traffic delayed) for a window; Result.MemberFaults
+//     lists them.
+//
+// Every fault played is recorded in every mode as a fault_began event (its
+// spec.Faults kind, and the agent or target it befalls) and, when a window
+// ends, a fault_ended: partitions, restarts (before the
+// coordinator_restarted the checker reads) and member faults alike.
 //
 // The choices (which call is dropped, how long a stall lasts, which
 // resource an agent picks) come from seeded generators drawn as the
@@ -53,7 +72,7 @@
 //
 // # Across a network
 //
-// On HTTPStore every resource is a server of its own, fencehttp.Require
+// On the http store (realtime/httpstore) every resource is a server of its own, fencehttp.Require
 // in front of its gate, and the coordinator signs each grant's proof
 // (the store's Signer as the backend's Prover). An agent's write carries
 // its lease in the request's context, whose proof fencehttp.Transport
@@ -113,7 +132,7 @@
 //
 // The network between etcd members is not partitioned, and messages
 // between them are neither dropped nor delayed: the faults sit between the
-// agents and the coordinator. A leader can be stopped (Etcd.Cluster), and
+// agents and the coordinator. A leader can be stopped (etcdbackend's Etcd.Cluster), and
 // restarts stop whole clusters. etcd's own lease timing (expiry checked by
 // the leader about every half second; every lease reset to its full TTL on
 // a leader change) is etcd's.

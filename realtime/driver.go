@@ -63,7 +63,7 @@ func newDriver(w *world, i int, scripted bool) (*driver, error) {
 		// of an agent is as slow on the wire in both modes.
 		wireDelays: rand.New(rand.NewPCG(r.sc.Seed, wireStream+uint64(i)))}
 	err := d.ag.Init(agent.Config{
-		Scenario: &r.sc, Mode: w.mode, Index: i, Scripted: scripted, Resources: r.h.Resources,
+		Scenario: &r.sc, Mode: w.mode, Discipline: w.discipline, Index: i, Scripted: scripted, Resources: r.h.Resources,
 		AgentIndex: func(name string) int { return agentIndex(r.h.Agents, name) },
 		// Any call can go unanswered in real time (a store that does not
 		// answer in time): every acquire has its retry timer.
@@ -119,23 +119,24 @@ func (d *driver) feed(input func(now time.Duration) []agent.Output) {
 
 // carry carries out the agent's outputs, in order; d.mu is held.
 func (d *driver) carry(out []agent.Output) {
-	for i := range out {
-		o := &out[i]
-		switch o.Kind {
-		case agent.Emit:
-			d.emit(*o.Event)
-		case agent.Arm:
-			d.arm(o.Timer, o.At, o.Gen)
-		case agent.Send:
-			d.send(*o.Request)
-		case agent.Write:
-			d.write(o.Write.Token, o.Write.Resource)
-		case agent.Failed:
-			d.libraryError(o.Failure.Op, o.Failure.Err)
-			d.dead = true
-			return
-		}
+	if w, ok := agent.Dispatch(out, d); ok && w != nil {
+		d.write(w.Token, w.Resource)
 	}
+}
+
+// Emit implements agent.Handler; d.mu is held.
+func (d *driver) Emit(e *history.Event) { d.emit(*e) }
+
+// Send implements agent.Handler; d.mu is held.
+func (d *driver) Send(r *agent.Request) { d.send(*r) }
+
+// Arm implements agent.Handler; d.mu is held.
+func (d *driver) Arm(t agent.Timer, gen uint32, at time.Duration) { d.arm(t, at, gen) }
+
+// Failed implements agent.Handler: the agent is dead; d.mu is held.
+func (d *driver) Failed(f *agent.Failure) {
+	d.libraryError(f.Op, f.Err)
+	d.dead = true
 }
 
 func (d *driver) emit(e history.Event) { d.w.r.emit(d.w.mode, e) }
@@ -191,7 +192,7 @@ func (d *driver) write(t leasefence.Token, ri int) {
 	}
 	delay := d.w.r.sc.Network.WriteDelay.Sample(d.wireDelays)
 	d.w.r.spawn(func(ctx context.Context) {
-		ctx = withWireDelay(fencehttp.WithLease(ctx, lease), delay)
+		ctx = WithWireDelay(fencehttp.WithLease(ctx, lease), delay)
 		fate, call, err := d.w.land(ctx, tmpl, t, ri)
 		switch {
 		case ctx.Err() != nil:
@@ -220,12 +221,12 @@ func (w *world) land(ctx context.Context, tmpl history.Event, t leasefence.Token
 	// gate is for. Only a store that does not answer in time fails it.
 	wctx, cancel := context.WithTimeout(ctx, max(10*r.sc.TTL, writeTimeout))
 	defer cancel()
-	id := w.writes.add(tmpl)
-	fate, call, err := Land(wctx, w.resources[ri], w.mode, t, id)
+	id := w.writes.add(&tmpl)
+	fate, call, err := Land(wctx, w.resources[ri], w.discipline, t, id)
 	switch {
 	case err != nil:
 	case fate.Landed:
-		tmpl.Kind = LandingKind(w.mode)
+		tmpl.Kind = LandingKind(w.discipline)
 		r.emitLive(w.mode, tmpl)
 	default:
 		r.emit(w.mode, fate.Refusal(tmpl, r.h.Agents))

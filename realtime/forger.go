@@ -162,11 +162,11 @@ func (w *world) forgedWrite(ctx context.Context, kind spec.Forgery, name string,
 	}
 	tmpl := history.Event{Kind: history.ForgeryLanded, Agent: -1, Resource: ri, Other: -1, Fence: lease.Token.Fence,
 		Outcome: history.Outcome(kind), Detail: name}
-	id := w.writes.add(tmpl)
+	id := w.writes.add(&tmpl)
 	wctx, cancel := context.WithTimeout(fencehttp.WithLease(ctx, lease), max(10*r.sc.TTL, writeTimeout))
 	defer cancel()
 	res := w.resources[ri]
-	if w.mode == history.Naive {
+	if w.discipline == history.DisciplineNaive {
 		err = res.Write(wctx, lease.Token, id)
 	} else {
 		err = res.Commit(wctx, lease.Token, id)

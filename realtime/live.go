@@ -26,8 +26,8 @@ type Live struct {
 	views map[history.Mode]*liveview.Fold
 
 	mu      sync.Mutex
-	res     *Result             // once Run returned
-	applied []spec.Intervention // as record put them in the history
+	res     *Result                // once Run returned
+	applied []history.Intervention // as record put them in the history
 }
 
 // NewLive prepares a real-time run of sc for a dashboard, with opts as New
@@ -75,6 +75,9 @@ func (l *Live) Result() *Result {
 // Scenario is the scenario run, as stretched onto the backend's time.
 func (l *Live) Scenario() spec.Scenario { return l.r.sc }
 
+// Header is the run's history header.
+func (l *Live) Header() history.Header { return l.r.Header() }
+
 // Modes are the modes run.
 func (l *Live) Modes() []history.Mode { return append([]history.Mode(nil), l.r.h.Modes...) }
 
@@ -108,11 +111,11 @@ func (l *Live) Advance(time.Duration) {}
 // agent, or restarts the coordinators; it records the intervention in
 // every mode's history.
 // Other interventions are refused with ErrRealTime.
-func (l *Live) Intervene(iv spec.Intervention) error {
+func (l *Live) Intervene(iv history.Intervention) error {
 	r := l.r
 	iv.At = r.Elapsed()
 	switch iv.Kind {
-	case spec.SetDropRate:
+	case history.SetDropRate:
 		if !(iv.Value >= 0 && iv.Value <= 1) {
 			return fmt.Errorf("%w: drop rate must be in [0, 1], got %v", spec.ErrInvalidScenario, iv.Value)
 		}
@@ -123,7 +126,7 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 			}
 		}
 		return nil
-	case spec.StallAgent:
+	case history.StallAgent:
 		ai := agentIndex(r.h.Agents, iv.Agent)
 		if ai < 0 || iv.Duration <= 0 {
 			return fmt.Errorf("%w: a stall needs an agent and a duration > 0", spec.ErrInvalidScenario)
@@ -141,14 +144,14 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 		}
 		r.extra.Done()
 		return nil
-	case spec.RestartCoordinator:
-		if e, ok := r.backend.(*Etcd); ok {
-			switch {
-			case !e.Embedded():
-				return fmt.Errorf("%w: only an embedded etcd can be restarted", ErrRealTime)
-			case !iv.Persist && r.store.Name() == StoreEtcd:
-				return fmt.Errorf("%w: %w", ErrRealTime, ErrFloorsLost)
+	case history.RestartCoordinator:
+		if rc, ok := r.backend.(RestartChecker); ok {
+			if err := rc.CheckRestart(iv.Persist); err != nil {
+				return fmt.Errorf("%w: %w", ErrRealTime, err)
 			}
+		}
+		if !iv.Persist && floorsLostWithBackend(r.store) {
+			return fmt.Errorf("%w: %w", ErrRealTime, ErrFloorsLost)
 		}
 		r.mu.Lock()
 		ctx := r.runCtx
@@ -170,7 +173,7 @@ func (l *Live) Intervene(iv spec.Intervention) error {
 
 // record puts an intervention in every mode's history, and in the list
 // Interventions returns.
-func (l *Live) record(iv spec.Intervention) {
+func (l *Live) record(iv history.Intervention) {
 	l.mu.Lock()
 	l.applied = append(l.applied, iv)
 	l.mu.Unlock()
@@ -182,7 +185,7 @@ func (l *Live) record(iv spec.Intervention) {
 
 // Interventions are the interventions applied so far, in order, each at
 // the true instant it was applied.
-func (l *Live) Interventions() []spec.Intervention {
+func (l *Live) Interventions() []history.Intervention {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.applied)

@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -135,6 +136,11 @@ func (d *driver) deliver(ctx context.Context, m *message) {
 	switch m.req.Kind {
 	case history.RequestAcquire:
 		out, epoch, err := w.side.Acquire(cctx, m.acquire)
+		if errors.Is(err, ErrContract) {
+			d.mu.Lock()
+			d.libraryError("Acquire", err)
+			d.mu.Unlock()
+		}
 		if err != nil {
 			return // no answer: the agent's retry timer takes it from here
 		}

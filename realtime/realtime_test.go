@@ -1,98 +1,35 @@
 package realtime_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/url"
 	"os"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/etcdbackend"
+	"github.com/leasefence/lab/realtime/internal/runtest"
+	"github.com/leasefence/lab/realtime/sqlitestore"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
-// short returns builtin name cut to at most d of scenario time and
-// stretched by k, so that a real-time run takes about d*k of wall time.
-func short(t *testing.T, name string, d time.Duration, k float64) spec.Scenario {
-	t.Helper()
-	sc, ok := spec.Builtin(name)
-	if !ok {
-		t.Fatalf("no built-in %q", name)
-	}
-	sc.Duration = min(sc.Duration, d)
-	return realtime.Scale(sc, k)
-}
-
-// recorder keeps a run's history as the file would hold it.
-type recorder struct {
-	buf bytes.Buffer
-	enc *history.Encoder
-}
-
-func (r *recorder) Event(e history.Event) { r.enc.Event(e) }
-
-// runRecorded runs sc on setup-less options and returns the result and its
-// history file.
-func runRecorded(t *testing.T, sc spec.Scenario, opts realtime.Options) (*realtime.Result, []byte) {
-	t.Helper()
-	rec := &recorder{}
-	opts.Subscribers = append(opts.Subscribers, rec)
-	r, err := realtime.New(sc, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.enc, err = history.NewEncoder(&rec.buf, r.Header()); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Run(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.enc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return res, rec.buf.Bytes()
-}
-
-// checkRoundTrip checks that the history file gives the checker exactly
-// the run's own verdict.
-func checkRoundTrip(t *testing.T, res *realtime.Result, file []byte) {
-	t.Helper()
-	h, events, err := history.Decode(bytes.NewReader(file), "run.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := history.Check(h, events)
-	got, _ := json.Marshal(again)
-	want, _ := json.Marshal(res.Result)
-	if !bytes.Equal(got, want) {
-		t.Errorf("the history checked again differs from the run's report:\n got %s\nwant %s", got, want)
-	}
-	if h.Backend != res.Backend {
-		t.Errorf("header backend %q, want %q", h.Backend, res.Backend)
-	}
-}
-
-// assertInvariants fails on any violation of the fenced mode's promises.
-func assertInvariants(t *testing.T, res *realtime.Result) {
-	t.Helper()
-	if v := res.Violations(); len(v) > 0 {
-		t.Errorf("violations: %v", v)
-	}
-	if f, ok := res.Modes[history.Fenced]; ok {
-		if f.StaleWritesLanded != 0 || f.UnexplainedRefusals != 0 {
-			t.Errorf("fenced: %d stale writes landed, %d unexplained refusals", f.StaleWritesLanded, f.UnexplainedRefusals)
-		}
-	}
-}
+// The helpers every real-time test shares (package runtest).
+var (
+	short            = runtest.Short
+	runRecorded      = runtest.RunRecorded
+	checkRoundTrip   = runtest.CheckRoundTrip
+	assertInvariants = runtest.AssertInvariants
+	etcdSetup        = runtest.EtcdSetup
+)
 
 // Every built-in scenario, in real time on the in-memory coordinator at a
 // tenth of its time: the fenced mode keeps its invariants, and the history
@@ -132,9 +69,9 @@ func TestOverlapOnMemory(t *testing.T) {
 	}
 }
 
-func newSQLite(t *testing.T) *realtime.SQLiteStore {
+func newSQLite(t *testing.T) *sqlitestore.SQLiteStore {
 	t.Helper()
-	s, err := realtime.NewSQLiteStore(t.TempDir())
+	s, err := sqlitestore.NewSQLiteStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +91,7 @@ func TestPause(t *testing.T) {
 	sc := short(t, "overlap", 20*time.Second, 0.1)
 	var acquiredWhilePaused atomic.Int64
 	var paused atomic.Bool
-	r, err := realtime.New(sc, realtime.Options{Subscribers: []harness.Subscriber{harness.SubscriberFunc(func(e history.Event) {
+	r, err := realtime.New(sc, realtime.Options{Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) {
 		if paused.Load() && e.Kind == history.Acquired {
 			acquiredWhilePaused.Add(1)
 		}
@@ -184,18 +121,6 @@ func TestPause(t *testing.T) {
 	if res.Modes[history.Fenced].Acquisitions == 0 {
 		t.Error("nothing acquired")
 	}
-}
-
-// etcdSetup opens an embedded etcd (and its gates) under a directory of the
-// test, closed at its end.
-func etcdSetup(t *testing.T, members int, sc spec.Scenario) *realtime.Setup {
-	t.Helper()
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendEtcd, EtcdMembers: members, TempDir: t.TempDir()}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // On a real etcd, in the overlap scenario (every other write stalled past
@@ -234,11 +159,11 @@ func TestEtcdOverlap(t *testing.T) {
 func TestEtcdInterruptLeavesNothing(t *testing.T) {
 	parent := t.TempDir()
 	sc, _ := spec.Builtin("overlap")
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: realtime.BackendEtcd, TempDir: parent}, sc)
+	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Etcd, TempDir: parent}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := s.Backend.(*realtime.Etcd)
+	e := s.Backend.(*etcdbackend.Etcd)
 	endpoint := e.Cluster().Endpoints()[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
@@ -362,16 +287,27 @@ func TestLive(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- live.Run(t.Context(), 0) }()
+	// The run's clock starts when Run does, not here: wait until the run
+	// shows an event of its own, so that 500ms from then is 500ms of the
+	// run's time however late a loaded machine started it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if s, _ := live.Snapshot(history.Fenced); s.Now > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run showed no event in 10s")
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
-	if err := live.Intervene(spec.Intervention{Kind: spec.SetDropRate, Value: 1}); err != nil {
+	if err := live.Intervene(history.Intervention{Kind: history.SetDropRate, Value: 1}); err != nil {
 		t.Fatal(err)
 	}
 	// A live stall is the agent's own input, as in the simulator; the push
 	// is the coordinator's, and cannot be toggled in real time.
-	if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-1", Duration: time.Second}); err != nil {
+	if err := live.Intervene(history.Intervention{Kind: history.StallAgent, Agent: "agent-1", Duration: time.Second}); err != nil {
 		t.Errorf("Intervene(stall-agent) = %v", err)
 	}
-	if err := live.Intervene(spec.Intervention{Kind: spec.TogglePush}); !errors.Is(err, realtime.ErrRealTime) {
+	if err := live.Intervene(history.Intervention{Kind: history.TogglePush}); !errors.Is(err, realtime.ErrRealTime) {
 		t.Errorf("Intervene(toggle-push) = %v, want ErrRealTime", err)
 	}
 	if err := live.SetSpeed(2); !errors.Is(err, realtime.ErrRealTime) || live.Step() {
@@ -381,7 +317,7 @@ func TestLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The two applied, in order, at the instants they were: a report lists them.
-	if ivs := live.Interventions(); len(ivs) != 2 || ivs[0].Kind != spec.SetDropRate || ivs[1].Kind != spec.StallAgent ||
+	if ivs := live.Interventions(); len(ivs) != 2 || ivs[0].Kind != history.SetDropRate || ivs[1].Kind != history.StallAgent ||
 		ivs[0].At < 500*time.Millisecond || ivs[1].At < ivs[0].At {
 		t.Errorf("Interventions() = %+v, want the drop rate then the stall, from 500ms", ivs)
 	}
@@ -406,7 +342,7 @@ func TestLiveRestart(t *testing.T) {
 	sc := short(t, "overlap", 15*time.Second, 0.1)
 	var restarts atomic.Int64
 	live, err := realtime.NewLive(sc, realtime.Options{Modes: []history.Mode{history.Fenced},
-		Subscribers: []harness.Subscriber{harness.SubscriberFunc(func(e history.Event) {
+		Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) {
 			if e.Kind == history.CoordinatorRestarted && e.Outcome == history.OutcomeCounterLost {
 				restarts.Add(1)
 			}
@@ -414,13 +350,13 @@ func TestLiveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := live.Intervene(spec.Intervention{Kind: spec.RestartCoordinator}); !errors.Is(err, realtime.ErrRealTime) {
+	if err := live.Intervene(history.Intervention{Kind: history.RestartCoordinator}); !errors.Is(err, realtime.ErrRealTime) {
 		t.Errorf("a restart before the run: %v, want ErrRealTime", err)
 	}
 	done := make(chan error)
 	go func() { done <- live.Run(t.Context(), 0) }()
 	time.Sleep(600 * time.Millisecond)
-	if err := live.Intervene(spec.Intervention{Kind: spec.RestartCoordinator}); err != nil {
+	if err := live.Intervene(history.Intervention{Kind: history.RestartCoordinator}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -437,14 +373,65 @@ func TestLiveRestart(t *testing.T) {
 // New as from the configuration.
 func TestRestartLostOnEtcdGatesRefused(t *testing.T) {
 	sc, _ := spec.Builtin("restart-lost")
-	if _, err := realtime.New(sc, realtime.Options{Store: realtime.EtcdStore{}}); !errors.Is(err, realtime.ErrFloorsLost) {
+	if _, err := realtime.New(sc, realtime.Options{Store: etcdbackend.EtcdStore{}}); !errors.Is(err, realtime.ErrFloorsLost) {
 		t.Errorf("New = %v, want ErrFloorsLost", err)
 	}
-	if err := (realtime.Config{Backend: realtime.BackendEtcd, Resource: realtime.StoreEtcd}).Check(sc); !errors.Is(err, realtime.ErrFloorsLost) {
+	if err := (realtime.Config{Backend: registry.Etcd, Resource: registry.Etcd}).Check(sc); !errors.Is(err, realtime.ErrFloorsLost) {
 		t.Errorf("Config.Check = %v, want ErrFloorsLost", err)
 	}
 	sc, _ = spec.Builtin("restart-persisted")
-	if _, err := realtime.New(sc, realtime.Options{Store: realtime.EtcdStore{}}); err != nil {
+	if _, err := realtime.New(sc, realtime.Options{Store: etcdbackend.EtcdStore{}}); err != nil {
 		t.Errorf("New with a persisted restart = %v", err)
+	}
+}
+
+// lingeringRestart is a backend whose new coordinators serve before its
+// Restart returns, as a real store's do while the restart finishes its
+// bookkeeping (a new client, the old one closed).
+type lingeringRestart struct{ *realtime.Memory }
+
+func (b lingeringRestart) Restart(ctx context.Context, persist bool) error {
+	if err := b.Memory.Restart(ctx, persist); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	return nil
+}
+
+// Every fence the new coordinators mint is recorded under their own
+// incarnation, however long Restart takes to return: the checker sees
+// each reuse after the restart that lost the counter, and excuses it.
+func TestRestartRecordsNewGrantsUnderTheNewIncarnation(t *testing.T) {
+	t.Parallel()
+	sc := short(t, "restart-lost", 20*time.Second, 0.1)
+	res, file := runRecorded(t, sc, realtime.Options{Backend: lingeringRestart{realtime.NewMemory()}})
+	assertInvariants(t, res)
+	checkRoundTrip(t, res, file)
+	if f := res.Modes[history.Fenced]; f.FenceReuses == 0 || f.UnexcusedFenceReuses != 0 {
+		t.Errorf("fenced: %d fence reuses, %d unexcused: want some, all excused", f.FenceReuses, f.UnexcusedFenceReuses)
+	}
+}
+
+// slowOpen is a backend whose Open waits for its context and then fails
+// with an error of its own, as a dial cut short does.
+type slowOpen struct{ *realtime.Memory }
+
+func (b slowOpen) Open(ctx context.Context, _ history.Mode, _ leasefence.Clock, _ time.Duration) (func() leasefence.Service, error) {
+	<-ctx.Done()
+	return nil, errors.New("dial: connection attempt abandoned")
+}
+
+// A run interrupted while its backend opens says it was interrupted, so
+// that the command reports an interruption, not bad input.
+func TestInterruptedWhileOpening(t *testing.T) {
+	t.Parallel()
+	r, err := realtime.New(short(t, "overlap", time.Second, 0.1), realtime.Options{Backend: slowOpen{realtime.NewMemory()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.Run(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection attempt abandoned") {
+		t.Errorf("Run = %v, want the context's error with the open's", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,17 +29,24 @@ type writes struct {
 	events map[uint64]history.Event
 }
 
-// add registers a write described by e and returns its id.
-func (ws *writes) add(e history.Event) uint64 {
+// add registers a write described by *e, gives *e the write's id as its
+// request id (the landing and a refusal of one write carry the same, so
+// that the checker sees a write reported both ways), and returns the id.
+func (ws *writes) add(e *history.Event) uint64 {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.events == nil {
 		ws.events = make(map[uint64]history.Event)
 	}
 	ws.next++
-	ws.events[ws.next] = e
+	e.RequestID = WriteRequestID(ws.next)
+	ws.events[ws.next] = *e
 	return ws.next
 }
+
+// WriteRequestID is the request id of write id in the history: its landing
+// and its refusal carry it.
+func WriteRequestID(id uint64) string { return strconv.FormatUint(id, 10) }
 
 func (ws *writes) event(id uint64) (history.Event, bool) {
 	ws.mu.Lock()
@@ -54,7 +62,7 @@ func (ws *writes) event(id uint64) (history.Event, bool) {
 // stamp a later write earlier). Writes that landed after the run ended
 // are not in the history, which ends where the run did.
 func (w *world) landings(ctx context.Context, end time.Duration) ([]history.Event, error) {
-	kind := LandingKind(w.mode)
+	kind := LandingKind(w.discipline)
 	var out []history.Event
 	for ri, res := range w.resources {
 		record, err := res.Landings(ctx)

@@ -37,10 +37,10 @@ func (s stamped) Landings(context.Context) ([]Landing, error) { return s.record,
 // before them, and end where the run did.
 func TestLandingsFromTheRecord(t *testing.T) {
 	r := &Runner{h: history.Header{Resources: []string{"res-1"}}}
-	w := &world{r: r, mode: history.Fenced}
-	a := w.writes.add(history.Event{Agent: 0, Resource: 0, Fence: 1})
-	b := w.writes.add(history.Event{Agent: 1, Resource: 0, Fence: 2})
-	c := w.writes.add(history.Event{Agent: 0, Resource: 0, Fence: 3})
+	w := &world{r: r, mode: history.Fenced, discipline: history.DisciplineFenced}
+	a := w.writes.add(&history.Event{Agent: 0, Resource: 0, Fence: 1})
+	b := w.writes.add(&history.Event{Agent: 1, Resource: 0, Fence: 2})
+	c := w.writes.add(&history.Event{Agent: 0, Resource: 0, Fence: 3})
 	w.resources = []Resource{stamped{record: []Landing{{ID: b, At: 20}, {ID: a, At: 15}, {ID: c, At: 99}}}}
 	got, err := w.landings(context.Background(), 50)
 	if err != nil {

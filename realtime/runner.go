@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -27,6 +29,11 @@ type Options struct {
 	Modes []history.Mode
 	// Backend gives the coordinators (default: a new Memory).
 	Backend Backend
+	// Contenders give the locks of the modes they name in place of
+	// Backend's coordinators (a library run unmodified, each on a server
+	// of its own), so that one run compares them on the same faults.
+	// Backend restarts none of them; the caller closes them.
+	Contenders map[history.Mode]*Contender
 	// Store gives the resources (default: MemoryStore).
 	Store Store
 	// Subscribers receive every event, in history order, one at a time,
@@ -54,6 +61,8 @@ type Result struct {
 	Faults FaultStats `json:"faults"`
 	// MemberFaults are the etcd member faults played, in order.
 	MemberFaults []MemberFaultRecord `json:"member_faults,omitempty"`
+	// PrimaryFaults are the faults of the Redis primary played, in order.
+	PrimaryFaults []PrimaryFaultRecord `json:"primary_faults,omitempty"`
 }
 
 // Runner runs one scenario in real time: agents are goroutines on real
@@ -64,21 +73,29 @@ type Runner struct {
 	sc      spec.Scenario
 	h       history.Header
 	backend Backend
+	locks   map[history.Mode]*Contender // the modes run on a contender's lock (Options.Contenders)
 	store   Store
 	subs    []history.Subscriber
 	timeout time.Duration
 	start   time.Time
 
-	mu       sync.Mutex // every event is stamped and kept under it
-	checkers map[history.Mode]*history.Checker
-	emitted  map[history.Mode][]history.Event // in the order they happened, until assemble
-	live     []history.Subscriber             // hear each event as it happens (a dashboard)
-	stopped  bool
-	wall     time.Duration // the run's length, once stopped
-	members  []MemberFaultRecord
+	mu        sync.Mutex // every event is stamped and kept under it
+	checkers  map[history.Mode]*history.Checker
+	emitted   map[history.Mode][]history.Event // in the order they happened, until assemble
+	live      []history.Subscriber             // hear each event as it happens (a dashboard)
+	stopped   bool
+	wall      time.Duration // the run's length, once stopped
+	members   []MemberFaultRecord
+	primaries []PrimaryFaultRecord // the faults of the Redis primary played
 
 	pauseMu sync.Mutex
 	resume  chan struct{} // nil while running; closed on resume
+
+	// restarting is held by a coordinator restart, and read-held by each
+	// call to a coordinator from its send to its record: a grant is then
+	// recorded under the incarnation that made it, never under the one
+	// before a restart that had already brought the new coordinator up.
+	restarting sync.RWMutex
 
 	worlds []*world
 	began  bool            // Run was called, under mu
@@ -98,19 +115,19 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	}
 	modes := opts.Modes
 	if len(modes) == 0 {
-		modes = []history.Mode{history.Naive, history.Fenced}
+		modes = registry.Modes()
 	}
 	if len(sc.Interventions) > 0 {
 		return nil, fmt.Errorf("%w: recorded interventions replay only in the simulator", ErrUnmappable)
 	}
-	if _, etcdGates := opts.Store.(EtcdStore); etcdGates {
+	if opts.Store != nil && floorsLostWithBackend(opts.Store) {
 		for i, rs := range sc.Restarts {
 			if !rs.Persist {
 				return nil, fmt.Errorf("%w: restarts[%d] loses the coordinator's state", ErrFloorsLost, i)
 			}
 		}
 	}
-	r := &Runner{sc: sc, backend: opts.Backend, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
+	r := &Runner{sc: sc, backend: opts.Backend, locks: opts.Contenders, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
 		checkers: make(map[history.Mode]*history.Checker), emitted: make(map[history.Mode][]history.Event), live: opts.live}
 	if r.backend == nil {
 		r.backend = NewMemory()
@@ -121,14 +138,30 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if r.timeout <= 0 {
 		r.timeout = sc.TTL
 	}
-	if _, wire := r.store.(*HTTPStore); sc.OverTheWire() && !wire {
-		return nil, fmt.Errorf("realtime: %w: the store is %s", spec.ErrOverTheWire, r.store.Name())
+	// What the store and agents as goroutines cannot play is refused
+	// here too, for a caller that did not go through Config.Check.
+	entries := []*registry.Entry{registry.Must(registry.Drivers, registry.InProcess)}
+	if st, ok := registry.Lookup(registry.Stores, r.store.Name()); ok {
+		entries = append(entries, st)
 	}
-	if len(sc.Crashes) > 0 {
-		return nil, fmt.Errorf("realtime: %w: this runner's agents are goroutines (package procdriver runs them as processes)", spec.ErrNeedsProcesses)
+	if err := registry.CanPlayAll(sc, entries...); err != nil {
+		return nil, fmt.Errorf("realtime: %w", err)
 	}
-	r.h = sc.Header(modes)
+	r.h = registry.Header(sc, modes)
 	r.h.Backend = r.backend.Name()
+	if c, ok := r.backend.(*Contender); ok {
+		r.h.Contenders = c.contenders(r.h.Modes)
+	}
+	for m, c := range r.locks {
+		if !slices.Contains(r.h.Modes, m) {
+			return nil, fmt.Errorf("realtime: a contender for mode %s, which the run does not run", m)
+		}
+		r.h.Contenders = slices.DeleteFunc(r.h.Contenders, func(hc history.Contender) bool { return hc.Name == m })
+		r.h.Contenders = append(r.h.Contenders, c.contenders([]history.Mode{m})...)
+	}
+	slices.SortStableFunc(r.h.Contenders, func(a, b history.Contender) int {
+		return slices.Index(r.h.Modes, a.Name) - slices.Index(r.h.Modes, b.Name)
+	})
 	for _, m := range r.h.Modes {
 		r.checkers[m] = history.NewChecker(&r.h, m)
 	}
@@ -199,6 +232,10 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	recordErr := r.assemble()
 	res := r.result()
 	switch {
+	case openErr != nil && ctx.Err() != nil:
+		// Interrupted while opening: the open failed because of it (a
+		// dial cut short reports its own error, not the context's).
+		return res, fmt.Errorf("%w while opening: %v", ctx.Err(), openErr)
 	case openErr != nil:
 		return res, openErr
 	case recordErr != nil:
@@ -206,7 +243,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
-	return res, nil
+	return res, r.primaryFaultErr()
 }
 
 // result is the checker's verdict on the history so far.
@@ -217,7 +254,8 @@ func (r *Runner) result() *Result {
 	for _, m := range r.h.Modes {
 		hr.Add(r.checkers[m].Report())
 	}
-	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall, MemberFaults: r.members}
+	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall, MemberFaults: r.members,
+		PrimaryFaults: slices.Clone(r.primaries)}
 	for _, w := range r.worlds {
 		for _, d := range w.agents {
 			res.Faults = res.Faults.Add(d.stats.stats())
@@ -367,16 +405,17 @@ func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	for _, p := range r.sc.Partitions {
 		ai := agentIndex(r.h.Agents, p.Agent)
+		fault := spec.FaultPartition.Began(ai, "", p.To-p.From)
 		at(p.From, func() {
 			for _, w := range r.worlds {
 				w.agents[ai].partitions.Add(1)
-				r.emit(w.mode, history.Event{Kind: history.PartitionBegan, Agent: ai, Resource: -1, Other: -1})
+				r.emit(w.mode, fault)
 			}
 		})
 		at(p.To, func() {
 			for _, w := range r.worlds {
 				w.agents[ai].partitions.Add(-1)
-				r.emit(w.mode, history.Event{Kind: history.PartitionEnded, Agent: ai, Resource: -1, Other: -1})
+				r.emit(w.mode, fault.Ended())
 			}
 		})
 	}
@@ -384,10 +423,18 @@ func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 		at(rs.At, func() { r.restart(ctx, rs.Persist) })
 	}
 	r.scheduleMembers(ctx, wg)
+	r.schedulePrimaryFaults(ctx, wg)
 }
 
 // restart restarts the coordinators, and records it in every mode.
 func (r *Runner) restart(ctx context.Context, persist bool) {
+	r.restarting.Lock()
+	defer r.restarting.Unlock()
+	// The restart is dated from when it began, once every call to the old
+	// coordinators was recorded: a fence the new ones reuse comes after it
+	// in the history, and every fence the old ones minted before it.
+	r.restartContenders(ctx, persist)
+	began := r.now()
 	if err := r.backend.Restart(ctx, persist); err != nil {
 		if ctx.Err() == nil {
 			for _, w := range r.worlds {
@@ -400,6 +447,10 @@ func (r *Runner) restart(ctx context.Context, persist bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, w := range r.worlds {
+		if w.backend != r.backend {
+			continue // a contender's lock: not the lab's to restart (the registry refuses restarts of one)
+		}
+		r.emitAtLocked(w.mode, spec.RestartBegan(persist), began)
 		e := history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1,
 			Outcome: history.OutcomeCounterPersisted, Fence: w.maxFence}
 		if !persist {
@@ -410,6 +461,51 @@ func (r *Runner) restart(ctx context.Context, persist bool) {
 			e.Fence, e.Outcome = 0, history.OutcomeCounterLost
 		}
 		e.Incarnation = w.incarnation
+		r.emitAtLocked(w.mode, e, began)
+	}
+}
+
+// restartContenders plays a restart on the contenders that say how
+// (redlock restarts one of its servers), each recorded in its own mode as
+// a restart fault on what it restarted: a library's server, not the lab's
+// coordinator, so no coordinator_restarted (the registry refuses restarts
+// to the contenders that cannot play them). Called with restarting held.
+func (r *Runner) restartContenders(ctx context.Context, persist bool) {
+	for _, w := range r.worlds {
+		c, ok := w.backend.(*Contender)
+		if !ok || w.backend == r.backend || c.OnRestart == nil {
+			continue
+		}
+		began := r.now()
+		err := c.Restart(ctx, persist)
+		target := c.RestartTarget
+		if target == "" {
+			target = string(c.Info.Name) + "'s server"
+		}
+		e := spec.FaultRestart.Began(-1, target, 0)
+		e.Detail = map[bool]string{false: "its data lost", true: "its data kept"}[persist]
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			e = history.Event{Kind: history.LibraryError, Agent: -1, Resource: -1, Other: -1, Detail: "contender restart: " + err.Error()}
+		}
+		r.mu.Lock()
+		r.emitAtLocked(w.mode, e, began)
+		r.mu.Unlock()
+	}
+}
+
+// recordFault records fault event e in every mode, now.
+func (r *Runner) recordFault(e history.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recordFaultLocked(e)
+}
+
+// recordFaultLocked is recordFault with r.mu held.
+func (r *Runner) recordFaultLocked(e history.Event) {
+	for _, w := range r.worlds {
 		r.emitLocked(w.mode, e)
 	}
 }
@@ -427,11 +523,14 @@ func agentIndex(names []string, name string) int {
 // its agents, and what the history knows of each resource's lease
 // generations (guarded by the runner's mu).
 type world struct {
-	r     *Runner
-	mode  history.Mode
-	svc   func() leasefence.Service // the backend's coordinator now
-	side  *coordSide                // what the agents' fault layers call
-	clock *coordClock
+	r    *Runner
+	mode history.Mode
+	// discipline is how the mode's contender writes (the header's).
+	discipline history.Discipline
+	backend    Backend                   // the runner's, or the mode's contender
+	svc        func() leasefence.Service // the backend's coordinator now
+	side       *coordSide                // what the agents' fault layers call
+	clock      *coordClock
 
 	resources []Resource
 	writes    writes // the writes sent to the resources, by id
@@ -449,10 +548,14 @@ type world struct {
 
 func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 	sc := &r.sc
-	w := &world{r: r, mode: mode, clock: newCoordClock(r.start, sc.Clocks.CoordinatorDriftPPM), pushes: agent.NewPushes(sc)}
-	svc, err := r.backend.Open(ctx, mode, w.clock.Clock, sc.TTL)
+	w := &world{r: r, mode: mode, discipline: r.h.Contender(mode).Discipline, clock: newCoordClock(r.start, sc.Clocks.CoordinatorDriftPPM), pushes: agent.NewPushes(sc)}
+	w.backend = r.backend
+	if c, ok := r.locks[mode]; ok {
+		w.backend = c
+	}
+	svc, err := w.backend.Open(ctx, mode, w.clock.Clock, sc.TTL)
 	if err != nil {
-		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", r.backend.Name(), mode, err)
+		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", w.backend.Name(), mode, err)
 	}
 	w.svc = svc
 	w.side = &coordSide{w: w}

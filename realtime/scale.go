@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -63,6 +64,11 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 		f := &sc.Etcd.Faults[i]
 		f.At, f.Duration, f.Delay = d(f.At), d(f.Duration), d(f.Delay)
 	}
+	sc.Redis.Faults = append([]spec.RedisFault(nil), sc.Redis.Faults...)
+	for i := range sc.Redis.Faults {
+		f := &sc.Redis.Faults[i]
+		f.At, f.Duration = d(f.At), d(f.Duration)
+	}
 	sc.Script = append([]spec.Action(nil), sc.Script...)
 	for i := range sc.Script {
 		a := &sc.Script[i]
@@ -76,7 +82,7 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 			a.ReplyDelay = &v
 		}
 	}
-	sc.Interventions = append([]spec.Intervention(nil), sc.Interventions...)
+	sc.Interventions = append([]history.Intervention(nil), sc.Interventions...)
 	for i := range sc.Interventions {
 		sc.Interventions[i].At, sc.Interventions[i].Duration = d(sc.Interventions[i].At), d(sc.Interventions[i].Duration)
 	}

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -69,10 +70,17 @@ type modeView struct {
 	LaneH         int
 	Ticks         []tickView
 	Lanes         []laneView
-	Restarts      []restartView
-	Links         []linkView
-	Rows          []refusalRow
-	MoreRows      int
+	RunFaults     []runFaultView // faults of no agent (a restart, an etcd member's), across the lanes
+	// Exclusions are the lock's mutual-exclusion violations: each a band
+	// on the new holder's lane over the instants the earlier lease still
+	// ran, and a row with its evidence below the timeline.
+	Exclusions []exclusionView
+	Links      []linkView
+	Rows       []refusalRow
+	MoreRows   int
+	// Window says what the page leaves out of a mode that outran its
+	// window (its first 100,000 events); "" when it draws the whole mode.
+	Window string
 	// RefusalsSummary heads the table of Rows, counting MoreRows too.
 	RefusalsSummary string
 	FloorWord       string // who the refused or stale write lost to: "gate floor raised" or "newer write landed"
@@ -133,7 +141,17 @@ type pushView struct {
 	ID, Title, Points string
 }
 
-type restartView struct {
+type exclusionView struct {
+	ID, X, Y, W, H  string
+	At, Until       string
+	Holder, Other   string
+	Fence, Earlier  uint64
+	Resource, Title string
+}
+
+// runFaultView is a fault of the whole run: a line across the lanes where it
+// began, labelled with its kind, target and span.
+type runFaultView struct {
 	X, Y1, Y2, TextY, Label string
 }
 
@@ -172,7 +190,7 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 		for _, m := range modes {
 			v := row.get(res.Modes[m])
 			pr.Values = append(pr.Values, v)
-			if m == history.Fenced && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals" ||
+			if h.Fenced(m) && v > 0 && (row.label == "stale writes landed" || row.label == "unexplained refusals" ||
 				row.label == "forgeries landed" || row.label == "floors moved by forgers") {
 				pr.Alarm = true
 			}
@@ -190,23 +208,28 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 		if mt == nil {
 			continue
 		}
-		mt.finish(end)
-		data.Modes = append(data.Modes, buildModeView(h, res.Modes[m], mt))
+		drawn := mt.drawnUntil(end)
+		mt.finish(drawn)
+		data.Modes = append(data.Modes, buildModeView(h, res.Modes[m], mt, drawn))
 	}
 	return pageTemplate.Execute(w, data)
 }
 
-func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) modeView {
-	g := newGeometry(h, len(mt.agents))
+func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline, drawn time.Duration) modeView {
+	g := newGeometry(h, len(mt.agents), h.Duration)
+	if mt.window >= 0 {
+		g = newGeometry(h, len(mt.agents), max(drawn, time.Millisecond))
+	}
 	v := modeView{
 		Name: string(mt.mode), DurationNS: int64(g.dur), Width: int(laneLabelW + g.plotW + 36), Height: int(g.height),
 		PlotX0: px(laneLabelW), PlotW: px(g.plotW), LaneH: laneH,
 		FloorWord: "gate floor raised",
 	}
-	if mt.mode == history.Naive {
+	if !h.Fenced(mt.mode) {
 		v.FloorWord = "newer write landed"
 	}
 	v.Summary = modeSummary(rep)
+	v.Window = windowNote(mt, drawn)
 	v.Ticks = g.ticks()
 	for i := range mt.agents {
 		v.Lanes = append(v.Lanes, g.lane(mt, i))
@@ -222,13 +245,14 @@ func buildModeView(h *history.Header, rep *history.Report, mt *modeTimeline) mod
 		v.Links = append(v.Links, linkView{X1: px(from[0]), Y1: px(from[1]), X2: px(to[0]), Y2: px(to[1]),
 			Title: fmt.Sprintf("%s's fence %d at %s was refused because of this write", g.agent(w.agent), w.fence, history.FormatDuration(w.at))})
 	}
-	for _, r := range mt.restarts {
-		label := "restart: fence counter lost"
-		if r.persist {
-			label = "restart: counter persisted"
+	v.Exclusions = g.exclusions(rep)
+	for _, f := range mt.wide {
+		when := " at " + history.FormatDuration(f.from)
+		if f.to > f.from {
+			when = " from " + history.FormatDuration(f.from) + " to " + history.FormatDuration(f.to)
 		}
-		v.Restarts = append(v.Restarts, restartView{X: px(g.x(r.at)), Y1: px(axisH + 2), Y2: px(g.height), TextY: px(axisH + 12),
-			Label: label + " at " + history.FormatDuration(r.at)})
+		v.RunFaults = append(v.RunFaults, runFaultView{X: px(g.x(f.from)), Y1: px(axisH + 2), Y2: px(g.height), TextY: px(axisH + 12),
+			Label: f.label + when})
 	}
 	return v
 }
@@ -241,8 +265,9 @@ type geometry struct {
 	plotW, height float64
 }
 
-func newGeometry(h *history.Header, lanes int) *geometry {
-	g := &geometry{h: h, dur: h.Duration, plotW: math.Min(math.Max(h.Duration.Seconds()*pxPerSec, minPlotW), maxPlotW)}
+// newGeometry places the lanes of a timeline dur long.
+func newGeometry(h *history.Header, lanes int, dur time.Duration) *geometry {
+	g := &geometry{h: h, dur: dur, plotW: math.Min(math.Max(dur.Seconds()*pxPerSec, minPlotW), maxPlotW)}
 	g.height = g.laneTop(lanes) + 4
 	return g
 }
@@ -325,6 +350,29 @@ func (g *geometry) lane(mt *modeTimeline, i int) laneView {
 	return lane
 }
 
+// exclusions places the report's mutual-exclusion violations: a band on
+// the lane of the holder granted the resource, from the grant to the end
+// of the earlier lease it overlapped, its evidence in the title.
+func (g *geometry) exclusions(rep *history.Report) []exclusionView {
+	var out []exclusionView
+	for _, x := range rep.Counterexamples {
+		if x.Kind != history.MutualExclusionViolation {
+			continue
+		}
+		lane := slices.Index(g.h.Agents, x.Holder)
+		if lane < 0 {
+			continue
+		}
+		at, until := time.Duration(x.AtMS*float64(time.Millisecond)), time.Duration(x.UntilMS*float64(time.Millisecond))
+		x0, x1 := g.x(at), g.x(min(max(until, at), g.dur))
+		top := g.laneTop(lane)
+		out = append(out, exclusionView{ID: fmt.Sprintf("%s-exclusion-%d", rep.Mode, len(out)+1), X: px(x0), Y: px(top + 1), W: px(math.Max(x1-x0, 2)), H: px(laneH - 2),
+			At: history.FormatMS(x.AtMS), Until: history.FormatMS(x.UntilMS), Holder: x.Holder, Other: x.Other,
+			Fence: uint64(x.Fence), Earlier: uint64(x.OtherFence), Resource: x.Resource, Title: "mutual exclusion broken: " + x.Detail})
+	}
+	return out
+}
+
 // marks draws every write on its writer's lane, and lists the refused and
 // stale ones in the table below, recording each mark's centre in pos.
 func (g *geometry) marks(v *modeView, mt *modeTimeline, pos map[string][2]float64) {
@@ -356,7 +404,7 @@ func (g *geometry) marks(v *modeView, mt *modeTimeline, pos map[string][2]float6
 		}
 		if rows < maxTableRows {
 			row := refusalRow{ID: w.id + "-row", At: history.FormatDuration(w.at), Agent: g.agent(w.agent),
-				Resource: g.resource(w.resource), Fence: uint64(w.fence), Result: mv.Kind, Link: w.link}
+				Resource: g.resource(w.resource), Fence: w.fence, Result: mv.Kind, Link: w.link}
 			row.LinkText = fmt.Sprintf("%s fence %d", agentOrNone(g.h, w.other), w.otherFence)
 			v.Rows = append(v.Rows, row)
 		} else {
@@ -453,4 +501,17 @@ func tickSteps(dur time.Duration) []time.Duration {
 			}
 		}
 	}
+}
+
+// windowNote says what the page draws of a mode that outran its window,
+// and counts what it leaves out; "" when it draws all of it.
+func windowNote(mt *modeTimeline, drawn time.Duration) string {
+	if mt.window < 0 {
+		return ""
+	}
+	a := mt.after
+	return fmt.Sprintf("This timeline draws the first %s of the mode (its first %d events). After it, %s (%d refused), %s and %s "+
+		"are counted, not drawn: %s in all. The counters above are the checker's, of the whole history.",
+		history.FormatDuration(drawn), mt.drawn, history.Plural(a.writes, "write", "writes"), a.refused,
+		history.Plural(a.pushes, "push", "pushes"), history.Plural(a.faults, "fault", "faults"), history.Plural(a.events, "event", "events"))
 }

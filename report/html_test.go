@@ -15,16 +15,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
 // renderPage runs a built-in with the timeline recorder and returns the
 // page and the result.
-func renderPage(t *testing.T, name string, change func(*spec.Scenario)) ([]byte, *harness.Result) {
+func renderPage(t *testing.T, name string, change func(*spec.Scenario)) ([]byte, *history.Result) {
 	t.Helper()
 	sc, ok := spec.Builtin(name)
 	if !ok {
@@ -34,7 +36,7 @@ func renderPage(t *testing.T, name string, change func(*spec.Scenario)) ([]byte,
 		change(&sc)
 	}
 	rec := NewTimeline(sc.Header(harness.Modes))
-	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +321,7 @@ func TestHTMLFitsAndZooms(t *testing.T) {
 // TestHTMLInBrowser renders a page in a real headless browser and checks
 // the screenshot is a real picture: it decodes, has the window's size, and
 // is not one blank colour. With -update it keeps the screenshot as
-// testdata/report.png, the picture in the README.
+// testdata/report.png, the picture in docs/lab.md.
 func TestHTMLInBrowser(t *testing.T) {
 	bp := newBrowserPage(t)
 	shot := filepath.Join(bp.dir, "report.png")
@@ -358,7 +360,7 @@ func TestHTMLInBrowser(t *testing.T) {
 }
 
 // screenshotStamp holds the digest of the page testdata/report.png (the
-// README's picture) was taken of.
+// docs/lab.md's picture) was taken of.
 const screenshotStamp = "testdata/report.png.page-sha256"
 
 func pageDigest(page []byte) string {
@@ -367,7 +369,7 @@ func pageDigest(page []byte) string {
 }
 
 // TestReadmeScreenshotIsCurrent fails once the page of the default
-// scenario is no longer the one the README's screenshot shows: it needs
+// scenario is no longer the one docs/lab.md's screenshot shows: it needs
 // no browser, so every test run catches a stale picture, and says how to
 // take a new one.
 func TestReadmeScreenshotIsCurrent(t *testing.T) {
@@ -377,9 +379,94 @@ func TestReadmeScreenshotIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := pageDigest(b), strings.TrimSpace(string(stamp)); got != want {
-		t.Errorf("testdata/report.png, the README's picture, shows another page than lab run %s --html draws now (page sha256 %s, picture of %s): "+
+		t.Errorf("testdata/report.png, docs/lab.md's picture, shows another page than lab run %s --html draws now (page sha256 %s, picture of %s): "+
 			"retake it with Debian's chromium installed: go test ./report -run TestHTMLInBrowser -update", spec.DefaultScenario, got, want)
 	}
 }
 
 var update = flag.Bool("update", false, "rewrite testdata/report.png from a browser's screenshot")
+
+// A page of a long run draws a window of each mode, its first events, and
+// counts what came after: the marks it draws are the window's writes, its
+// axis ends where the window does, it says what it left out, and the
+// timeline holds nothing of what came after.
+func TestHTMLDrawsAWindowOfALongRun(t *testing.T) {
+	defer func(n int) { pageEvents = n }(pageEvents)
+	pageEvents = 3000
+	sc, _ := spec.Builtin("crowd")
+	sc.Agents, sc.Resources, sc.Duration = 20, 4, 60*time.Second
+	rec := NewTimeline(sc.Header(harness.Modes))
+	var windowWrites, allWrites int
+	var last time.Duration
+	count := history.SubscriberFunc(func(e history.Event) {
+		if e.Mode != history.Fenced {
+			return
+		}
+		switch e.Kind {
+		case history.CommitAdmitted, history.CommitRefused:
+			allWrites++
+			if rec.modes[e.Mode].after.events == 0 { // the timeline, before this subscriber, drew it
+				windowWrites++
+			}
+		}
+		last = e.At
+	})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Modes: []history.Mode{history.Fenced}, Subscribers: []history.Subscriber{rec, count}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt := rec.modes[history.Fenced]
+	if int(res.Events) <= 2*pageEvents || mt.drawn != pageEvents || mt.after.events != int(res.Events)-pageEvents {
+		t.Fatalf("%d events, %d drawn, %d after the window", res.Events, mt.drawn, mt.after.events)
+	}
+	if len(mt.writes) != windowWrites || mt.after.writes != allWrites-windowWrites || mt.window <= 0 || mt.window > last {
+		t.Fatalf("%d writes kept, %d after the window (of %d, %d in the window); window from %v",
+			len(mt.writes), mt.after.writes, allWrites, windowWrites, mt.window)
+	}
+	var b bytes.Buffer
+	if err := HTML(&b, res, rec, Stop{}); err != nil {
+		t.Fatal(err)
+	}
+	p := parsePage(t, b.Bytes())
+	svg := "timeline-" + string(history.Fenced)
+	marks := len(p.within(svg, "mark-admitted")) + len(p.within(svg, "mark-stale")) + len(p.within(svg, "mark-refused"))
+	if marks != windowWrites {
+		t.Errorf("%d marks drawn, want the window's %d writes", marks, windowWrites)
+	}
+	if got, want := attr(p.byID[svg], "data-ns"), strconv.FormatInt(int64(mt.window), 10); got != want {
+		t.Errorf("the axis spans %s ns, want the window's %s", got, want)
+	}
+	note := fmt.Sprintf("This timeline draws the first %s of the mode (its first %d events). After it, %s",
+		history.FormatDuration(mt.window), pageEvents, history.Plural(allWrites-windowWrites, "write", "writes"))
+	if !strings.Contains(b.String(), note) {
+		t.Errorf("the page does not say what it left out: want %q", note)
+	}
+}
+
+// A lock that granted a resource while an earlier lease on it still ran
+// shows it on the timeline, a band on the new holder's lane, and in a
+// table with its evidence: here the coordinator restart that lost its
+// leases and granted them again.
+func TestHTMLShowsMutualExclusionViolations(t *testing.T) {
+	b, res := renderPage(t, "restart-lost", nil)
+	p := parsePage(t, b)
+	for m, rep := range res.Modes {
+		bands := p.within("timeline-"+string(m), "exclusion")
+		if rep.MutualExclusionViolations == 0 {
+			if len(bands) != 0 {
+				t.Errorf("%s: %d bands with no violation", m, len(bands))
+			}
+			continue
+		}
+		if len(bands) == 0 {
+			t.Fatalf("%s: %d violations, none on the timeline", m, rep.MutualExclusionViolations)
+		}
+		row := p.byID[attr(bands[0], "id")+"-row"]
+		if row == nil || !strings.Contains(textOf(bands[0]), "was neither released nor expired") {
+			t.Errorf("%s: the band %q has no evidence row or title", m, attr(bands[0], "id"))
+		}
+	}
+	if res.Modes[history.Fenced].MutualExclusionViolations == 0 {
+		t.Fatal("restart-lost no longer breaks mutual exclusion: pick a scenario that does")
+	}
+}

@@ -12,9 +12,10 @@ import (
 // which member, when and for how long.
 type MemberFault struct {
 	AtMS int64 `json:"at_ms"`
-	// Fault is "partition" (cut off from the other members and the
-	// clients), "delay" (its traffic held back DelayMS) or "pause"
-	// (SIGSTOP).
+	// Fault is its kind, as a scenario's etcd.faults spells it:
+	// "partition_member" (cut off from the other members and the
+	// clients, or with DelayMS its traffic held back that long),
+	// "pause_member" or "pause_leader" (SIGSTOP).
 	Fault      string `json:"fault"`
 	Member     int    `json:"member"` // from 1
 	Leader     bool   `json:"leader"` // it led the cluster when the fault began
@@ -32,8 +33,13 @@ func writeMemberFaults(w io.Writer, faults []MemberFault) {
 		if f.Leader {
 			who += " (the leader)"
 		}
-		what := map[string]string{"partition": "cut " + who + " off from the other members and the clients",
-			"delay": "delayed the traffic of " + who + " by " + ms(f.DelayMS), "pause": "paused " + who + " with SIGSTOP"}[f.Fault]
+		what := "paused " + who + " with SIGSTOP"
+		switch {
+		case f.DelayMS > 0:
+			what = "delayed the traffic of " + who + " by " + ms(f.DelayMS)
+		case f.Fault == "partition_member":
+			what = "cut " + who + " off from the other members and the clients"
+		}
 		line := fmt.Sprintf("etcd member fault at %s: %s for %s", ms(f.AtMS), what, ms(f.DurationMS))
 		if f.Error != "" {
 			line = fmt.Sprintf("etcd member fault at %s: %s %s", ms(f.AtMS), f.Fault, f.Error)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -19,6 +20,9 @@ type reportRow struct {
 	// rare rows are shown only when a mode counted something: most runs
 	// never restart a coordinator, and a row of zeros says nothing.
 	rare bool
+	// contenders: a rare row shown whenever a library contender ran, for
+	// its zeros are a finding of the comparison.
+	contenders bool
 }
 
 // shownRows returns the rows of the report's table for res.
@@ -27,7 +31,7 @@ func shownRows(res *history.Result) []reportRow {
 	for _, row := range reportRows {
 		shown := !row.rare
 		for _, rep := range res.Modes {
-			shown = shown || row.get(rep) != 0
+			shown = shown || row.get(rep) != 0 || (row.contenders && !ownContender(rep))
 		}
 		if shown {
 			rows = append(rows, row)
@@ -37,30 +41,32 @@ func shownRows(res *history.Result) []reportRow {
 }
 
 var reportRows = []reportRow{
-	{"acquisitions", func(r *history.Report) int { return r.Acquisitions }, false},
-	{"renewals", func(r *history.Report) int { return r.Renewals }, false},
-	{"denials", func(r *history.Report) int { return r.Denials }, false},
-	{"expiries", func(r *history.Report) int { return r.Expiries }, false},
-	{"releases", func(r *history.Report) int { return r.Releases }, false},
-	{"fences minted", func(r *history.Report) int { return r.FencesMinted }, false},
-	{"retries", func(r *history.Report) int { return r.Retries }, false},
-	{"messages lost", func(r *history.Report) int { return r.MessagesLost }, false},
-	{"checks failed", func(r *history.Report) int { return r.ChecksFailed }, false},
-	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }, false},
-	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }, false},
-	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }, false},
-	{"writes failed", func(r *history.Report) int { return r.WritesFailed }, true},
-	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false},
-	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true},
-	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false},
-	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }, false},
-	{"refused overlaps", func(r *history.Report) int { return r.RefusedOverlaps }, false},
-	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }, false},
-	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }, false},
-	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }, false},
-	{"forgeries refused", func(r *history.Report) int { return r.ForgeriesRefused }, true},
-	{"forgeries landed", func(r *history.Report) int { return r.ForgeriesLanded }, true},
-	{"floors moved by forgers", func(r *history.Report) int { return r.ForgedFloorsMoved }, true},
+	{"acquisitions", func(r *history.Report) int { return r.Acquisitions }, false, false},
+	{"renewals", func(r *history.Report) int { return r.Renewals }, false, false},
+	{"denials", func(r *history.Report) int { return r.Denials }, false, false},
+	{"expiries", func(r *history.Report) int { return r.Expiries }, false, false},
+	{"releases", func(r *history.Report) int { return r.Releases }, false, false},
+	{"fences minted", func(r *history.Report) int { return r.FencesMinted }, false, false},
+	{"faults played", func(r *history.Report) int { return r.FaultsPlayed }, true, false},
+	{"retries", func(r *history.Report) int { return r.Retries }, false, false},
+	{"messages lost", func(r *history.Report) int { return r.MessagesLost }, false, false},
+	{"checks failed", func(r *history.Report) int { return r.ChecksFailed }, false, false},
+	{"pushes applied", func(r *history.Report) int { return r.PushesApplied }, false, false},
+	{"commits admitted", func(r *history.Report) int { return r.CommitsAdmitted }, false, false},
+	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }, false, false},
+	{"writes failed", func(r *history.Report) int { return r.WritesFailed }, true, false},
+	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false, false},
+	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true, false},
+	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false, false},
+	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }, false, false},
+	{"exclusion violations", func(r *history.Report) int { return r.MutualExclusionViolations }, true, true},
+	{"refused overlaps", func(r *history.Report) int { return r.RefusedOverlaps }, false, false},
+	{"containment breaches", func(r *history.Report) int { return r.ContainmentBreaches }, false, false},
+	{"fence reuses", func(r *history.Report) int { return r.FenceReuses }, false, false},
+	{"unexplained refusals", func(r *history.Report) int { return r.UnexplainedRefusals }, false, false},
+	{"forgeries refused", func(r *history.Report) int { return r.ForgeriesRefused }, true, false},
+	{"forgeries landed", func(r *history.Report) int { return r.ForgeriesLanded }, true, false},
+	{"floors moved by forgers", func(r *history.Report) int { return r.ForgedFloorsMoved }, true, false},
 }
 
 // maxShownCounterexamples is how many counterexamples per mode the text
@@ -93,6 +99,7 @@ func (s Stop) ran(full time.Duration) string {
 // made the history (run), who took part on which lease terms, and what the
 // scenario shows, all from h, the run's history header.
 func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Runner) {
+	w = history.PrintableWriter(w) // names, a description and details may come from a file
 	modes := resultModes(res)
 	fmt.Fprintf(w, "%s · seed %d · %s of %s time · %s · digest %s\n", res.Scenario, res.Seed,
 		stop.ran(time.Duration(res.VirtualDurationMS)*time.Millisecond), run.timeKind(),
@@ -112,18 +119,20 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 	writeInterventions(w, stop.Interventions)
 	fmt.Fprintln(w)
 
+	widths := columnWidths(modes)
 	fmt.Fprintf(w, "  %-22s", "")
-	for _, m := range modes {
-		fmt.Fprintf(w, " %8s", m)
+	for i, m := range modes {
+		fmt.Fprintf(w, " %*s", widths[i], m)
 	}
 	fmt.Fprintln(w)
 	for _, row := range shownRows(res) {
 		fmt.Fprintf(w, "  %-22s", row.label)
-		for _, m := range modes {
-			fmt.Fprintf(w, " %8d", row.get(res.Modes[m]))
+		for i, m := range modes {
+			fmt.Fprintf(w, " %*d", widths[i], row.get(res.Modes[m]))
 		}
 		fmt.Fprintln(w)
 	}
+	writeVacuousRow(w, res, modes, widths)
 
 	for _, m := range modes {
 		cx := slices.Clone(res.Modes[m].Counterexamples)
@@ -147,6 +156,9 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", history.FormatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
 			fmt.Fprintf(w, "  %10s  %s\n", "", c.Detail)
 		}
+		if more := moreCounterexamples(res.Modes[m].MoreCounterexamples); more != "" {
+			fmt.Fprintf(w, "  and %s (not kept: the report keeps the first %d of each kind)\n", more, history.MaxCounterexamples)
+		}
 	}
 
 	fmt.Fprintln(w)
@@ -158,15 +170,36 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 	}
 }
 
+// writeVacuousRow says, under each mode that made no write at all, that
+// its column is vacuous: its zeros are of nothing tested.
+func writeVacuousRow(w io.Writer, res *history.Result, modes []history.Mode, widths []int) {
+	if !slices.ContainsFunc(modes, func(m history.Mode) bool { return res.Modes[m].Vacuous }) {
+		return
+	}
+	fmt.Fprintf(w, "  %-22s", "(no write made)")
+	for i, m := range modes {
+		cell := ""
+		if res.Modes[m].Vacuous {
+			cell = "vacuous"
+		}
+		fmt.Fprintf(w, " %*s", widths[i], cell)
+	}
+	fmt.Fprintln(w)
+}
+
+// columnWidths are the table's column widths: 8, or a contender's name's
+// length where it is longer.
+func columnWidths(modes []history.Mode) []int {
+	widths := make([]int, len(modes))
+	for i, m := range modes {
+		widths[i] = max(8, len(m))
+	}
+	return widths
+}
+
 // resultModes lists the modes of a result in report order.
 func resultModes(res *history.Result) []history.Mode {
-	var modes []history.Mode
-	for _, m := range []history.Mode{history.Naive, history.Fenced} {
-		if _, ok := res.Modes[m]; ok {
-			modes = append(modes, m)
-		}
-	}
-	return modes
+	return history.ReportOrder(slices.Collect(maps.Keys(res.Modes)))
 }
 
 // counterexamplesHeading introduces the counterexamples shown of those kept.
@@ -175,6 +208,17 @@ func counterexamplesHeading(m history.Mode, shown, kept int) string {
 		return fmt.Sprintf("%s: the first counterexample (1 of %d kept; --json has them all):", m, kept)
 	}
 	return fmt.Sprintf("%s: the first %d counterexamples (of %d kept; --json has them all):", m, shown, kept)
+}
+
+// moreCounterexamples says how many counterexamples of each kind a report
+// left out, the kinds in name order: "12 more stale-write, 3 more
+// fence-reuse"; "" for none.
+func moreCounterexamples(more map[history.CounterexampleKind]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(more)) {
+		parts = append(parts, fmt.Sprintf("%d more %s", more[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func describeParties(c history.Counterexample) string {
@@ -197,14 +241,18 @@ func writeVerdict(w io.Writer, res *history.Result) {
 func verdictParagraphs(res *history.Result) []string {
 	var ps []string
 	f, fenced := res.Modes[history.Fenced]
-	if res.Failed() && (!fenced || len(f.Violations) == 0) {
+	own := ownViolations(res)
+	if len(own) > 0 && (!fenced || len(f.Violations) == 0) {
 		ps = append(ps, "VERDICT: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD. This is a bug in the leasefence library: "+
-			strings.Join(res.Violations(), "; ")+".")
+			strings.Join(own, "; ")+".")
 	} else if fenced {
 		switch {
-		case res.Failed():
+		case len(own) > 0:
 			ps = append(ps, "VERDICT: THE FENCED MODE BROKE ITS INVARIANTS. This is a bug in the leasefence library: "+
-				strings.Join(res.Violations(), "; ")+".")
+				strings.Join(own, "; ")+".")
+		case f.Vacuous:
+			ps = append(ps, "VERDICT: VACUOUS. The fenced mode made no write at all, so nothing it promises was put to "+
+				"the test: its zeros say nothing. Give the agents time to write (a shorter think, a longer run).")
 		case res.DriftWithinBudget:
 			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
 				"every refusal is explained by an overlap or a lost fence counter, and no holder believed past "+
@@ -224,7 +272,76 @@ func verdictParagraphs(res *history.Result) []string {
 				"not stale, each was its resource's newest lease generation.", history.Plural(n.ReissuedWritesLanded, "write landed", "writes landed")))
 		}
 	}
+	ps = append(ps, contenderParagraphs(res)...)
 	return append(ps, forgeryParagraphs(res)...)
+}
+
+// ownViolations lists the violations of the lab's own contenders, fenced
+// first: a bug in the leasefence library. A library contender's are its
+// own (contenderParagraphs).
+func ownViolations(res *history.Result) []string {
+	own := &history.Result{Modes: make(map[history.Mode]*history.Report)}
+	for m, rep := range res.Modes {
+		if ownContender(rep) {
+			own.Modes[m] = rep
+		}
+	}
+	return own.Violations()
+}
+
+// ownContender reports whether rep is of one of the lab's own two
+// contenders (a report that names none is).
+func ownContender(rep *history.Report) bool {
+	return rep.Contender.Library == "" || rep.Contender.Library == history.LabLibrary
+}
+
+// contenderParagraphs give the verdict of each contender that is not
+// one of the lab's own, in report order: a fenced one held its
+// invariants or broke them; a naive one's stale writes and
+// mutual-exclusion violations are findings about the lock and its
+// discipline, not failures of the run.
+func contenderParagraphs(res *history.Result) []string {
+	var ps []string
+	for _, m := range resultModes(res) {
+		rep := res.Modes[m]
+		if ownContender(rep) {
+			continue
+		}
+		c := rep.Contender
+		who := fmt.Sprintf("%s (%s, %s)", m, strings.TrimSpace(c.Library+" "+c.Version), c.Discipline)
+		excl := fmt.Sprintf("%s: the lock granted a resource while an earlier lease on it still ran",
+			history.Plural(rep.MutualExclusionViolations, "mutual-exclusion violation", "mutual-exclusion violations"))
+		if rep.MutualExclusionViolations == 0 {
+			excl = "no mutual-exclusion violation: the lock never granted a resource while an earlier lease on it still ran"
+		}
+		gens := generationsNote(c.Generations)
+		switch {
+		case len(rep.Violations) > 0 && c.Discipline == history.DisciplineFenced:
+			ps = append(ps, fmt.Sprintf("VERDICT for %s: BROKE ITS INVARIANTS: %s.", who, strings.Join(rep.Violations, "; ")))
+		case len(rep.Violations) > 0:
+			ps = append(ps, fmt.Sprintf("VERDICT for %s: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD: %s.", who, strings.Join(rep.Violations, "; ")))
+		case rep.Vacuous:
+			ps = append(ps, fmt.Sprintf("%s: vacuous: it made no write, so nothing was put to the test.", who))
+		case c.Discipline == history.DisciplineFenced:
+			ps = append(ps, fmt.Sprintf("%s held its invariants: no stale write landed through a gate (%d refused); %s%s.", who, rep.CommitsRefused, excl, gens))
+		default:
+			ps = append(ps, fmt.Sprintf("%s landed %s (%s silent); %s%s.", who, history.Plural(rep.StaleWritesLanded, "stale write", "stale writes"),
+				history.Plural(rep.SilentOverlaps, "overlap was", "overlaps were"), excl, gens))
+		}
+	}
+	return ps
+}
+
+// generationsNote says how a contender's lease generations were
+// numbered, where it was not by a fence.
+func generationsNote(how string) string {
+	switch how {
+	case "server":
+		return " (generations in the server's own order)"
+	case "observed":
+		return " (generations in the order the lab saw the grants: the server shows none)"
+	}
+	return ""
 }
 
 // forgeryParagraphs says what the forgers got, mode by mode, if a
@@ -290,6 +407,8 @@ seed give the same digest, event for event.
 // run was cut short. The schema is documented in the package doc.
 type jsonResult struct {
 	*history.Result
+	// Modes shadows the Result's: each report with its contender's verdict.
+	Modes map[history.Mode]jsonMode `json:"modes"`
 	Runner
 	Verdict       string                 `json:"verdict"`
 	Interrupted   bool                   `json:"interrupted,omitempty"`
@@ -299,16 +418,49 @@ type jsonResult struct {
 // The verdicts of the JSON report: the fenced mode (and the library in
 // every mode) kept its promises, or broke one.
 const (
-	VerdictHeld   = "held"
-	VerdictBroken = "broken"
+	VerdictHeld    = "held"
+	VerdictBroken  = "broken"
+	VerdictVacuous = "vacuous" // nothing broke, and nothing was tested: the fenced mode made no write
 )
 
 // Verdict is VerdictBroken when res failed (the fenced mode broke an
 // invariant, or the library returned an error it never should), else
-// VerdictHeld.
+// VerdictVacuous when the run made no write to judge (history.Result.Vacuous),
+// else VerdictHeld.
 func Verdict(res *history.Result) string {
-	if res.Failed() {
+	switch {
+	case res.Failed():
 		return VerdictBroken
+	case res.Vacuous():
+		return VerdictVacuous
+	}
+	return VerdictHeld
+}
+
+// jsonMode is one contender's report in the JSON, with its verdict.
+type jsonMode struct {
+	*history.Report
+	Verdict string `json:"verdict"`
+}
+
+// VerdictUnsafe is a naive contender's verdict when it landed a stale
+// write or its lock broke mutual exclusion: a finding about the lock and
+// the discipline, not a failure of the run.
+const VerdictUnsafe = "unsafe"
+
+// ModeVerdict is one contender's verdict: VerdictBroken when it broke an
+// invariant its discipline promises or its library returned an error it
+// never should, VerdictVacuous when it made no write, VerdictUnsafe when
+// (naive) a stale write landed or its lock granted a resource twice, else
+// VerdictHeld.
+func ModeVerdict(rep *history.Report) string {
+	switch {
+	case len(rep.Violations) > 0:
+		return VerdictBroken
+	case rep.Vacuous:
+		return VerdictVacuous
+	case rep.StaleWritesLanded > 0 || rep.MutualExclusionViolations > 0:
+		return VerdictUnsafe
 	}
 	return VerdictHeld
 }
@@ -317,5 +469,9 @@ func Verdict(res *history.Result) string {
 func JSON(w io.Writer, res *history.Result, stop Stop, run Runner) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(jsonResult{Result: res, Runner: run, Verdict: Verdict(res), Interrupted: stop.Interrupted, Interventions: stop.Interventions})
+	modes := make(map[history.Mode]jsonMode, len(res.Modes))
+	for m, rep := range res.Modes {
+		modes[m] = jsonMode{Report: rep, Verdict: ModeVerdict(rep)}
+	}
+	return enc.Encode(jsonResult{Result: res, Modes: modes, Runner: run, Verdict: Verdict(res), Interrupted: stop.Interrupted, Interventions: stop.Interventions})
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -24,7 +24,7 @@ import (
 // plus the lengths of its lists.
 var counterNames = func() []string {
 	var names []string
-	t := reflect.TypeFor[harness.Report]()
+	t := reflect.TypeFor[history.Report]()
 	for i := range t.NumField() {
 		if t.Field(i).Type.Kind() == reflect.Int {
 			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
@@ -39,10 +39,11 @@ const (
 	keyCounterexamples = "counterexamples"
 	keyTimeline        = "timeline"
 	keyDriftBudget     = "drift_within_budget"
+	keyVacuous         = "vacuous"
 )
 
 // counter reads a named counter of a report; name is one of counterNames.
-func counter(rep *harness.Report, name string) int {
+func counter(rep *history.Report, name string) int {
 	switch name {
 	case keyViolations:
 		return len(rep.Violations)
@@ -61,7 +62,8 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 	if len(es) == 0 {
 		d.fail(lineOf(n), "expect", "is empty: a fixture asserts something about its reports")
 	}
-	explicitViolations := false
+	explicit := map[history.Mode]bool{}        // fenced contenders whose violations the file expects
+	explicitVacuous := map[history.Mode]bool{} // and those whose vacuity it expects
 	for _, e := range es {
 		p := join("expect", e.key)
 		d.lines[p] = e.line
@@ -78,31 +80,42 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 			}
 			want := b.Value
 			fx.Expect = append(fx.Expect, Expectation{Field: p, Line: e.line, Want: strconv.FormatBool(want), realSafe: true,
-				check: func(res *harness.Result, _ []history.Event) (bool, string) {
+				check: func(res *history.Result, _ []history.Event) (bool, string) {
 					return res.DriftWithinBudget == want, strconv.FormatBool(res.DriftWithinBudget)
 				}})
-		case string(harness.Fenced), string(harness.Naive):
-			m := harness.Mode(e.key)
+		default:
+			c, ok := registry.Lookup(registry.Contenders, e.key)
+			if !ok {
+				d.fail(e.line, p, "unknown key (the keys of expect are: %s, %s)", strings.Join(registry.Names(registry.Contenders), ", "), keyDriftBudget)
+				continue
+			}
+			m := history.Mode(e.key)
 			if !slices.Contains(fx.Modes, m) {
 				d.fail(e.line, p, "the fixture does not run the %s mode (modes: %s)", m, modesString(fx.Modes))
 				continue
 			}
-			if d.modeExpectations(e.value, p, m, fx) && m == harness.Fenced {
-				explicitViolations = true
+			violations, vacuous := d.modeExpectations(e.value, p, m, fx)
+			if c.Discipline == registry.DisciplineFenced {
+				explicit[m] = explicit[m] || violations
+				explicitVacuous[m] = explicitVacuous[m] || vacuous
 			}
-		default:
-			d.fail(e.line, p, "unknown key (the keys of expect are: fenced, naive, %s)", keyDriftBudget)
 		}
 	}
-	if slices.Contains(fx.Modes, harness.Fenced) && !explicitViolations {
-		// A fixture never passes while the library breaks its promises,
-		// unless it says it expects exactly that.
-		fx.Expect = append(fx.Expect, counterExpectation("expect.fenced.violations (implicit)", 0, harness.Fenced,
-			keyViolations, comparison{op: "==", n: 0}))
+	for _, m := range fx.Modes {
+		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == registry.DisciplineFenced && !explicit[m] {
+			// A fixture never passes while a fenced contender breaks its
+			// promises, unless it says it expects exactly that.
+			fx.Expect = append(fx.Expect, counterExpectation("expect."+string(m)+".violations (implicit)", 0, m,
+				keyViolations, comparison{op: "==", n: 0}))
+		}
+		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == registry.DisciplineFenced && !explicitVacuous[m] {
+			// Nor while it made no write: nothing was tested.
+			fx.Expect = append(fx.Expect, vacuousExpectation("expect."+string(m)+".vacuous (implicit)", 0, m, false))
+		}
 	}
 }
 
-func modesString(modes []harness.Mode) string {
+func modesString(modes []history.Mode) string {
 	s := make([]string, len(modes))
 	for i, m := range modes {
 		s[i] = string(m)
@@ -112,7 +125,7 @@ func modesString(modes []harness.Mode) string {
 
 // modeExpectations reads one mode's assertions and reports whether they
 // include one on violations.
-func (d *decoder) modeExpectations(n ast.Node, path string, m harness.Mode, fx *Fixture) (violations bool) {
+func (d *decoder) modeExpectations(n ast.Node, path string, m history.Mode, fx *Fixture) (violations, vacuous bool) {
 	es, _ := d.entries(n, path)
 	for _, e := range es {
 		p := join(path, e.key)
@@ -122,6 +135,14 @@ func (d *decoder) modeExpectations(n ast.Node, path string, m harness.Mode, fx *
 			continue
 		}
 		switch {
+		case e.key == keyVacuous:
+			b, ok := v.(*ast.BoolNode)
+			if !ok {
+				d.fail(lineOf(v), p, "must be true or false, got %s", describe(v))
+				continue
+			}
+			vacuous = true
+			fx.Expect = append(fx.Expect, vacuousExpectation(p, e.line, m, b.Value))
 		case e.key == keyTimeline:
 			d.timeline(v, p, e.line, m, fx)
 		case e.key == keyCounterexamples && v.Type() == ast.SequenceType:
@@ -133,10 +154,22 @@ func (d *decoder) modeExpectations(n ast.Node, path string, m harness.Mode, fx *
 				fx.Expect = append(fx.Expect, counterExpectation(p, e.line, m, e.key, c))
 			}
 		default:
-			d.fail(e.line, p, "unknown counter (the counters are: %s; and %s)", strings.Join(counterNames, ", "), keyTimeline)
+			d.fail(e.line, p, "unknown counter (the counters are: %s; and %s, %s)", strings.Join(counterNames, ", "), keyTimeline, keyVacuous)
 		}
 	}
-	return violations
+	return violations, vacuous
+}
+
+// vacuousExpectation asserts whether mode m made no write at all.
+func vacuousExpectation(field string, line int, m history.Mode, want bool) Expectation {
+	return Expectation{Field: field, Line: line, Want: strconv.FormatBool(want), realSafe: true,
+		check: func(res *history.Result, _ []history.Event) (bool, string) {
+			rep, ok := res.Modes[m]
+			if !ok {
+				return false, "no " + string(m) + " report"
+			}
+			return rep.Vacuous == want, strconv.FormatBool(rep.Vacuous)
+		}}
 }
 
 // comparison is "OP N" or "OP counter", a bare number meaning "== N".
@@ -217,10 +250,10 @@ func (c comparison) holds(x, y int) bool {
 	return x == y
 }
 
-func counterExpectation(field string, line int, m harness.Mode, name string, c comparison) Expectation {
+func counterExpectation(field string, line int, m history.Mode, name string, c comparison) Expectation {
 	realSafe := c.counter != "" || c.op == ">=" || c.op == ">" || (c.op == "==" && c.n == 0)
 	return Expectation{Field: field, Line: line, Want: c.String(), realSafe: realSafe,
-		check: func(res *harness.Result, _ []history.Event) (bool, string) {
+		check: func(res *history.Result, _ []history.Event) (bool, string) {
 			rep, ok := res.Modes[m]
 			if !ok {
 				return false, "no " + string(m) + " report"
@@ -262,7 +295,7 @@ var cxKinds = []history.CounterexampleKind{history.StaleWrite, history.SilentOve
 
 // counterexamples reads a list of counterexamples that the report must
 // contain (among the first history.MaxCounterexamples of each kind).
-func (d *decoder) counterexamples(seq *ast.SequenceNode, path string, m harness.Mode, fx *Fixture) {
+func (d *decoder) counterexamples(seq *ast.SequenceNode, path string, m history.Mode, fx *Fixture) {
 	for i, item := range seq.Values {
 		p := index(path, i)
 		d.lines[p] = lineOf(item)
@@ -274,7 +307,7 @@ func (d *decoder) counterexamples(seq *ast.SequenceNode, path string, m harness.
 		}
 		want := flow(reflect.ValueOf(pat))
 		fx.Expect = append(fx.Expect, Expectation{Field: p, Line: lineOf(item), Want: "a counterexample " + want,
-			check: func(res *harness.Result, _ []history.Event) (bool, string) {
+			check: func(res *history.Result, _ []history.Event) (bool, string) {
 				rep, ok := res.Modes[m]
 				if !ok {
 					return false, "no " + string(m) + " report"
@@ -324,13 +357,23 @@ type eventPattern struct {
 	Outcome    *string           `json:"outcome"`
 	Dur        *time.Duration    `json:"dur"`
 	Deadline   *time.Duration    `json:"deadline"`
+	Fault      *string           `json:"fault"`
+	Target     *string           `json:"target"`
 }
 
 func (p eventPattern) matches(e history.Event) bool {
 	return eq(p.At, e.At) && eq(p.Kind, e.Kind.String()) && eq(p.Agent, name(e.Agent, spec.AgentName)) &&
 		eq(p.Resource, name(e.Resource, spec.ResourceName)) && eq(p.Fence, e.Fence) &&
 		eq(p.Other, name(e.Other, spec.AgentName)) && eq(p.OtherFence, e.OtherFence) &&
-		eq(p.Reason, string(e.Reason)) && eq(p.Outcome, string(e.Outcome)) && eq(p.Dur, e.Dur) && eq(p.Deadline, e.Deadline)
+		eq(p.Reason, string(e.Reason)) && eq(p.Outcome, string(e.Outcome)) && eq(p.Dur, e.Dur) && eq(p.Deadline, e.Deadline) &&
+		eq(p.Fault, e.Fault) && eq(p.Target, e.Target)
+}
+
+// retiredKinds are event kinds of older labs, with what records the same
+// now: a fixture that names one is told.
+var retiredKinds = map[string]string{
+	"partition_began": "a partition's beginning is {kind: fault_began, fault: partition, agent: ...}",
+	"partition_ended": "a partition's end is {kind: fault_ended, fault: partition, agent: ...}",
 }
 
 func name(i int, f func(int) string) string {
@@ -351,7 +394,7 @@ var eventKinds = func() map[string]history.Kind {
 
 // timeline reads a list of events that must happen, each with its
 // instant and kind.
-func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx *Fixture) {
+func (d *decoder) timeline(n ast.Node, path string, line int, m history.Mode, fx *Fixture) {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok || len(seq.Values) == 0 {
 		d.fail(line, path, "must be a list of events, e.g. - {at: 1400ms, kind: commit_refused, agent: agent-1}")
@@ -371,6 +414,10 @@ func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx
 			continue
 		}
 		kind, ok := eventKinds[*pat.Kind]
+		if now, retired := retiredKinds[*pat.Kind]; retired {
+			d.fail(d.lineFor(join(p, "kind")), join(p, "kind"), "no event is of kind %q any more: %s", *pat.Kind, now)
+			continue
+		}
 		if !ok {
 			d.fail(d.lineFor(join(p, "kind")), join(p, "kind"), "no event is of kind %q (the kinds are: %s)", *pat.Kind, strings.Join(sortedKeys(eventKinds), ", "))
 			continue
@@ -378,7 +425,7 @@ func (d *decoder) timeline(n ast.Node, path string, line int, m harness.Mode, fx
 		want := flow(reflect.ValueOf(pat))
 		fx.Expect = append(fx.Expect, Expectation{Field: p, Line: lineOf(item), Want: "an event " + want,
 			Events: []history.Kind{kind},
-			check: func(_ *harness.Result, events []history.Event) (bool, string) {
+			check: func(_ *history.Result, events []history.Event) (bool, string) {
 				var near []string
 				for _, e := range events {
 					if e.Mode != m || e.Kind != kind {
@@ -425,6 +472,12 @@ func describeEvent(e history.Event) string {
 	}
 	if e.Deadline != 0 {
 		s += fmt.Sprintf(", deadline: %v", e.Deadline)
+	}
+	if e.Fault != "" {
+		s += ", fault: " + e.Fault
+	}
+	if e.Target != "" {
+		s += fmt.Sprintf(", target: %q", e.Target)
 	}
 	return s + "}"
 }

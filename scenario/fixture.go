@@ -7,11 +7,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -24,6 +25,7 @@ import (
 //	  builtin: gap          # or a whole scenario, as in a scenario file
 //	seeds: [1]              # or 7, or {from: 1, count: 200}
 //	modes: both             # fenced, naive or both (the default)
+//	contenders: [redsync, fenced] # or the contenders by name (not with modes)
 //	expect:
 //	  naive:  {stale_writes_landed: ">= 1", silent_overlaps: ">= 1"}
 //	  fenced: {stale_writes_landed: 0, commits_refused: 1}
@@ -34,7 +36,7 @@ type Fixture struct {
 	// Scenario is the fixture's scenario, with Seed set to the first seed.
 	Scenario spec.Scenario
 	Seeds    []uint64 // at least one; the scenario's own seed if the file names none
-	Modes    []harness.Mode
+	Modes    []history.Mode
 	// Backend is where the fixture runs: BackendSim (the deterministic
 	// simulator, the default) or a real-time backend ("memory", "etcd"),
 	// which RunOptions.Runner runs. On a real backend, time is not
@@ -50,6 +52,9 @@ type Fixture struct {
 	// (goroutines, the default) or AgentsProcess (each an OS process of
 	// its own; on etcd only).
 	Agents string
+	// Redis is what a fixture on backend redis asks of it (the zero
+	// value: a lone server, redislease's defaults).
+	Redis RedisSettings
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -65,22 +70,11 @@ type Expectation struct {
 	// Events lists the event kinds the check reads (timelines); the
 	// fixture runner records only those.
 	Events []history.Kind
-	check  func(res *harness.Result, events []history.Event) (ok bool, got string)
+	check  func(res *history.Result, events []history.Event) (ok bool, got string)
 	// realSafe: the expectation can hold on any run of a real backend,
 	// whose timing is not the seed's to decide.
 	realSafe bool
 }
-
-// The backends a fixture can name.
-const (
-	BackendSim = "sim"
-)
-
-// backends lists what a fixture's backend key accepts.
-var backends = []string{BackendSim, "memory", "etcd", "redis"}
-
-// resources lists what a fixture's resource key accepts: lab's --resource.
-var resources = []string{"memory", "sqlite", "etcd", "http", "redis"}
 
 // ErrNotRealSafe is wrapped by SetBackend's refusal of a fixture whose
 // expectations only the simulator can meet.
@@ -90,13 +84,17 @@ var ErrNotRealSafe = errors.New("expectation needs the deterministic simulator")
 // refuses a real-time backend when an expectation needs the simulator's
 // determinism (an exact count, a timeline), naming the first one.
 func (fx *Fixture) SetBackend(b string) error {
-	if !slices.Contains(backends, b) {
-		return fmt.Errorf("backend must be %s, got %q", strings.Join(backends, ", "), b)
+	be, ok := registry.Lookup(registry.Backends, b)
+	if !ok {
+		return fmt.Errorf("backend %w", registry.Choice(registry.Backends, b))
 	}
-	if b == BackendSim && fx.Resource != "" {
+	if !be.Real && fx.Resource != "" {
 		return fmt.Errorf("%s:%d: resource %s needs a real-time backend", fx.File, fx.resourceLine, fx.Resource)
 	}
-	if b != BackendSim {
+	if err := registry.CheckContenders(fx.Modes, b, fx.Scenario); err != nil {
+		return fmt.Errorf("%s: %w", fx.File, err)
+	}
+	if be.Real {
 		for _, x := range fx.Expect {
 			if !x.realSafe {
 				return fmt.Errorf("%w: %s:%d: %s wants %s", ErrNotRealSafe, fx.File, x.Line, x.Field, x.Want)
@@ -107,10 +105,34 @@ func (fx *Fixture) SetBackend(b string) error {
 	return nil
 }
 
+// ErrNoContender is wrapped by Only's refusal of a fixture that runs none
+// of the contenders asked for.
+var ErrNoContender = errors.New("the fixture runs none of the contenders asked for")
+
+// Only keeps, of the fixture's contenders, those among modes (lab fixtures
+// --contenders), and the expectations of those alone; a fixture that runs
+// none of them is refused with ErrNoContender.
+func (fx *Fixture) Only(modes []history.Mode) error {
+	kept := slices.DeleteFunc(slices.Clone(fx.Modes), func(m history.Mode) bool { return !slices.Contains(modes, m) })
+	if len(kept) == 0 {
+		return fmt.Errorf("%w: it runs %s", ErrNoContender, modesString(fx.Modes))
+	}
+	fx.Modes = kept
+	fx.Expect = slices.DeleteFunc(fx.Expect, func(x Expectation) bool {
+		parts := strings.SplitN(x.Field, ".", 3)
+		if len(parts) < 3 {
+			return false // of the run, not of one contender (drift_within_budget)
+		}
+		_, isContender := registry.Lookup(registry.Contenders, parts[1])
+		return isContender && !slices.Contains(kept, history.Mode(parts[1]))
+	})
+	return nil
+}
+
 // Check reports whether res (and the events recorded for the
 // expectation's mode, see Events) satisfy the expectation, and what was
 // found.
-func (e Expectation) Check(res *harness.Result, events []history.Event) (ok bool, got string) {
+func (e Expectation) Check(res *history.Result, events []history.Event) (ok bool, got string) {
 	return e.check(res, events)
 }
 
@@ -120,13 +142,50 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyScenario, fixtureKeySeeds, "modes", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyRedis, fixtureKeyScenario, fixtureKeySeeds, "modes", "contenders", "expect"}
 
-// How a fixture's agents run on a real backend (Fixture.Agents).
-const (
-	AgentsInProcess = "in-process"
-	AgentsProcess   = "process"
-)
+// fixtureKeyRedis is the key of a fixture's RedisSettings.
+const fixtureKeyRedis = "redis"
+
+// RedisSettings are a fixture's `redis:` key, what `lab run` takes as
+// --redis-topology, --redis-wait-replicas, --redis-wait-timeout and
+// --redis-watermark.
+type RedisSettings struct {
+	// Topology is spec.RedisSingle ("" too) or spec.RedisSentinel.
+	Topology string `json:"topology,omitempty"`
+	// WaitReplicas and WaitTimeout: the fenced mode WAITs for this many
+	// replicas, this long, after each fence minted and floor raised
+	// (redislease.Replication).
+	WaitReplicas int           `json:"wait_replicas,omitempty"`
+	WaitTimeout  time.Duration `json:"wait_timeout,omitempty"`
+	// Watermark: the fenced mode's coordinator and gates share one
+	// redislease.Watermark.
+	Watermark bool `json:"watermark,omitempty"`
+}
+
+// redis reads the fixture's redis key, which needs backend redis.
+func (d *decoder) redis(byKey map[string]entry, fx *Fixture) {
+	e, ok := byKey[fixtureKeyRedis]
+	if !ok {
+		return
+	}
+	n := d.plain(e.value, fixtureKeyRedis)
+	if _, ok := n.(*ast.MappingNode); !ok {
+		d.fail(e.line, fixtureKeyRedis, "must be a mapping such as {topology: sentinel, wait_replicas: 2, wait_timeout: 200ms, watermark: true}, got %s", describe(n))
+		return
+	}
+	d.decodeStruct(n, fixtureKeyRedis, reflect.ValueOf(&fx.Redis).Elem())
+	r := fx.Redis
+	if fx.Backend != registry.Redis {
+		d.fail(e.line, fixtureKeyRedis, "needs backend redis, and backend is %s", fx.Backend)
+	}
+	if r.Topology != "" && !slices.Contains(spec.RedisTopologies, r.Topology) {
+		d.fail(d.lineFor(join(fixtureKeyRedis, "topology")), join(fixtureKeyRedis, "topology"), "must be %s, got %q", strings.Join(spec.RedisTopologies, " or "), r.Topology)
+	}
+	if r.WaitReplicas < 0 {
+		d.fail(d.lineFor(join(fixtureKeyRedis, "wait_replicas")), join(fixtureKeyRedis, "wait_replicas"), "must be >= 0, got %d", r.WaitReplicas)
+	}
+}
 
 // MaxFixtureSeeds bounds `seeds: {from, count}`: a fixture is a test, and
 // a test that runs longer than this is a swarm.
@@ -154,7 +213,7 @@ func ParseFixture(file string, data []byte) (*Fixture, error) {
 }
 
 func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
-	fx := &Fixture{File: d.file, Modes: harness.Modes}
+	fx := &Fixture{File: d.file, Modes: registry.Modes()}
 	es, _ := d.entries(root, "")
 	byKey := make(map[string]entry, len(es))
 	for _, e := range es {
@@ -174,30 +233,19 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	if e, ok := byKey["description"]; ok {
 		fx.Description, _ = d.str(d.plain(e.value, "description"), "description")
 	}
-	fx.Backend = BackendSim
+	fx.Backend = registry.Default(registry.Backends).Name
 	if e, ok := byKey["backend"]; ok {
 		if b, ok := d.str(d.plain(e.value, "backend"), "backend"); ok {
-			if slices.Contains(backends, b) {
-				fx.Backend = b
+			if err := registry.Choice(registry.Backends, b); err != nil {
+				d.fail(e.line, "backend", "%v", err)
 			} else {
-				d.fail(e.line, "backend", "must be %s, got %q", strings.Join(backends, ", "), b)
+				fx.Backend = b
 			}
 		}
 	}
 	d.resource(byKey, fx)
-	fx.Agents = AgentsInProcess
-	if e, ok := byKey["agents"]; ok {
-		if a, ok := d.str(d.plain(e.value, "agents"), "agents"); ok {
-			switch {
-			case a != AgentsInProcess && a != AgentsProcess:
-				d.fail(e.line, "agents", "must be %s or %s, got %q", AgentsInProcess, AgentsProcess, a)
-			case a == AgentsProcess && fx.Backend != "etcd":
-				d.fail(e.line, "agents", "agents as processes need backend etcd, got %q", fx.Backend)
-			default:
-				fx.Agents = a
-			}
-		}
-	}
+	d.agents(byKey, fx)
+	d.redis(byKey, fx)
 	e, ok := byKey[fixtureKeyScenario]
 	if ok {
 		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)
@@ -225,7 +273,7 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	fx.Scenario.Seed = fx.Seeds[0]
 	if e, ok := byKey["modes"]; ok {
 		if s, ok := d.str(d.plain(e.value, "modes"), "modes"); ok {
-			modes, err := harness.ParseModes(s)
+			modes, err := registry.ParseModes(s)
 			if err != nil || s == "" {
 				d.fail(e.line, "modes", "must be fenced, naive or both, got %q", s)
 			} else {
@@ -233,9 +281,12 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 			}
 		}
 	}
+	if e, ok := byKey["contenders"]; ok {
+		d.contenders(e, byKey, fx)
+	}
 	if e, ok := byKey["expect"]; ok {
 		d.expectations(e.value, fx)
-		if fx.Backend != BackendSim {
+		if fx.RealTime() {
 			for _, x := range fx.Expect {
 				if !x.realSafe {
 					d.fail(x.Line, x.Field, "backend %s runs in real time, which no seed makes repeatable: expect invariants (0), "+
@@ -248,18 +299,41 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	}
 	if !d.failed[""] {
 		d.validate(&fx.Scenario, fixtureKeyScenario)
-		if fx.Scenario.OverTheWire() && fx.Resource != "http" {
-			field := join(fixtureKeyScenario, "forgers")
-			if len(fx.Scenario.Forgers) == 0 {
-				field = join(join(fixtureKeyScenario, "network"), "write_delay")
-			}
-			d.fail(d.lineFor(field), field, "only a resource across a network plays it: add `resource: http`")
-		}
+		d.playable(fx)
 	}
 	if len(d.errs) > 0 {
 		return nil, d.err()
 	}
 	return fx, nil
+}
+
+// contenders reads the fixture's contenders key: a list of contenders'
+// names (registry.ParseContenders), which the modes key must not also
+// choose.
+func (d *decoder) contenders(e entry, byKey map[string]entry, fx *Fixture) {
+	if _, both := byKey["modes"]; both {
+		d.fail(e.line, "contenders", "and modes both choose what runs: give one (modes: fenced is contenders: [fenced])")
+		return
+	}
+	seq, ok := d.plain(e.value, "contenders").(*ast.SequenceNode)
+	if !ok {
+		d.fail(e.line, "contenders", "must be a list of contenders' names, e.g. [redsync, fenced] (lab contenders lists them)")
+		return
+	}
+	names := make([]string, 0, len(seq.Values))
+	for i, v := range seq.Values {
+		name, ok := d.str(d.plain(v, index("contenders", i)), index("contenders", i))
+		if !ok {
+			return
+		}
+		names = append(names, name)
+	}
+	modes, err := registry.ParseContenders(names)
+	if err != nil {
+		d.fail(e.line, "contenders", "%v", err)
+		return
+	}
+	fx.Modes = modes
 }
 
 // seeds reads `7`, `[1, 2, 3]` or `{from: 1, count: 200}`.
@@ -328,14 +402,79 @@ func (d *decoder) resource(byKey map[string]entry, fx *Fixture) {
 	r, ok := d.str(d.plain(e.value, "resource"), "resource")
 	switch {
 	case !ok:
-	case !slices.Contains(resources, r):
-		d.fail(e.line, "resource", "must be %s, got %q", strings.Join(resources, ", "), r)
-	case fx.Backend == BackendSim && d.lines["backend"] != 0:
+	case registry.Choice(registry.Stores, r) != nil:
+		d.fail(e.line, "resource", "%v", registry.Choice(registry.Stores, r))
+	case !fx.RealTime() && d.lines["backend"] != 0:
 		d.fail(e.line, "resource", "%s needs a real-time backend, and backend is %s", r, fx.Backend)
 	default:
 		fx.Resource = r
-		if fx.Backend == BackendSim {
-			fx.Backend = "memory"
+		if !fx.RealTime() {
+			fx.Backend = registry.Memory // the in-memory coordinator
 		}
 	}
+}
+
+// agents reads the fixture's agents key: how a real backend runs them.
+func (d *decoder) agents(byKey map[string]entry, fx *Fixture) {
+	fx.Agents = registry.Default(registry.Drivers).Name
+	e, ok := byKey["agents"]
+	if !ok {
+		return
+	}
+	a, ok := d.str(d.plain(e.value, "agents"), "agents")
+	if !ok {
+		return
+	}
+	if err := registry.Choice(registry.Drivers, a); err != nil {
+		d.fail(e.line, "agents", "%v", err)
+		return
+	}
+	if err := registry.Must(registry.Drivers, a).RunsOnBackend(fx.Backend); err != nil {
+		d.fail(e.line, "agents", "%v", err)
+		return
+	}
+	fx.Agents = a
+}
+
+// playable refuses the fixture's scenario where its backend, resource or
+// agents cannot play it (registry.Entry.CanPlay), naming the scenario's
+// key and the choice that would.
+func (d *decoder) playable(fx *Fixture) {
+	be, ok := registry.Lookup(registry.Backends, fx.Backend)
+	if !ok {
+		return // reported already
+	}
+	entries := []*registry.Entry{be}
+	if be.Real {
+		store, _ := registry.Lookup(registry.Stores, registry.StoreFor(fx.Backend, fx.Resource))
+		driver, _ := registry.Lookup(registry.Drivers, fx.Agents)
+		entries = append(entries, store, driver)
+	}
+	if err := registry.CheckContenders(fx.Modes, fx.Backend, fx.Scenario); err != nil {
+		field := "contenders"
+		if _, ok := d.lines[field]; !ok {
+			field = "backend"
+		}
+		d.fail(d.lineFor(field), field, "%v", err)
+	}
+	var cp *registry.CannotPlayError
+	if !errors.As(registry.CanPlayAll(fx.Scenario, entries...), &cp) {
+		return
+	}
+	field := join(fixtureKeyScenario, cp.Feature.Field)
+	if cp.Feature == registry.OverTheWire && len(fx.Scenario.Forgers) == 0 {
+		field = join(fixtureKeyScenario, "network.write_delay")
+	}
+	problem := fmt.Sprintf("%s %s cannot play it", cp.Entry.Kind.Key, cp.Entry.Name)
+	if len(cp.Alternatives) > 0 {
+		problem += fmt.Sprintf(": add `%s: %s`", cp.Feature.Kind.Key, cp.Alternatives[0])
+	}
+	d.fail(d.lineFor(field), field, "%s", problem)
+}
+
+// RealTime reports whether the fixture runs in real time: on a backend
+// other than the simulator.
+func (fx *Fixture) RealTime() bool {
+	b, ok := registry.Lookup(registry.Backends, fx.Backend)
+	return ok && b.Real
 }

@@ -1,90 +1,17 @@
 package scenario_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
-
-const gapFixture = `name: gap
-description: the check-to-write gap
-scenario:
-  builtin: gap
-seeds: [1]
-expect:
-  naive:
-    stale_writes_landed: ">= 1"
-    counterexamples:
-      - {kind: stale-write, at_ms: 1400, holder: agent-1, fence: 1, other: agent-2, other_fence: 2}
-  fenced:
-    stale_writes_landed: 0
-    commits_refused: "== refused_overlaps"
-    timeline:
-      - {at: 1400ms, kind: commit_refused, agent: agent-1, fence: 1, other: agent-2, other_fence: 2}
-`
-
-func TestFixturePasses(t *testing.T) {
-	fx, err := scenario.ParseFixture("gap.yaml", []byte(gapFixture))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fx.Name != "gap" || !slices.Equal(fx.Seeds, []uint64{1}) || len(fx.Modes) != 2 {
-		t.Fatalf("fixture = %+v", fx)
-	}
-	// Five in the file, and the implicit fenced.violations == 0.
-	if len(fx.Expect) != 6 || fx.Expect[5].Field != "expect.fenced.violations (implicit)" {
-		t.Fatalf("expectations = %+v", fx.Expect)
-	}
-	out := fx.Run(t.Context(), scenario.RunOptions{})
-	if !out.Passed() {
-		t.Fatalf("failures: %v (err %v)", out.Failures(), out.Err)
-	}
-}
-
-// TestFixtureFails checks that each kind of expectation can fail, and says
-// what it found instead.
-func TestFixtureFails(t *testing.T) {
-	tests := []struct {
-		name, expect string
-		want         string
-	}{
-		{"counter", "fenced: {commits_refused: 0}", "seed 1: expect.fenced.commits_refused: want 0, got 1"},
-		{"comparison", `naive: {stale_writes_landed: "> 1"}`, "seed 1: expect.naive.stale_writes_landed: want > 1, got 1"},
-		{"counter against counter", `fenced: {commits_admitted: "> commits_refused"}`,
-			"want > commits_refused, got 1 (commits_refused is 1)"},
-		{"counterexample", "naive: {counterexamples: [{kind: stale-write, at_ms: 1399}]}",
-			"none matches; the report has: stale-write at 1400ms res-1 agent-1@1 vs agent-2@2"},
-		{"timeline", "fenced: {timeline: [{at: 1401ms, kind: commit_refused}]}",
-			"none matches; the commit_refused events are: {at: 1.4s, kind: commit_refused, agent: agent-1, resource: res-1, fence: 1, other: agent-2, other_fence: 2}"},
-		{"drift", "drift_within_budget: false", "expect.drift_within_budget: want false, got true"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fx, err := scenario.ParseFixture("f.yaml", []byte("scenario: {builtin: gap}\nexpect:\n  "+tt.expect+"\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := fx.Run(t.Context(), scenario.RunOptions{Jobs: 1})
-			if out.Passed() {
-				t.Fatal("passed")
-			}
-			var got []string
-			for _, f := range out.Failures() {
-				got = append(got, f.String())
-			}
-			if !strings.Contains(strings.Join(got, "\n"), tt.want) {
-				t.Errorf("failures\n%s\ndo not contain\n%s", strings.Join(got, "\n"), tt.want)
-			}
-		})
-	}
-}
 
 func TestFixtureSeeds(t *testing.T) {
 	for _, tt := range []struct {
@@ -123,7 +50,7 @@ func TestFixtureErrors(t *testing.T) {
 		{"unknown agents", "backend: etcd\nagents: threads\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
 			`f.yaml:2: agents: must be in-process or process, got "threads"`},
 		{"processes off etcd", "backend: memory\nagents: process\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
-			`f.yaml:2: agents: agents as processes need backend etcd, got "memory"`},
+			`f.yaml:2: agents: agents process needs backend etcd or redis, got "memory"`},
 		{"unknown event kind", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline: [{at: 1s, kind: wrote}]\n",
 			`f.yaml:4: expect.fenced.timeline[0].kind: no event is of kind "wrote"`},
 		{"event without instant", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline:\n      - {kind: acquired}\n",
@@ -134,6 +61,18 @@ func TestFixtureErrors(t *testing.T) {
 			"f.yaml:2: seeds.count: must be in [1, 100000], got 0"},
 		{"bad modes", "scenario: {builtin: gap}\nmodes: all\nexpect: {fenced: {overlaps: 1}}\n",
 			`f.yaml:2: modes: must be fenced, naive or both, got "all"`},
+		{"contenders and modes", "scenario: {builtin: gap}\nmodes: fenced\ncontenders: [fenced]\nexpect: {fenced: {overlaps: 1}}\n",
+			"f.yaml:3: contenders: and modes both choose what runs: give one (modes: fenced is contenders: [fenced])"},
+		{"contenders not a list", "scenario: {builtin: gap}\ncontenders: redsync\nexpect: {fenced: {overlaps: 1}}\n",
+			"f.yaml:2: contenders: must be a list of contenders' names, e.g. [redsync, fenced]"},
+		{"unknown contender", "backend: memory\nscenario: {builtin: gap}\ncontenders: [fenced, zookeeper]\nexpect: {fenced: {overlaps: \">= 1\"}}\n",
+			"f.yaml:3: contenders: contender zookeeper: no contender has that name"},
+		{"library contender on the simulator", "scenario: {builtin: gap}\ncontenders: [redsync]\nexpect: {redsync: {overlaps: 1}}\n",
+			"f.yaml:2: contenders: contender redsync: a library's lock runs in real time, not on the simulator: it runs on --backend memory, etcd or redis"},
+		{"fenced lock without a fence", "backend: memory\nscenario: {builtin: gap}\ncontenders: [redislock:fenced]\nexpect: {redislock: {overlaps: \">= 1\"}}\n",
+			"f.yaml:3: contenders: contender redislock:fenced: redislock's leases have no fence"},
+		{"expectation of a contender not run", "backend: memory\nscenario: {builtin: gap}\ncontenders: [redsync]\nexpect: {redislock: {overlaps: \">= 1\"}}\n",
+			"f.yaml:4: expect.redislock: the fixture does not run the redislock mode (modes: redsync)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,6 +84,67 @@ func TestFixtureErrors(t *testing.T) {
 				t.Errorf("error\n%v\ndoes not contain\n%s", err, tt.want)
 			}
 		})
+	}
+}
+
+// A fixture's contenders run in the order given, each held to its
+// expectations by name, and a fenced one to its invariants implicitly.
+func TestFixtureContenders(t *testing.T) {
+	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: memory\nscenario: {builtin: gap}\ncontenders: [redsync, etcd-mutex-fenced]\n"+
+		"expect:\n  redsync: {stale_writes_landed: \">= 1\", mutual_exclusion_violations: 0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fx.Modes, []history.Mode{"redsync", "etcd-mutex-fenced"}) {
+		t.Errorf("modes %v", fx.Modes)
+	}
+	var fields []string
+	for _, x := range fx.Expect {
+		fields = append(fields, x.Field)
+	}
+	want := []string{"expect.redsync.stale_writes_landed", "expect.redsync.mutual_exclusion_violations",
+		"expect.etcd-mutex-fenced.violations (implicit)", "expect.etcd-mutex-fenced.vacuous (implicit)"}
+	if !slices.Equal(fields, want) {
+		t.Errorf("expectations %q, want %q", fields, want)
+	}
+}
+
+// A fixture of library contenders cannot be moved to the simulator.
+func TestFixtureContendersStayReal(t *testing.T) {
+	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: memory\nscenario: {builtin: gap}\ncontenders: [etcd-mutex]\n"+
+		"expect: {etcd-mutex: {stale_writes_landed: \">= 1\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.SetBackend(registry.Sim); err == nil || !strings.Contains(err.Error(), "contender etcd-mutex: a library's lock runs in real time") {
+		t.Errorf("SetBackend(sim) = %v", err)
+	}
+	if err := fx.SetBackend(registry.Redis); err != nil {
+		t.Errorf("SetBackend(redis) = %v", err)
+	}
+}
+
+// lab fixtures --contenders keeps a fixture's contenders among those
+// asked for, with their expectations and the run's own, and refuses a
+// fixture that runs none of them.
+func TestFixtureOnly(t *testing.T) {
+	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: memory\nscenario: {builtin: gap}\ncontenders: [redsync, redislock, fenced]\n"+
+		"expect:\n  drift_within_budget: true\n  redsync: {stale_writes_landed: \">= 1\"}\n  redislock: {stale_writes_landed: \">= 1\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.Only([]history.Mode{"redislock", "naive"}); err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, x := range fx.Expect {
+		fields = append(fields, x.Field)
+	}
+	if !slices.Equal(fx.Modes, []history.Mode{"redislock"}) || !slices.Equal(fields, []string{"expect.drift_within_budget", "expect.redislock.stale_writes_landed"}) {
+		t.Errorf("modes %v, expectations %q", fx.Modes, fields)
+	}
+	if err := fx.Only([]history.Mode{"fenced"}); !errors.Is(err, scenario.ErrNoContender) {
+		t.Errorf("Only(fenced) of a fixture left with redislock: %v", err)
 	}
 }
 
@@ -192,38 +192,6 @@ func TestFixtureScenarioDescribesItself(t *testing.T) {
 	}
 }
 
-func TestFixtureRunStopsWithContext(t *testing.T) {
-	fx, err := scenario.ParseFixture("f.yaml", []byte("scenario: {builtin: crowd}\nseeds: {from: 1, count: 50}\nexpect: {fenced: {stale_writes_landed: 0}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := contextWithCancel(t)
-	cancel()
-	out := fx.Run(ctx, scenario.RunOptions{})
-	if out.Err == nil || out.Passed() || len(out.Seeds) == len(fx.Seeds) {
-		t.Fatalf("a cancelled run should stop early and not pass: err %v, %d seeds", out.Err, len(out.Seeds))
-	}
-}
-
-func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
-	return context.WithCancel(t.Context())
-}
-
-func ExampleFixture_Run() {
-	fx, err := scenario.ParseFixture("gap.yaml", []byte(`
-scenario: {builtin: gap}
-expect:
-  naive:  {stale_writes_landed: ">= 1"}
-  fenced: {stale_writes_landed: 0, commits_refused: 1}
-`))
-	if err != nil {
-		panic(err)
-	}
-	out := fx.Run(context.Background(), scenario.RunOptions{})
-	fmt.Println(fx.Name, out.Passed(), len(fx.Expect), "expectations")
-	// Output: gap true 4 expectations
-}
-
 // A fixture may name a real-time backend, and then expects only what any
 // real run can promise; it runs through RunOptions.Runner.
 func TestFixtureBackend(t *testing.T) {
@@ -253,24 +221,11 @@ func TestFixtureBackend(t *testing.T) {
 		})
 	}
 
-	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: memory\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n"))
+	sim, err := scenario.ParseFixture("g.yaml", []byte("scenario: {builtin: gap}\nexpect: {fenced: {commits_refused: 1}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := fx.Run(t.Context(), scenario.RunOptions{}); !errors.Is(out.Err, scenario.ErrNoRunner) {
-		t.Errorf("without a runner: %v, want ErrNoRunner", out.Err)
-	}
-	var ran []string
-	out := fx.Run(t.Context(), scenario.RunOptions{Runner: func(ctx context.Context, fx *scenario.Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
-		ran = append(ran, fx.Backend)
-		return harness.Run(ctx, sc, opts)
-	}})
-	if !out.Passed() || len(ran) != 1 || ran[0] != "memory" {
-		t.Errorf("with a runner: passed %v, ran %v", out.Passed(), ran)
-	}
-
-	sim, _ := scenario.ParseFixture("g.yaml", []byte(gapFixture))
-	if err := sim.SetBackend("etcd"); !errors.Is(err, scenario.ErrNotRealSafe) || sim.Backend != scenario.BackendSim {
+	if err := sim.SetBackend("etcd"); !errors.Is(err, scenario.ErrNotRealSafe) || sim.Backend != registry.Sim {
 		t.Errorf("SetBackend(etcd) on an exact fixture: %v, backend %q", err, sim.Backend)
 	}
 	if err := sim.SetBackend("sim"); err != nil {
@@ -293,7 +248,34 @@ func TestFixtureResource(t *testing.T) {
 	if !slices.Equal(fx.Scenario.Forgers, want) {
 		t.Errorf("forgers %v, want %v", fx.Scenario.Forgers, want)
 	}
-	if err := fx.SetBackend(scenario.BackendSim); err == nil || !strings.Contains(err.Error(), "f.yaml:1") {
+	if err := fx.SetBackend(registry.Sim); err == nil || !strings.Contains(err.Error(), "f.yaml:1") {
 		t.Errorf("SetBackend(sim) = %v, want a refusal naming f.yaml:1", err)
+	}
+}
+
+// A fixture's redis key is what lab run takes as --redis-topology and the
+// fenced mode's safety flags; it needs backend redis and a topology the
+// lab starts.
+func TestFixtureRedis(t *testing.T) {
+	const body = "scenario: {builtin: overlap}\nexpect: {fenced: {stale_writes_landed: 0}}\n"
+	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: redis\nresource: sqlite\nredis: {topology: sentinel, wait_replicas: 2, wait_timeout: 200ms, watermark: true}\n"+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scenario.RedisSettings{Topology: spec.RedisSentinel, WaitReplicas: 2, WaitTimeout: 200 * time.Millisecond, Watermark: true}
+	if fx.Redis != want {
+		t.Errorf("Redis = %+v, want %+v", fx.Redis, want)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"backend: etcd\nredis: {topology: sentinel}\n", "f.yaml:2: redis: needs backend redis, and backend is etcd"},
+		{"backend: redis\nredis: {topology: cluster}\n", `f.yaml:2: redis.topology: must be single or sentinel, got "cluster"`},
+		{"backend: redis\nredis: {wait_replicas: -2}\n", "f.yaml:2: redis.wait_replicas: must be >= 0, got -2"},
+		{"backend: redis\nredis: sentinel\n", "f.yaml:2: redis: must be a mapping"},
+		{"backend: redis\nredis: {quorum: 2}\n", "redis.quorum"},
+	} {
+		_, err := scenario.ParseFixture("f.yaml", []byte(tc.yaml+body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want %q", tc.yaml, err, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
@@ -141,7 +142,7 @@ func TestFormatRoundTripsBuiltins(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, _ := spec.Builtin(name)
 			want.Clocks.Agent = map[string]spec.AgentClock{"agent-1": {}, "agent-2": {DriftPPM: -3, Offset: time.Millisecond}}
-			want.Interventions = []spec.Intervention{{At: time.Second, Kind: spec.SetDropRate, Value: 0.25}}
+			want.Interventions = []history.Intervention{{At: time.Second, Kind: history.SetDropRate, Value: 0.25}}
 			text := scenario.Format(want)
 			got, err := scenario.Parse(name+".yaml", text)
 			if err != nil {

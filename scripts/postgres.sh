@@ -9,16 +9,21 @@
 #	eval "$(scripts/postgres.sh env)"
 #	go test ./leasefence/sqlgate/ ./bench/
 #	scripts/postgres.sh stop
+#
+# The port is a free one, picked at start (LEASEFENCE_PG_PORT chooses it),
+# and the state is this clone's: see scripts/lib/services.sh.
 set -euo pipefail
+# shellcheck source=lib/services.sh
+source "$(dirname "$0")/lib/services.sh"
 
 HOST="127.0.0.1"
-PORT="${LEASEFENCE_PG_PORT:-55432}"
 DB_USER="leasefence"
 DB_NAME="leasefence"
 READY_TIMEOUT="${LEASEFENCE_PG_READY_TIMEOUT:-60}"
 
-CACHE_DIR="${LEASEFENCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/leasefence}"
-STATE="$CACHE_DIR/postgres.state" # the data directory of the running server
+CACHE_DIR="$(services_cache_dir "$0")"
+STATE="$CACHE_DIR/postgres.state" # "<dir> <port>" of this clone's server
+PORT="" # the recorded server's (recorded), or the one start picks
 
 log() { printf 'postgres.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -29,12 +34,14 @@ usage: $(basename "$0") <command>
 
 commands:
   start     install Debian's postgresql if needed, start a throwaway server on
-            $HOST:$PORT (data in a temp dir, run as a non-root user), wait until ready
+            $HOST and a free port (data in a temp dir, run as a non-root user),
+            wait until ready
   stop      stop the server started by this script and delete its data
   status    exit 0 if running and ready, non-zero otherwise
   env       print the shell export the tests read (LEASEFENCE_PG_URL)
 
-port: $PORT (override with LEASEFENCE_PG_PORT)
+port: a free one, chosen at start (set LEASEFENCE_PG_PORT to choose it)
+state: $CACHE_DIR (this clone's; set LEASEFENCE_CACHE to move it)
 EOF
 }
 
@@ -70,12 +77,15 @@ run_as_setup() {
 	fi
 }
 
-datadir() {
+# recorded sets DIR and PORT to the recorded server's directory and port;
+# it fails when this clone records no server, or its data is gone.
+recorded() {
 	[[ -f "$STATE" ]] || return 1
-	local d
-	d="$(<"$STATE")"
-	[[ -n "$d" && -f "$d/data/PG_VERSION" ]] || return 1
-	echo "$d"
+	local d p
+	read -r d p <"$STATE" || return 1
+	[[ -n "$d" && -n "$p" && -f "$d/data/PG_VERSION" ]] || return 1
+	DIR="$d"
+	PORT="$p"
 }
 
 # postmaster_alive reports whether the server of data directory $1/data
@@ -85,14 +95,6 @@ postmaster_alive() {
 	[[ -f "$1/data/postmaster.pid" ]] || return 1
 	pid="$(head -n 1 "$1/data/postmaster.pid")"
 	[[ -n "$pid" ]] && running "$pid"
-}
-
-# running reports whether process $1 runs: a zombie (killed, and not yet
-# reaped, as where nothing reaps orphans) does not.
-running() {
-	kill -0 "$1" 2>/dev/null || return 1
-	[[ -r "/proc/$1/status" ]] || return 0
-	! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
 }
 
 is_ready() {
@@ -114,7 +116,8 @@ url() { echo "postgres://$DB_USER@$HOST:$PORT/$DB_NAME?sslmode=disable"; }
 
 cmd_start() {
 	local dir
-	if dir="$(datadir)"; then
+	if recorded; then
+		dir="$DIR"
 		if is_ready; then
 			log "already running"
 			print_info "$dir"
@@ -132,6 +135,7 @@ cmd_start() {
 	run_as_setup
 	local bin
 	bin="$(bindir)"
+	PORT="$(free_port "${LEASEFENCE_PG_PORT:-}")"
 	if is_ready; then
 		die "something already answers on $HOST:$PORT; set LEASEFENCE_PG_PORT to another port"
 	fi
@@ -139,7 +143,7 @@ cmd_start() {
 	dir="$(mktemp -d "${TMPDIR:-/tmp}/leasefence-pg.XXXXXX")"
 	chmod 0755 "$dir"
 	if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown postgres: "$dir"; fi
-	echo "$dir" >"$STATE"
+	echo "$dir $PORT" >"$STATE"
 	log "initialising a cluster in $dir/data"
 	# trust authentication: the server listens on loopback only and is
 	# thrown away; the tests also log in as roles they create themselves.
@@ -155,11 +159,12 @@ cmd_start() {
 
 cmd_stop() {
 	local dir
-	if ! dir="$(datadir)"; then
+	if ! recorded; then
 		rm -f "$STATE"
 		log "not running"
 		return 0
 	fi
+	dir="$DIR"
 	run_as_setup
 	local bin
 	bin="$(bindir)"
@@ -170,10 +175,11 @@ cmd_stop() {
 
 cmd_status() {
 	local dir
-	if ! dir="$(datadir)"; then
+	if ! recorded; then
 		echo "postgres: not running"
 		return 1
 	fi
+	dir="$DIR"
 	if ! is_ready; then
 		echo "postgres: recorded at $dir but not ready; see $dir/server.log"
 		return 1
@@ -182,6 +188,7 @@ cmd_status() {
 }
 
 cmd_env() {
+	recorded || die "not running; run '$0 start' first"
 	echo "export LEASEFENCE_PG_URL='$(url)'"
 }
 

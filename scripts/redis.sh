@@ -11,13 +11,17 @@
 #	eval "$(scripts/redis.sh env)"
 #	(cd leasefence/redislease && go test ./...)
 #	scripts/redis.sh stop
+#
+# Its state is this clone's: see scripts/lib/services.sh.
 set -euo pipefail
+# shellcheck source=lib/services.sh
+source "$(dirname "$0")/lib/services.sh"
 
 HOST="127.0.0.1"
 READY_TIMEOUT="${LEASEFENCE_REDIS_READY_TIMEOUT:-30}"
 
-CACHE_DIR="${LEASEFENCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/leasefence}"
-STATE="$CACHE_DIR/redis.state" # "<dir> <port>" of the running server
+CACHE_DIR="$(services_cache_dir "$0")"
+STATE="$CACHE_DIR/redis.state" # "<dir> <port>" of this clone's server
 
 log() { printf 'redis.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -35,6 +39,7 @@ commands:
   env       print the shell export the tests read (LEASEFENCE_REDIS_URL)
 
 port: a free one, chosen at start (set LEASEFENCE_REDIS_PORT to choose it)
+state: $CACHE_DIR (this clone's; set LEASEFENCE_CACHE to move it)
 EOF
 }
 
@@ -71,24 +76,6 @@ pid_alive() {
 	[[ -n "$pid" ]] && running "$pid"
 }
 
-# running reports whether process $1 runs: a zombie (killed, and not yet
-# reaped, as where nothing reaps orphans) does not.
-running() {
-	kill -0 "$1" 2>/dev/null || return 1
-	[[ -r "/proc/$1/status" ]] || return 0
-	! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
-}
-
-# free_port prints a port nothing listens on, from the kernel's choice.
-free_port() {
-	if [[ -n "${LEASEFENCE_REDIS_PORT:-}" ]]; then
-		echo "$LEASEFENCE_REDIS_PORT"
-		return
-	fi
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-		echo $((20000 + RANDOM % 20000))
-}
-
 url() { echo "redis://$HOST:$1/0"; }
 
 print_info() {
@@ -118,7 +105,7 @@ cmd_start() {
 		rm -rf "$dir" "$STATE"
 	fi
 	cmd_install
-	port="$(free_port)"
+	port="$(free_port "${LEASEFENCE_REDIS_PORT:-}")"
 	if answers "$port"; then
 		die "something already answers on $HOST:$port; set LEASEFENCE_REDIS_PORT to another port"
 	fi

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -47,6 +48,7 @@ var builtins = map[string]func() Scenario{
 			},
 		}
 	},
+	"contend": func() Scenario { return contend(8) },
 	"renewal": func() Scenario {
 		return Scenario{
 			Name: "renewal",
@@ -125,6 +127,38 @@ var builtins = map[string]func() Scenario{
 		sc.Push = Push{Enabled: true, Delay: Const(2 * time.Millisecond)}
 		return sc
 	},
+}
+
+// contend makes commits contend at the gate by design: on each of pairs
+// resources a holder checks its lease at 900ms and stalls past its 1s
+// TTL, the next holder takes the resource over, checks at 1200ms and
+// stalls too, and both stalls end together: the new holder writes at
+// 1300ms, the old one a millisecond later. A gate whose check and write
+// are one operation refuses the old write or admits it first; one that
+// checks, then writes and raises its floor even 3ms later, lets it land
+// after the new one. overlap's stalls rarely end that close.
+func contend(pairs int) Scenario {
+	sc := Scenario{
+		Name: "contend",
+		Description: fmt.Sprintf("%d pairs of holders whose stalls end together: the lapsed holder writes 1ms after the new one, "+
+			"so commits contend at the gate", pairs),
+		Seed: 1, Duration: 2 * time.Second, Agents: 2 * pairs, Resources: pairs, TTL: time.Second,
+		Agent: Behaviour{WritesPerLease: 1},
+	}
+	for p := range pairs {
+		old, cur, res := AgentName(2*p), AgentName(2*p+1), ResourceName(p)
+		sc.Script = append(sc.Script,
+			Action{At: 0, Agent: old, Do: ActAcquire, Resource: res},
+			Action{At: 900 * time.Millisecond, Agent: old, Do: ActCheck},
+			Action{At: 900 * time.Millisecond, Agent: old, Do: ActStall, Duration: 401 * time.Millisecond},
+			Action{At: 1100 * time.Millisecond, Agent: cur, Do: ActAcquire, Resource: res},
+			Action{At: 1200 * time.Millisecond, Agent: cur, Do: ActCheck},
+			Action{At: 1200 * time.Millisecond, Agent: cur, Do: ActStall, Duration: 100 * time.Millisecond},
+			Action{At: 1300 * time.Millisecond, Agent: cur, Do: ActWrite},
+			Action{At: 1301 * time.Millisecond, Agent: old, Do: ActWrite},
+		)
+	}
+	return sc
 }
 
 // base is the small contended world the fault scenarios start from.

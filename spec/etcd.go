@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,28 +24,17 @@ type Etcd struct {
 // members run: the simulator.
 var ErrNeedsEtcd = errors.New("etcd member faults (etcd.faults) need the real-time etcd backend (--backend etcd)")
 
-// MemberFaultKind is a fault of one etcd member.
-type MemberFaultKind string
-
-// The member faults.
-const (
-	// PartitionMember cuts member Member (the leader at At, if it names
-	// none) off from the other members and from every client, both
-	// ways, for Duration; with Delay its traffic is held back that long
-	// instead of cut.
-	PartitionMember MemberFaultKind = "partition_member"
-	// PauseMember stops member Member's process (SIGSTOP) for Duration.
-	PauseMember MemberFaultKind = "pause_member"
-	// PauseLeader stops whichever member leads at At, for Duration.
-	PauseLeader MemberFaultKind = "pause_leader"
-)
-
-// MemberFault is one fault of an etcd member, from At for Duration.
+// MemberFault is one fault of an etcd member, from At for Duration. Do
+// is one of MemberFaults: FaultPartitionMember cuts member Member (the
+// leader at At, if it names none) off from the other members and from
+// every client, both ways (with Delay its traffic is held back that long
+// instead of cut); FaultPauseMember stops member Member's process
+// (SIGSTOP); FaultPauseLeader stops whichever member leads at At.
 type MemberFault struct {
-	At       time.Duration   `json:"at"`
-	Do       MemberFaultKind `json:"do"`
-	Member   int             `json:"member,omitempty"` // from 1; partition_member (0: the leader) and pause_member
-	Duration time.Duration   `json:"duration"`
+	At       time.Duration `json:"at"`
+	Do       Fault         `json:"do"`
+	Member   int           `json:"member,omitempty"` // from 1; partition_member (0: the leader) and pause_member
+	Duration time.Duration `json:"duration"`
 	// Delay, for partition_member, delays the member's traffic by this
 	// much instead of cutting it.
 	Delay time.Duration `json:"delay,omitempty"`
@@ -76,21 +66,36 @@ func (s *Scenario) validateEtcd(bad complaint) {
 			bad(field+".duration", "must be in (0, %v], got %v", MaxDuration, f.Duration)
 		}
 		switch f.Do {
-		case PartitionMember, PauseMember:
-			if (f.Member < 1 && (f.Do == PauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
+		case FaultPartitionMember, FaultPauseMember:
+			if (f.Member < 1 && (f.Do == FaultPauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
 				bad(field+".member", "must name a member, from 1 to etcd.members (at most %d), got %d", MaxEtcdMembers, f.Member)
 			}
-		case PauseLeader:
+		case FaultPauseLeader:
 			if f.Member != 0 {
 				bad(field+".member", "pause_leader pauses whichever member leads: name none, got %d", f.Member)
 			}
 		default:
-			bad(field+".do", "must be partition_member, pause_member or pause_leader, got %q", f.Do)
+			bad(field+".do", "%s", badMemberFault(f.Do))
 		}
 		if f.Delay < 0 || f.Delay > MaxDuration {
 			bad(field+".delay", "must be in [0, %v], got %v", MaxDuration, f.Delay)
-		} else if f.Delay > 0 && f.Do != PartitionMember {
+		} else if f.Delay > 0 && f.Do != FaultPartitionMember {
 			bad(field+".delay", "only partition_member delays traffic")
 		}
 	}
+}
+
+// badMemberFault says why do is no member fault; an older spelling with
+// dashes ("partition-member") is named as such, with its one spelling now.
+func badMemberFault(do Fault) string {
+	names := make([]string, len(MemberFaults))
+	for i, f := range MemberFaults {
+		names[i] = string(f)
+	}
+	last := len(names) - 1
+	msg := fmt.Sprintf("must be %s or %s, got %q", strings.Join(names[:last], ", "), names[last], do)
+	if f, ok := respelled(do); ok && f.Member() {
+		msg += fmt.Sprintf(" (the old spelling: fault kinds are spelled with underscores, write %s)", f)
+	}
+	return msg
 }

@@ -40,6 +40,9 @@ type Scenario struct {
 	// Etcd is the embedded etcd cluster's size and member faults (the
 	// real-time etcd backend only).
 	Etcd Etcd `json:"etcd,omitempty"`
+	// Redis is the faults of the Redis primary (the real-time Redis
+	// backend on its sentinel topology only).
+	Redis Redis `json:"redis,omitempty"`
 	// Forgers write with proofs they made up, one forger per entry (see
 	// Forgery); only a resource that verifies proofs can play them.
 	Forgers []Forgery `json:"forgers,omitempty"`
@@ -49,7 +52,7 @@ type Scenario struct {
 	Script []Action `json:"script,omitempty"`
 	// Interventions are live interventions recorded during a paced run,
 	// replayed at the virtual instants they were made.
-	Interventions []Intervention `json:"interventions,omitempty"`
+	Interventions []history.Intervention `json:"interventions,omitempty"`
 }
 
 // PickPolicy says how an agent chooses the resource of each attempt.
@@ -215,22 +218,6 @@ type Action struct {
 	ReplyDelay   *time.Duration `json:"reply_delay,omitempty"`
 }
 
-// InterventionKind is a live intervention in a paced run; Intervention is
-// one, at a virtual instant. They are history types, since a history
-// records each intervention applied.
-type (
-	InterventionKind = history.InterventionKind
-	Intervention     = history.Intervention
-)
-
-// The live interventions (see history.StallAgent and the rest).
-const (
-	StallAgent         = history.StallAgent
-	SetDropRate        = history.SetDropRate
-	RestartCoordinator = history.RestartCoordinator
-	TogglePush         = history.TogglePush
-)
-
 // Limits on a scenario, to refuse runs that would not finish or not fit.
 const (
 	MaxAgents    = 100_000
@@ -279,6 +266,7 @@ func (s *Scenario) Validate() error {
 	s.validateClocks(bad)
 	s.validateFaults(bad)
 	s.validateEtcd(bad)
+	s.validateRedis(bad)
 	s.validateForgers(bad)
 	for i, a := range s.Script {
 		s.validateAction(bad, fmt.Sprintf("script[%d]", i), a)
@@ -433,23 +421,23 @@ func (s *Scenario) validateAction(bad complaint, f string, a Action) {
 }
 
 // CheckIntervention reports why iv cannot be applied to a run of s, or nil.
-func (s *Scenario) CheckIntervention(iv Intervention) error {
+func (s *Scenario) CheckIntervention(iv history.Intervention) error {
 	if iv.At < 0 || iv.At > MaxDuration {
 		return fmt.Errorf("at must be in [0, %v], got %v", MaxDuration, iv.At)
 	}
 	switch iv.Kind {
-	case StallAgent:
+	case history.StallAgent:
 		if _, ok := s.AgentIndex(iv.Agent); !ok {
 			return fmt.Errorf("names no agent: %q", iv.Agent)
 		}
 		if iv.Duration <= 0 || iv.Duration > MaxDuration {
 			return fmt.Errorf("a stall needs a duration in (0, %v], got %v", MaxDuration, iv.Duration)
 		}
-	case SetDropRate:
+	case history.SetDropRate:
 		if !(iv.Value >= 0 && iv.Value <= 1) {
 			return fmt.Errorf("drop rate must be in [0, 1], got %v", iv.Value)
 		}
-	case RestartCoordinator, TogglePush:
+	case history.RestartCoordinator, history.TogglePush:
 	default:
 		return fmt.Errorf("unknown kind %q", iv.Kind)
 	}

@@ -50,7 +50,7 @@ func TestBoundsRefused(t *testing.T) {
 			sc.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActAcquire, ReplyDelay: &d}}
 		}},
 		{"interventions[0]", func(sc *spec.Scenario) {
-			sc.Interventions = []spec.Intervention{{Kind: spec.StallAgent, Agent: "agent-1", Duration: maxInt64}}
+			sc.Interventions = []history.Intervention{{Kind: history.StallAgent, Agent: "agent-1", Duration: maxInt64}}
 		}},
 	} {
 		t.Run(tc.field, func(t *testing.T) {

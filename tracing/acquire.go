@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 )
 
 func (m *modeState) acquireSent(e history.Event) {
@@ -20,7 +21,7 @@ func (m *modeState) acquireSent(e history.Event) {
 		}
 		// The agent starts over without having given up (a scripted
 		// agent acquiring again).
-		m.settle(e.Agent, at, e.At, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
+		m.settle(e.Agent, at, e.At, leaseotel.OutcomeNoReply, leaseotel.ErrorNoReply, "no reply: the requester gave up waiting")
 	}
 	a.spare = attempt{id: e.RequestID, resource: e.Resource, sent: e.At, lastSent: e.At,
 		events: a.spare.events[:0], denials: a.spare.denials[:0]}
@@ -41,7 +42,7 @@ func (m *modeState) acquired(e history.Event) {
 	id := m.read.Find(e.Incarnation, e.Resource, e.Fence)
 	if id < 0 {
 		// No grant of it in the history: no lease to trace it under.
-		m.settle(e.Agent, at, e.At, OutcomeGranted, "", "")
+		m.settle(e.Agent, at, e.At, leaseotel.OutcomeGranted, "", "")
 		return
 	}
 	g := at.gen
@@ -57,11 +58,11 @@ func (m *modeState) acquired(e history.Event) {
 	}
 	m.takeDenials(g, at)
 	attrs := append(m.startAttrs(),
-		LeaseRequestID.String(e.RequestID),
-		LeaseOutcome.String(OutcomeGranted),
-		LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()))
+		leaseotel.LeaseRequestID.String(e.RequestID),
+		leaseotel.LeaseOutcome.String(leaseotel.OutcomeGranted),
+		leaseotel.LeaseBelievedFor.Int64((e.Deadline - e.At).Milliseconds()))
 	if at.sent < e.At {
-		sp := m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
+		sp := m.child(g, leaseotel.SpanLeaseAcquire, at.sent, optKindClient, attrs)
 		m.replay(sp, at.events)
 		sp.End(m.r.ts(e.At))
 	} else {
@@ -165,11 +166,11 @@ func (m *modeState) takeDenials(g *generation, at *attempt) {
 // deniedSpan records a refusal as a root "lease acquire" span, with the
 // wire events of its request (none for one that waited on another acquire).
 func (m *modeState) deniedSpan(d deferredDenial, events []pendingEvent) {
-	attrs := append(m.startAttrs(), LeaseReason.String(string(d.reason)), LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()))
+	attrs := append(m.startAttrs(), leaseotel.LeaseReason.String(string(d.reason)), leaseotel.LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()))
 	if d.holder >= 0 {
-		attrs = append(attrs, LeaseHeldBy.String(m.r.agent(d.holder)))
+		attrs = append(attrs, leaseotel.LeaseHeldBy.String(m.r.agent(d.holder)))
 	}
-	m.settle(d.agent, &attempt{id: d.id, resource: d.resource, sent: d.sent, events: events}, d.at, OutcomeDenied, "", "", attrs...)
+	m.settle(d.agent, &attempt{id: d.id, resource: d.resource, sent: d.sent, events: events}, d.at, leaseotel.OutcomeDenied, "", "", attrs...)
 }
 
 // settle ends an acquire that brought its agent no lease: as a child of
@@ -184,9 +185,9 @@ func (m *modeState) settle(agent int, at *attempt, end time.Duration, outcome, e
 	} else {
 		attrs = m.startAttrs()
 	}
-	attrs = append(attrs, LeaseRequestID.String(at.id), LeaseOutcome.String(outcome))
+	attrs = append(attrs, leaseotel.LeaseRequestID.String(at.id), leaseotel.LeaseOutcome.String(outcome))
 	if errType != "" {
-		attrs = append(attrs, ErrorType.String(errType))
+		attrs = append(attrs, leaseotel.ErrorType.String(errType))
 	}
 	var sp trace.Span
 	g := at.gen
@@ -200,13 +201,13 @@ func (m *modeState) settle(agent int, at *attempt, end time.Duration, outcome, e
 		m.tryEnd(g)
 		return
 	case g != nil:
-		sp = m.child(g, SpanLeaseAcquire, at.sent, optKindClient, attrs)
+		sp = m.child(g, leaseotel.SpanLeaseAcquire, at.sent, optKindClient, attrs)
 	default:
 		// A root of its own: it says what it is about.
-		attrs = append(attrs, LeaseResource.String(m.r.resource(at.resource)), LeaseHolder.String(m.r.agent(agent)))
+		attrs = append(attrs, leaseotel.LeaseResource.String(m.r.resource(at.resource)), leaseotel.LeaseHolder.String(m.r.agent(agent)))
 		attrs = append(attrs, m.rootAttrs...)
 		tid := traceIDFrom(fold(m.base, traceAcquire, uint64(agent), hashString(at.id)))
-		_, sp = m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLeaseAcquire, at.sent, optKindClient, attrs)
+		_, sp = m.start(m.slotCtx, tid, spanIDFor(tid, 0), leaseotel.SpanLeaseAcquire, at.sent, optKindClient, attrs)
 	}
 	m.replay(sp, at.events)
 	if errType != "" {
@@ -275,7 +276,7 @@ func (m *modeState) requestFate(q *request, e history.Event, name string) {
 	case history.RequestDropped:
 		q.copies--
 		if q.copies == 0 {
-			m.finish(q, e.At, OutcomeNoReply, ErrorNoReply, "no reply: every copy of the request or its reply was lost")
+			m.finish(q, e.At, leaseotel.OutcomeNoReply, leaseotel.ErrorNoReply, "no reply: every copy of the request or its reply was lost")
 		}
 	}
 }
@@ -289,9 +290,9 @@ func (m *modeState) finish(q *request, at time.Duration, outcome, errType, errMs
 	} else {
 		attrs = m.startAttrs()
 	}
-	attrs = append(attrs, LeaseOutcome.String(outcome))
+	attrs = append(attrs, leaseotel.LeaseOutcome.String(outcome))
 	if errType != "" {
-		attrs = append(attrs, ErrorType.String(errType))
+		attrs = append(attrs, leaseotel.ErrorType.String(errType))
 	}
 	q.span.SetAttributes(attrs...)
 	m.keep(attrs)

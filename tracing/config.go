@@ -1,54 +1,28 @@
 package tracing
 
 import (
-	"go.opentelemetry.io/otel"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/leasefence/lab/leasefence/leaseotel"
 )
 
 // ScopeName is the instrumentation scope of every span this package makes:
 // its import path.
 const ScopeName = "github.com/leasefence/lab/tracing"
 
-// config is what the options set. It is unexported so options can be added
-// without breaking callers.
-type config struct {
-	provider trace.TracerProvider
-}
-
-// Option configures a Recorder or NewHooks.
-type Option interface {
-	apply(*config)
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+// Option configures a Recorder. It is leaseotel's: the same options
+// configure the library's hooks and the lab's recorder.
+type Option = leaseotel.Option
 
 // WithTracerProvider makes spans with tp instead of the global provider
-// (otel.GetTracerProvider at the time the recorder or hooks are made). A
-// nil tp is ignored. For reproducible ids in simulated runs, build tp with
+// (otel.GetTracerProvider at the time the recorder is made). A nil tp is
+// ignored. For reproducible ids in simulated runs, build tp with
 // sdktrace.WithIDGenerator(NewIDGenerator()); otelexport.Setup's provider
 // does.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) {
-		if tp != nil {
-			c.provider = tp
-		}
-	})
-}
+func WithTracerProvider(tp trace.TracerProvider) Option { return leaseotel.WithTracerProvider(tp) }
 
-func newConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		o.apply(&c)
-	}
-	if c.provider == nil {
-		c.provider = otel.GetTracerProvider()
-	}
-	return c
-}
-
-func (c config) tracer() trace.Tracer {
-	return c.provider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
+// tracer is the recorder's tracer from the provider opts choose.
+func tracer(opts []Option) trace.Tracer {
+	return leaseotel.TracerProvider(opts...).Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
 }

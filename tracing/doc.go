@@ -1,11 +1,9 @@
-// Package tracing turns leasefence's observation hooks and a run's history
-// into OpenTelemetry traces. The library itself never imports
-// OpenTelemetry: everything here sits on the hooks in leasefence/trace.go
-// and on package history (a Header and its events, read through a
+// Package tracing turns a lab run's history into OpenTelemetry traces. It
+// sits on package history (a Header and its events, read through a
 // history.Reader); it knows no runner, so a simulated run, a real-time run
 // and a history file read back are traced alike.
 //
-// # Two ways in
+// # What it records
 //
 //   - Recorder is a subscriber of a run's events. It records a run as one
 //     trace per lease generation (a resource, a fence and the coordinator
@@ -25,15 +23,18 @@
 //     span ids whenever the run is recorded (a real-time run's ids also
 //     depend on its start). The spans are made on the recorder's own goroutine, beside
 //     the run rather than in it.
-//   - NewHooks returns leasefence hook structs that emit the same span names
-//     and attribute keys, in wall time, for a Coordinator, Client or
-//     FenceGate in production. Each of their spans is a root, so each
-//     carries the resource, holder and fence itself.
+//   - For a production Coordinator, Client, FenceGate or Service, the
+//     library's own instrumentation is the module leasefence/leaseotel
+//     (NewHooks, NewService, NewMetricHooks), with the OpenTelemetry API
+//     alone. Its span names and attribute keys are the ones this package
+//     records (leaseotel.SpanLeaseAcquire, leaseotel.LeaseResource, ...);
+//     this package adds the keys and events only a run has (SimMode,
+//     EventStallBegan, ...).
 //
 // # Instrumenting apart from exporting
 //
 // This package uses the OpenTelemetry API alone (go.opentelemetry.io/otel,
-// its trace and attribute packages): both ways in take a
+// its trace and attribute packages): a Recorder takes a
 // trace.TracerProvider (WithTracerProvider, the global provider by
 // default), never an exporter, so importing it links neither the SDK nor
 // gRPC. IDGenerator, the SDK id generator that gives a Recorder's spans
@@ -44,13 +45,12 @@
 //
 // # What it does not do
 //
-// The hooks carry no context.Context, so spans from NewHooks are roots: they
-// are not parented under a caller's request span, and the "lease" root and
-// the link from a refused commit to the newer holder exist only in traces
-// made from a history, where one observer sees the whole system. Tracing never changes a
-// run: a Recorder only reads events, and a collector that is down or slow
-// costs dropped spans (counted by otelexport's Pipeline.Dropped), never a
-// blocked or failed run. It is not free: the SDK makes, snapshots and exports every
-// span, and on the "crowd" scenario that costs more than the simulation
+// The "lease" root and the link from a refused commit to the newer holder
+// exist only in traces made from a history, where one observer sees the
+// whole system; leaseotel's hooks carry no context, so their spans are
+// roots. Tracing never changes a run: a Recorder only reads events, and a
+// collector that is down or slow costs dropped spans (counted by
+// otelexport's Pipeline.Dropped), never a blocked or failed run. It is not
+// free: the SDK makes, snapshots and exports every span, and on the "crowd" scenario that costs more than the simulation
 // itself (BenchmarkCrowdTracing in package bench measures it).
 package tracing

@@ -10,59 +10,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/leasefence/lab/harness"
-	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
-
-// Tracing a production coordinator, client and gate: set the hooks in their
-// options. Here the spans go to an in-memory recorder; in a service, pass
-// the TracerProvider your exporter feeds (or none, for the global one).
-func ExampleHooks() {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	hooks := tracing.NewHooks(tracing.WithTracerProvider(tp))
-
-	clock := leasefence.NewManualClock("coordinator")
-	coord, _ := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: time.Second, Trace: hooks.Coordinator})
-	a, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-a", Trace: hooks.Client})
-	b, _ := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-b", Trace: hooks.Client})
-	gate := leasefence.NewFenceGate("deploy-slot", leasefence.WithGateTrace(hooks.Gate))
-	write := func(context.Context) error { return nil }
-	acquire := func(c *leasefence.Client) *leasefence.Lease {
-		req, _ := c.BeginAcquire("deploy-slot")
-		out, _ := coord.Acquire(req)
-		lease, _ := c.CompleteAcquire(req, out.Grant)
-		return lease
-	}
-
-	leaseA := acquire(a)
-	clock.Advance(time.Second) // agent-a stalls past its TTL
-	leaseB := acquire(b)
-	_ = gate.Commit(context.Background(), leaseB.Token, write)
-	_ = gate.Commit(context.Background(), leaseA.Token, write) // refused: stale fence
-
-	for _, s := range spans.Ended() {
-		outcome := tracing.LeaseOutcome
-		if s.Name() == tracing.SpanFenceCommit {
-			outcome = tracing.FenceOutcome
-		}
-		var value string
-		for _, kv := range s.Attributes() {
-			if kv.Key == outcome {
-				value = kv.Value.AsString()
-			}
-		}
-		fmt.Printf("%-13s %-6s %-8s %s\n", s.Name(), s.SpanKind(), value, s.Status().Code)
-	}
-	// Output:
-	// lease acquire server granted  Unset
-	// lease acquire client granted  Unset
-	// lease acquire server granted  Unset
-	// lease acquire client granted  Unset
-	// fence commit  internal admitted Unset
-	// fence commit  internal refused  Error
-}
 
 // Recording a simulated run: one trace per lease generation, its "lease"
 // span naming the holder and the fence, its children the acquire and the
@@ -76,13 +28,13 @@ func ExampleNewRecorder() {
 	sc, _ := spec.Builtin("gap")
 	t0 := time.Now()
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(tp))
-	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []harness.Mode{harness.Fenced}, Subscribers: []harness.Subscriber{rec}})
+	_, _ = harness.Run(context.Background(), sc, harness.RunOptions{Modes: []history.Mode{history.Fenced}, Subscribers: []history.Subscriber{rec}})
 	rec.Close()
 
 	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
 	var leases []sdktrace.ReadOnlySpan
 	for _, s := range spans.Ended() {
-		if s.Name() == tracing.SpanLease {
+		if s.Name() == leaseotel.SpanLease {
 			leases = append(leases, s)
 		} else {
 			children[s.Parent().SpanID()] = append(children[s.Parent().SpanID()], s)
@@ -94,9 +46,9 @@ func ExampleNewRecorder() {
 		var fence int64
 		for _, kv := range l.Attributes() {
 			switch kv.Key {
-			case tracing.LeaseHolder:
+			case leaseotel.LeaseHolder:
 				holder = kv.Value.AsString()
-			case tracing.LeaseFence:
+			case leaseotel.LeaseFence:
 				fence = kv.Value.AsInt64()
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 )
 
 // --- renewals and releases ---
@@ -21,7 +22,7 @@ func (m *modeState) renewSent(e history.Event) {
 		return
 	}
 	q := &request{kind: history.RequestRenew, id: e.RequestID, gen: g, copies: 1}
-	q.span = m.child(g, SpanLeaseRenew, e.At, optKindClient, append(m.startAttrs(), LeaseRequestID.String(e.RequestID)))
+	q.span = m.child(g, leaseotel.SpanLeaseRenew, e.At, optKindClient, append(m.startAttrs(), leaseotel.LeaseRequestID.String(e.RequestID)))
 	g.open = append(g.open, q)
 	m.agent(e.Agent).renew = q
 }
@@ -33,13 +34,13 @@ func (m *modeState) renewAnswered(e history.Event) {
 	}
 	if e.Kind == history.Renewed {
 		if q.id == e.RequestID {
-			m.finish(q, e.At, OutcomeRenewed, "", "",
-				append(m.startAttrs(), LeaseBelievedFor.Int64((e.Deadline-e.At).Milliseconds()))...)
+			m.finish(q, e.At, leaseotel.OutcomeRenewed, "", "",
+				append(m.startAttrs(), leaseotel.LeaseBelievedFor.Int64((e.Deadline-e.At).Milliseconds()))...)
 		}
 		return
 	}
-	m.finish(q, e.At, OutcomeRefused, ErrorLeaseLost, "renewal refused: "+string(e.Reason),
-		append(m.startAttrs(), LeaseReason.String(string(e.Reason)))...)
+	m.finish(q, e.At, leaseotel.OutcomeRefused, leaseotel.ErrorLeaseLost, "renewal refused: "+string(e.Reason),
+		append(m.startAttrs(), leaseotel.LeaseReason.String(string(e.Reason)))...)
 }
 
 func (m *modeState) releaseSent(e history.Event) {
@@ -51,7 +52,7 @@ func (m *modeState) releaseSent(e history.Event) {
 		return
 	}
 	q := &request{kind: history.RequestRelease, gen: g, copies: 1, arrives: e.At + e.Dur}
-	q.span = m.child(g, SpanLeaseRelease, e.At, optKindClient, m.startAttrs())
+	q.span = m.child(g, leaseotel.SpanLeaseRelease, e.At, optKindClient, m.startAttrs())
 	g.open = append(g.open, q)
 	m.agent(e.Agent).release = q
 }
@@ -63,7 +64,7 @@ func (m *modeState) released(e history.Event) {
 	}
 	for _, q := range g.open {
 		if q.kind == history.RequestRelease && !q.done {
-			m.finish(q, e.At, OutcomeReleased, "", "")
+			m.finish(q, e.At, leaseotel.OutcomeReleased, "", "")
 		}
 	}
 	m.rootEvent(g, EventReleased, e.At)
@@ -80,7 +81,7 @@ func (m *modeState) releaseRefused(e history.Event) {
 	if l := m.lease(q.gen); int(l.Resource) != e.Resource || l.Fence != e.Fence {
 		return
 	}
-	m.finish(q, e.At, OutcomeRefused, "", "", append(m.startAttrs(), LeaseReason.String(string(e.Reason)))...)
+	m.finish(q, e.At, leaseotel.OutcomeRefused, "", "", append(m.startAttrs(), leaseotel.LeaseReason.String(string(e.Reason)))...)
 }
 
 // --- the coordinator's side ---
@@ -122,13 +123,13 @@ func (m *modeState) pushed(e history.Event) {
 		return
 	}
 	raised := e.Outcome == "" && e.OtherFence == e.Fence
-	outcome := OutcomeRaised
+	outcome := leaseotel.OutcomeRaised
 	if !raised {
-		outcome = OutcomeBelowFloor
+		outcome = leaseotel.OutcomeBelowFloor
 	}
-	attrs := append(m.startAttrs(), FenceFloor.Int64(int64(e.OtherFence)), FenceOutcome.String(outcome))
+	attrs := append(m.startAttrs(), leaseotel.FenceFloor.Int64(int64(e.OtherFence)), leaseotel.FenceOutcome.String(outcome))
 	if e.Other >= 0 {
-		attrs = append(attrs, FenceFloorHolder.String(m.r.agent(e.Other)))
+		attrs = append(attrs, leaseotel.FenceFloorHolder.String(m.r.agent(e.Other)))
 	}
 	m.rootEvent(g, EventAdmitPushed, e.At, attrs...)
 	if raised {
@@ -139,7 +140,7 @@ func (m *modeState) pushed(e history.Event) {
 func (m *modeState) restarted(e history.Event) {
 	for _, g := range m.sortedGens() {
 		if m.lease(g).Incarnation < e.Incarnation && !g.coordEnded {
-			m.rootEvent(g, EventRestarted, e.At, LeaseReason.String(string(e.Outcome)))
+			m.rootEvent(g, EventRestarted, e.At, leaseotel.LeaseReason.String(string(e.Outcome)))
 			m.coordinatorEnded(g, e.At)
 		}
 	}
@@ -160,34 +161,34 @@ func (m *modeState) commit(e history.Event) {
 	}
 	attrs := m.startAttrs()
 	var links []trace.Link
-	outcome := OutcomeAdmitted
+	outcome := leaseotel.OutcomeAdmitted
 	if refused || stale {
-		outcome = OutcomeRefused
+		outcome = leaseotel.OutcomeRefused
 		if stale {
-			outcome = OutcomeStale
+			outcome = leaseotel.OutcomeStale
 		}
-		attrs = append(attrs, FenceFloor.Int64(int64(e.OtherFence)))
+		attrs = append(attrs, leaseotel.FenceFloor.Int64(int64(e.OtherFence)))
 		if e.Other >= 0 {
-			attrs = append(attrs, FenceFloorHolder.String(m.r.agent(e.Other)))
+			attrs = append(attrs, leaseotel.FenceFloorHolder.String(m.r.agent(e.Other)))
 		}
 		if f := m.floors[e.Resource]; f.fence == e.OtherFence && f.agent == e.Other && f.span.IsValid() {
 			links = append(links, trace.Link{SpanContext: f.span, Attributes: []attribute.KeyValue{
-				LeaseHolder.String(m.r.agent(f.agent)), LeaseFence.Int64(int64(f.fence)),
+				leaseotel.LeaseHolder.String(m.r.agent(f.agent)), leaseotel.LeaseFence.Int64(int64(f.fence)),
 			}})
 		}
 	}
-	attrs = append(attrs, FenceOutcome.String(outcome))
+	attrs = append(attrs, leaseotel.FenceOutcome.String(outcome))
 	var errType string
 	var err error
 	if refused {
 		rej := leasefence.Rejection{Resource: m.r.resource(e.Resource), Holder: m.r.agent(e.Agent), Fence: e.Fence,
 			FloorHolder: m.r.agent(e.Other), FloorFence: e.OtherFence}
-		err, errType = &leasefence.StaleFenceError{Rejection: rej}, ErrorStaleFence
+		err, errType = &leasefence.StaleFenceError{Rejection: rej}, leaseotel.ErrorStaleFence
 		if e.OtherFence == e.Fence {
-			errType = ErrorTokenConflict
+			errType = leaseotel.ErrorTokenConflict
 			err = fmt.Errorf("%w: fence %d at %q belongs to %s", leasefence.ErrTokenConflict, e.Fence, rej.Resource, rej.FloorHolder)
 		}
-		attrs = append(attrs, ErrorType.String(errType))
+		attrs = append(attrs, leaseotel.ErrorType.String(errType))
 	}
 	// The write began at the holder's validity check before it (the
 	// stall, if any, lies between): a write at the instant of its check
@@ -198,7 +199,7 @@ func (m *modeState) commit(e history.Event) {
 		a.checkedUnder = nil
 	}
 	if start < e.At {
-		sp := m.child(g, SpanFenceCommit, start, optKindInternal, attrs, links...)
+		sp := m.child(g, leaseotel.SpanFenceCommit, start, optKindInternal, attrs, links...)
 		if refused {
 			sp.RecordError(err, m.r.ts(e.At))
 			sp.SetStatus(codes.Error, err.Error())
@@ -232,19 +233,19 @@ func (m *modeState) end(g *generation, at time.Duration) {
 		case q.kind == history.RequestRelease && g.coordEnded:
 			// The lease had ended at the coordinator before this release
 			// could free it: the release is refused when it arrives.
-			m.finish(q, max(q.arrives, g.coordEnd), OutcomeRefused, "", "")
+			m.finish(q, max(q.arrives, g.coordEnd), leaseotel.OutcomeRefused, "", "")
 		default:
-			m.finish(q, at, OutcomeUnanswered, "", "")
+			m.finish(q, at, leaseotel.OutcomeUnanswered, "", "")
 		}
 	}
 	for _, d := range g.denials {
 		attrs := append(m.startAttrs(),
-			LeaseRequester.String(m.r.agent(d.agent)),
-			LeaseReason.String(string(d.reason)),
-			LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()),
-			LeaseDenials.Int(d.count))
+			leaseotel.LeaseRequester.String(m.r.agent(d.agent)),
+			leaseotel.LeaseReason.String(string(d.reason)),
+			leaseotel.LeaseRetryAfter.Int64(d.retryAfter.Milliseconds()),
+			leaseotel.LeaseDenials.Int(d.count))
 		if d.count > 1 {
-			attrs = append(attrs, LeaseDeniedFor.Int64((d.last - d.first).Milliseconds()))
+			attrs = append(attrs, leaseotel.LeaseDeniedFor.Int64((d.last - d.first).Milliseconds()))
 		}
 		m.addEvent(g.root, EventAcquireDenied, d.first, attrs...)
 	}
@@ -276,7 +277,7 @@ func (m *modeState) close(stopped time.Duration) {
 	m.last = max(m.last, stopped)
 	for i, a := range m.agents {
 		if a != nil && a.attempt != nil {
-			m.settle(i, a.attempt, m.last, OutcomeUnanswered, "", "")
+			m.settle(i, a.attempt, m.last, leaseotel.OutcomeUnanswered, "", "")
 		}
 	}
 	for _, g := range m.sortedGens() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 )
 
 // Kinds of trace, folded into trace ids so two kinds never share one.
@@ -50,7 +51,7 @@ type modeState struct {
 
 func (r *Recorder) newMode(mode history.Mode) *modeState {
 	slot := &idSlot{}
-	return &modeState{
+	m := &modeState{
 		slot:    slot,
 		slotCtx: withIDSlot(context.Background(), slot),
 		r:       r,
@@ -64,6 +65,11 @@ func (r *Recorder) newMode(mode history.Mode) *modeState {
 			SimMode.String(string(mode)),
 		},
 	}
+	if c := r.run.header.Contender(mode); c.Library != "" && c.Library != history.LabLibrary {
+		m.rootAttrs = append(m.rootAttrs, SimContenderLibrary.String(c.Library), SimContenderVersion.String(c.Version),
+			SimDiscipline.String(string(c.Discipline)))
+	}
+	return m
 }
 
 // lease is the Reader's generation g traces.
@@ -189,6 +195,10 @@ func (m *modeState) event(e history.Event) {
 		return // not a history event: it names no one its kind names, or one not in the header
 	}
 	m.last = max(m.last, e.At)
+	if e.Kind.IsFault() {
+		m.fault(e)
+		return
+	}
 	if e.Agent < 0 {
 		if e.Kind == history.CoordinatorRestarted {
 			m.restarted(e)
@@ -220,7 +230,7 @@ func (m *modeState) event(e history.Event) {
 	case history.AcquireAbandoned:
 		if at := m.agent(e.Agent).attempt; at != nil && at.id == e.RequestID {
 			m.agent(e.Agent).attempt = nil
-			m.settle(e.Agent, at, e.At, OutcomeNoReply, ErrorNoReply, "no reply: the requester gave up waiting")
+			m.settle(e.Agent, at, e.At, leaseotel.OutcomeNoReply, leaseotel.ErrorNoReply, "no reply: the requester gave up waiting")
 		}
 	case history.Acquired:
 		m.acquired(e)
@@ -258,7 +268,7 @@ func (m *modeState) event(e history.Event) {
 		m.commit(e)
 	case history.WriteFailed:
 		if g := m.holding(e); g != nil {
-			m.rootEvent(g, EventWriteFailed, e.At, append(m.startAttrs(), ErrorMessage.String(e.Detail))...)
+			m.rootEvent(g, EventWriteFailed, e.At, append(m.startAttrs(), leaseotel.ErrorMessage.String(e.Detail))...)
 		}
 	case history.AdmitPushed:
 		m.pushed(e)
@@ -266,15 +276,28 @@ func (m *modeState) event(e history.Event) {
 		if g := m.coordinatorSide(e, e.At); g != nil {
 			m.rootEvent(g, EventPushDropped, e.At)
 		}
-	case history.PartitionBegan, history.PartitionEnded:
-		// A partition concerns the agent, not a fence: it lands on the
-		// lease the agent holds, if any.
+	}
+}
+
+// fault records a fault's beginning or end, whatever its kind: a fault of
+// an agent concerns it, not a fence, and lands on the lease it holds, if
+// any; a fault of no agent lands on every lease the coordinator has not
+// let go.
+func (m *modeState) fault(e history.Event) {
+	name := EventFaultBegan
+	if e.Kind == history.FaultEnded {
+		name = EventFaultEnded
+	}
+	attrs := []attribute.KeyValue{SimFault.String(e.Fault), SimFaultTarget.String(m.r.run.header.Target(&e))}
+	if e.Agent >= 0 {
 		if g := m.agent(e.Agent).holding; g != nil {
-			name := EventPartitionBegan
-			if e.Kind == history.PartitionEnded {
-				name = EventPartitionEnded
-			}
-			m.rootEvent(g, name, e.At)
+			m.rootEvent(g, name, e.At, attrs...)
+		}
+		return
+	}
+	for _, g := range m.sortedGens() {
+		if !g.coordEnded {
+			m.rootEvent(g, name, e.At, attrs...)
 		}
 	}
 }
@@ -354,14 +377,14 @@ func (m *modeState) generation(id int32, start time.Duration) *generation {
 	tid := traceIDFrom(fold(m.base, traceLease, uint64(l.Incarnation), uint64(l.Resource), uint64(l.Fence)))
 	holder := m.r.agent(int(l.Agent))
 	attrs := append(m.startAttrs(),
-		LeaseResource.String(m.r.resource(int(l.Resource))),
-		LeaseHolder.String(holder),
-		LeaseFence.Int64(int64(l.Fence)),
-		LeaseTTL.Int64(m.r.run.ttl.Milliseconds()),
+		leaseotel.LeaseResource.String(m.r.resource(int(l.Resource))),
+		leaseotel.LeaseHolder.String(holder),
+		leaseotel.LeaseFence.Int64(int64(l.Fence)),
+		leaseotel.LeaseTTL.Int64(m.r.run.ttl.Milliseconds()),
 		SimAgent.String(holder),
 		SimEpoch.Int(int(l.Incarnation)))
 	attrs = append(attrs, m.rootAttrs...)
-	ctx, root := m.start(m.slotCtx, tid, spanIDFor(tid, 0), SpanLease, start, optKindInternal, attrs)
+	ctx, root := m.start(m.slotCtx, tid, spanIDFor(tid, 0), leaseotel.SpanLease, start, optKindInternal, attrs)
 	g := &generation{id: id, traceID: tid, ctx: ctx, root: root, last: start}
 	m.traces[id] = g
 	return g

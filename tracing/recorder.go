@@ -41,7 +41,7 @@ import (
 //
 // An acquire refused because a lease was held is not a lease generation:
 // it is an "acquire denied" event on the "lease" span of the holder the
-// coordinator named, one per requester (LeaseDenials counts its refusals),
+// coordinator named, one per requester (leaseotel.LeaseDenials counts its refusals),
 // so a holder's trace shows who queued behind it. Its request's lost or
 // retried messages are not recorded. Only an acquire that got no lease and
 // has no such lease in view (never answered, or refused with its holder's
@@ -105,10 +105,9 @@ type runInfo struct {
 // the wall time the run's instant 0 maps to (time.Now() when the run
 // starts, so that a time-window search in a tracing backend finds it).
 func NewRecorder(h history.Header, t0 time.Time, opts ...Option) *Recorder {
-	c := newConfig(opts)
 	h.Agents, h.Resources = slices.Clone(h.Agents), slices.Clone(h.Resources)
 	return &Recorder{
-		tracer: c.tracer(),
+		tracer: tracer(opts),
 		t0:     t0,
 		run:    runInfo{scenario: h.Scenario, seed: h.Seed, ttl: h.TTL, header: h},
 		modes:  make(map[history.Mode]*modeState, len(h.Modes)),

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -30,14 +32,14 @@ var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // recordRun runs sc with a Recorder on an in-memory provider and returns
 // the spans, in the order they ended.
-func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *history.Result) {
 	t.Helper()
 	return recordRunAs(t, sc, start, "")
 }
 
 // recordRunAs is recordRun with the header saying backend made the
 // history ("" leaves the simulator's).
-func recordRunAs(t testing.TB, sc spec.Scenario, start time.Time, backend string) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRunAs(t testing.TB, sc spec.Scenario, start time.Time, backend string) ([]sdktrace.ReadOnlySpan, *history.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
@@ -46,7 +48,7 @@ func recordRunAs(t testing.TB, sc spec.Scenario, start time.Time, backend string
 		h.Backend = backend
 	}
 	rec := NewRecorder(h, start, WithTracerProvider(tp))
-	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	res, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +205,10 @@ func TestRepeatedDenialsAreOneEvent(t *testing.T) {
 	spans, _ := recordRun(t, gapQueued(t), t0)
 	leases := 0
 	for _, s := range spans {
-		if s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() != OutcomeGranted {
-			t.Errorf("a %s acquire span: refusals belong on the holder's lease", attr(s, LeaseOutcome).AsString())
+		if s.Name() == leaseotel.SpanLeaseAcquire && attr(s, leaseotel.LeaseOutcome).AsString() != leaseotel.OutcomeGranted {
+			t.Errorf("a %s acquire span: refusals belong on the holder's lease", attr(s, leaseotel.LeaseOutcome).AsString())
 		}
-		if s.Name() != SpanLease || attr(s, LeaseHolder).AsString() != "agent-1" {
+		if s.Name() != leaseotel.SpanLease || attr(s, leaseotel.LeaseHolder).AsString() != "agent-1" {
 			continue
 		}
 		leases++
@@ -220,9 +222,9 @@ func TestRepeatedDenialsAreOneEvent(t *testing.T) {
 			t.Fatalf("%s: %d denial events on agent-1's lease, want 1", attr(s, SimMode).AsString(), len(denied))
 		}
 		e := denied[0]
-		if e.Time.Sub(t0) != 500*time.Millisecond || eventAttr(e, LeaseRequester).AsString() != "agent-2" ||
-			eventAttr(e, LeaseDenials).AsInt64() != 2 || eventAttr(e, LeaseDeniedFor).AsInt64() != 200 ||
-			eventAttr(e, LeaseReason).AsString() != "held" {
+		if e.Time.Sub(t0) != 500*time.Millisecond || eventAttr(e, leaseotel.LeaseRequester).AsString() != "agent-2" ||
+			eventAttr(e, leaseotel.LeaseDenials).AsInt64() != 2 || eventAttr(e, leaseotel.LeaseDeniedFor).AsInt64() != 200 ||
+			eventAttr(e, leaseotel.LeaseReason).AsString() != "held" {
 			t.Errorf("denial event at %v with %v, want at 500ms: agent-2 refused twice over 200ms, held", e.Time.Sub(t0), e.Attributes)
 		}
 	}
@@ -242,24 +244,24 @@ func TestGapTraceShape(t *testing.T) {
 	traces := map[trace.TraceID]bool{}
 	for _, s := range spans {
 		traces[s.SpanContext().TraceID()] = true
-		if s.Name() == SpanLease {
+		if s.Name() == leaseotel.SpanLease {
 			mode := attr(s, SimMode).AsString()
 			if byMode[mode] == nil {
 				byMode[mode] = map[int64]sdktrace.ReadOnlySpan{}
 			}
-			byMode[mode][attr(s, LeaseFence).AsInt64()] = s
+			byMode[mode][attr(s, leaseotel.LeaseFence).AsInt64()] = s
 		}
 	}
 	if len(traces) != 4 {
 		t.Fatalf("%d traces, want 4: two generations in each of two modes", len(traces))
 	}
-	for _, mode := range []harness.Mode{harness.Naive, harness.Fenced} {
+	for _, mode := range []history.Mode{history.Naive, history.Fenced} {
 		leases := byMode[string(mode)]
 		a, b := leases[1], leases[2]
 		if a == nil || b == nil {
 			t.Fatalf("%s: want lease roots for fences 1 and 2, got %d", mode, len(leases))
 		}
-		if h := attr(a, LeaseHolder).AsString(); h != "agent-1" {
+		if h := attr(a, leaseotel.LeaseHolder).AsString(); h != "agent-1" {
 			t.Errorf("%s: fence 1 held by %q, want agent-1", mode, h)
 		}
 		if !a.StartTime().Equal(at(0)) || !a.EndTime().Equal(at(1400)) {
@@ -286,7 +288,7 @@ func TestGapTraceShape(t *testing.T) {
 		// linked to agent-2's lease either way.
 		var commit sdktrace.ReadOnlySpan
 		for _, s := range spans {
-			if s.Name() == SpanFenceCommit && s.Parent().SpanID() == a.SpanContext().SpanID() {
+			if s.Name() == leaseotel.SpanFenceCommit && s.Parent().SpanID() == a.SpanContext().SpanID() {
 				commit = s
 			}
 		}
@@ -302,29 +304,29 @@ func TestGapTraceShape(t *testing.T) {
 			commit.Links()[0].SpanContext.TraceID() != b.SpanContext().TraceID() {
 			t.Errorf("%s: agent-1's commit links %v, want one link to agent-2's lease span %v", mode, commit.Links(), b.SpanContext())
 		}
-		if got := attr(commit, FenceFloor).AsInt64(); got != 2 {
+		if got := attr(commit, leaseotel.FenceFloor).AsInt64(); got != 2 {
 			t.Errorf("%s: fence.floor = %d, want 2", mode, got)
 		}
-		if got := attr(commit, FenceFloorHolder).AsString(); got != "agent-2" {
+		if got := attr(commit, leaseotel.FenceFloorHolder).AsString(); got != "agent-2" {
 			t.Errorf("%s: fence.floor_holder = %q, want agent-2", mode, got)
 		}
 		switch mode {
-		case harness.Fenced:
-			if commit.Status().Code != codes.Error || attr(commit, ErrorType).AsString() != ErrorStaleFence {
+		case history.Fenced:
+			if commit.Status().Code != codes.Error || attr(commit, leaseotel.ErrorType).AsString() != leaseotel.ErrorStaleFence {
 				t.Errorf("fenced: refused commit has status %v and error.type %q, want Error and %q",
-					commit.Status(), attr(commit, ErrorType).AsString(), ErrorStaleFence)
+					commit.Status(), attr(commit, leaseotel.ErrorType).AsString(), leaseotel.ErrorStaleFence)
 			}
-			if attr(commit, FenceOutcome).AsString() != OutcomeRefused {
-				t.Errorf("fenced: fence.outcome = %q, want %q", attr(commit, FenceOutcome).AsString(), OutcomeRefused)
+			if attr(commit, leaseotel.FenceOutcome).AsString() != leaseotel.OutcomeRefused {
+				t.Errorf("fenced: fence.outcome = %q, want %q", attr(commit, leaseotel.FenceOutcome).AsString(), leaseotel.OutcomeRefused)
 			}
 			if len(commit.Events()) != 1 || commit.Events()[0].Name != "exception" {
 				t.Errorf("fenced: refused commit events %v, want the recorded error", commit.Events())
 			}
-		case harness.Naive:
+		case history.Naive:
 			// The naive write lands silently: that is the point.
-			if commit.Status().Code != codes.Unset || attr(commit, FenceOutcome).AsString() != OutcomeStale {
+			if commit.Status().Code != codes.Unset || attr(commit, leaseotel.FenceOutcome).AsString() != leaseotel.OutcomeStale {
 				t.Errorf("naive: stale write has status %v and fence.outcome %q, want Unset and %q",
-					commit.Status(), attr(commit, FenceOutcome).AsString(), OutcomeStale)
+					commit.Status(), attr(commit, leaseotel.FenceOutcome).AsString(), leaseotel.OutcomeStale)
 			}
 		}
 	}
@@ -361,7 +363,7 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 				root := s
 				if s.Parent().IsValid() {
 					p, ok := byID[s.Parent().SpanID()]
-					if !ok || p.SpanContext().TraceID() != s.SpanContext().TraceID() || p.Name() != SpanLease {
+					if !ok || p.SpanContext().TraceID() != s.SpanContext().TraceID() || p.Name() != leaseotel.SpanLease {
 						t.Fatalf("%s %v: parent %v is not a lease span of its trace", s.Name(), s.SpanContext().SpanID(), s.Parent().SpanID())
 					}
 					if s.StartTime().Before(p.StartTime()) || s.EndTime().After(p.EndTime()) {
@@ -371,7 +373,7 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 					root = p
 				}
 				for _, l := range s.Links() {
-					if target, ok := byID[l.SpanContext.SpanID()]; !ok || target.Name() != SpanLease {
+					if target, ok := byID[l.SpanContext.SpanID()]; !ok || target.Name() != leaseotel.SpanLease {
 						t.Errorf("%s links to %v, which is not a lease span", s.Name(), l.SpanContext.SpanID())
 					}
 				}
@@ -387,29 +389,29 @@ func TestEveryBuiltinTraceIsWellFormed(t *testing.T) {
 					}
 					switch e.Name {
 					case EventAcquireDenied:
-						if s.Name() != SpanLease {
+						if s.Name() != leaseotel.SpanLease {
 							t.Errorf("%q event on a %s span, want it on a lease", e.Name, s.Name())
 						}
-						c.denied += int(eventAttr(e, LeaseDenials).AsInt64())
+						c.denied += int(eventAttr(e, leaseotel.LeaseDenials).AsInt64())
 					case EventFenceCommit:
 						// A write at the instant of its check.
-						if s.Name() != SpanLease {
+						if s.Name() != leaseotel.SpanLease {
 							t.Errorf("%q event on a %s span, want it on a lease", e.Name, s.Name())
 						}
 						c.commits++
-						if eventAttr(e, FenceOutcome).AsString() == OutcomeRefused {
+						if eventAttr(e, leaseotel.FenceOutcome).AsString() == leaseotel.OutcomeRefused {
 							c.refused++
 						}
 					}
 				}
 				switch {
-				case s.Name() == SpanLease:
+				case s.Name() == leaseotel.SpanLease:
 					c.leases++
-				case s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() == OutcomeDenied:
+				case s.Name() == leaseotel.SpanLeaseAcquire && attr(s, leaseotel.LeaseOutcome).AsString() == leaseotel.OutcomeDenied:
 					c.denied++
-				case s.Name() == SpanFenceCommit:
+				case s.Name() == leaseotel.SpanFenceCommit:
 					c.commits++
-					if attr(s, FenceOutcome).AsString() == OutcomeRefused {
+					if attr(s, leaseotel.FenceOutcome).AsString() == leaseotel.OutcomeRefused {
 						c.refused++
 					}
 				}
@@ -455,7 +457,7 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 		at        time.Duration
 	}
 	holderOf := map[denial]string{}
-	denials := harness.SubscriberFunc(func(e history.Event) {
+	denials := history.SubscriberFunc(func(e history.Event) {
 		if e.Kind == history.Denied && e.Other >= 0 {
 			holderOf[denial{string(e.Mode), spec.AgentName(e.Agent), e.At}] = spec.AgentName(e.Other)
 		}
@@ -463,7 +465,7 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(NewIDGenerator()))
 	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
-	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, denials}})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec, denials}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,10 +473,10 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 
 	events, spans := 0, 0
 	for _, s := range sr.Ended() {
-		if s.Name() == SpanLeaseAcquire && attr(s, LeaseOutcome).AsString() == OutcomeDenied {
+		if s.Name() == leaseotel.SpanLeaseAcquire && attr(s, leaseotel.LeaseOutcome).AsString() == leaseotel.OutcomeDenied {
 			spans++
 		}
-		if s.Name() != SpanLease {
+		if s.Name() != leaseotel.SpanLease {
 			continue
 		}
 		for _, e := range s.Events() {
@@ -482,16 +484,16 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 				continue
 			}
 			events++
-			d := denial{attr(s, SimMode).AsString(), eventAttr(e, LeaseRequester).AsString(), e.Time.Sub(t0)}
+			d := denial{attr(s, SimMode).AsString(), eventAttr(e, leaseotel.LeaseRequester).AsString(), e.Time.Sub(t0)}
 			holder, ok := holderOf[d]
 			if !ok {
 				t.Errorf("%+v: no such denial in the run", d)
-			} else if got := attr(s, LeaseHolder).AsString(); got != holder {
+			} else if got := attr(s, leaseotel.LeaseHolder).AsString(); got != holder {
 				t.Errorf("%+v: on %s's lease, but the coordinator named %s", d, got, holder)
 			}
 		}
 	}
-	denied := res.Modes[harness.Fenced].Denials + res.Modes[harness.Naive].Denials
+	denied := res.Modes[history.Fenced].Denials + res.Modes[history.Naive].Denials
 	if events == 0 || spans*20 > denied {
 		t.Errorf("%d denial events and %d denied acquire spans for %d denials: want nearly all as events", events, spans, denied)
 	}
@@ -502,7 +504,7 @@ func TestDenialsLandOnTheHoldersLease(t *testing.T) {
 // writes link to the old incarnation's lease.
 func TestRestartSeparatesGenerations(t *testing.T) {
 	spans, res := recordRun(t, builtin(t, "restart-lost"), t0)
-	if res.Modes[harness.Fenced].FenceReuses == 0 {
+	if res.Modes[history.Fenced].FenceReuses == 0 {
 		t.Fatal("restart-lost reused no fence: the scenario no longer shows what this test needs")
 	}
 	epochOf := map[trace.SpanID]int64{}
@@ -514,9 +516,9 @@ func TestRestartSeparatesGenerations(t *testing.T) {
 	}
 	seen := map[gen]int{}
 	for _, s := range spans {
-		if s.Name() == SpanLease {
+		if s.Name() == leaseotel.SpanLease {
 			epochOf[s.SpanContext().SpanID()] = attr(s, SimEpoch).AsInt64()
-			seen[gen{attr(s, SimMode).AsString(), attr(s, SimEpoch).AsInt64(), attr(s, LeaseResource).AsString(), attr(s, LeaseFence).AsInt64()}]++
+			seen[gen{attr(s, SimMode).AsString(), attr(s, SimEpoch).AsInt64(), attr(s, leaseotel.LeaseResource).AsString(), attr(s, leaseotel.LeaseFence).AsInt64()}]++
 		}
 	}
 	for g, n := range seen {
@@ -526,7 +528,7 @@ func TestRestartSeparatesGenerations(t *testing.T) {
 	}
 	crossEpoch := 0
 	for _, s := range spans {
-		if s.Name() == SpanFenceCommit && s.Status().Code == codes.Error && len(s.Links()) == 1 {
+		if s.Name() == leaseotel.SpanFenceCommit && s.Status().Code == codes.Error && len(s.Links()) == 1 {
 			if epochOf[s.Links()[0].SpanContext.SpanID()] < epochOf[s.Parent().SpanID()] {
 				crossEpoch++
 			}
@@ -601,7 +603,7 @@ func TestForeignIDGenerator(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
 	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
-	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+	if _, err := harness.Run(context.Background(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}
 	rec.Close()
@@ -623,14 +625,14 @@ func TestCloseIsIdempotentAndLate(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	sc := builtin(t, "gap")
 	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
-	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 1, Mode: history.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
 	rec.Close()
 	rec.Close()
-	rec.Event(history.Event{Seq: 2, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 2, Mode: history.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1,
 		Fence: 1, RequestID: "r1"})
 	ended := sr.Ended()
-	if len(ended) != 1 || ended[0].Name() != SpanLeaseAcquire || attr(ended[0], LeaseOutcome).AsString() != OutcomeUnanswered {
+	if len(ended) != 1 || ended[0].Name() != leaseotel.SpanLeaseAcquire || attr(ended[0], leaseotel.LeaseOutcome).AsString() != leaseotel.OutcomeUnanswered {
 		t.Fatalf("after Close: %d spans, want the one unanswered acquire", len(ended))
 	}
 	if len(sr.Started()) != 1 {
@@ -648,18 +650,23 @@ func TestPartitionLandsOnTheHeldLease(t *testing.T) {
 		{Seq: 1, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
 		{Seq: 2, At: 4 * time.Millisecond, Kind: history.Granted, Agent: 0, Resource: 0, Other: -1, Fence: 1},
 		{Seq: 3, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1"},
-		{Seq: 4, At: 10 * time.Millisecond, Kind: history.PartitionBegan, Agent: 0, Resource: -1, Other: -1},
+		{Seq: 4, At: 10 * time.Millisecond, Kind: history.FaultBegan, Agent: 0, Resource: -1, Other: -1, Fault: "partition", Dur: time.Second},
 	} {
-		e.Mode = harness.Fenced
+		e.Mode = history.Fenced
 		rec.Event(e)
 	}
 	rec.Close()
 	for _, s := range sr.Ended() {
-		if s.Name() != SpanLease {
+		if s.Name() != leaseotel.SpanLease {
 			continue
 		}
-		if ev := s.Events(); len(ev) != 1 || ev[0].Name != EventPartitionBegan || ev[0].Time.Sub(t0) != 10*time.Millisecond {
-			t.Errorf("lease events %v, want %q at 10ms", ev, EventPartitionBegan)
+		ev := s.Events()
+		if len(ev) != 1 || ev[0].Name != EventFaultBegan || ev[0].Time.Sub(t0) != 10*time.Millisecond {
+			t.Fatalf("lease events %v, want %q at 10ms", ev, EventFaultBegan)
+		}
+		if a := attribute.NewSet(ev[0].Attributes...); a.Len() != 2 || !slices.Contains(a.ToSlice(), SimFault.String("partition")) ||
+			!slices.Contains(a.ToSlice(), SimFaultTarget.String("agent-1")) {
+			t.Errorf("fault attributes %v, want %s partition on agent-1", ev[0].Attributes, SimFault)
 		}
 		return
 	}
@@ -681,15 +688,15 @@ func TestPacedEventsAreRecordedBeforeClose(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ended))
 	rec := NewRecorder(header(t, "gap"), t0, WithTracerProvider(tp))
 	t.Cleanup(rec.Close)
-	rec.Event(history.Event{Seq: 1, Mode: harness.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
+	rec.Event(history.Event{Seq: 1, Mode: history.Fenced, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1,
 		Request: "acquire", RequestID: "r1"})
-	rec.Event(history.Event{Seq: 2, At: 4 * time.Millisecond, Mode: harness.Fenced, Kind: history.Granted, Agent: 0, Resource: 0,
+	rec.Event(history.Event{Seq: 2, At: 4 * time.Millisecond, Mode: history.Fenced, Kind: history.Granted, Agent: 0, Resource: 0,
 		Other: -1, Fence: 1, Deadline: time.Second})
-	rec.Event(history.Event{Seq: 3, At: 5 * time.Millisecond, Mode: harness.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
+	rec.Event(history.Event{Seq: 3, At: 5 * time.Millisecond, Mode: history.Fenced, Kind: history.Acquired, Agent: 0, Resource: 0,
 		Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second})
 	select {
 	case s := <-ended:
-		if s.Name() != SpanLeaseAcquire || attr(s, LeaseOutcome).AsString() != OutcomeGranted {
+		if s.Name() != leaseotel.SpanLeaseAcquire || attr(s, leaseotel.LeaseOutcome).AsString() != leaseotel.OutcomeGranted {
 			t.Errorf("first span ended: %s %v, want the granted acquire", s.Name(), s.Attributes())
 		}
 	case <-time.After(10 * time.Second):
@@ -707,7 +714,7 @@ func TestCloseDuringARun(t *testing.T) {
 	rec := NewRecorder(sc.Header(harness.Modes), t0, WithTracerProvider(tp))
 	done := make(chan error)
 	go func() {
-		_, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+		_, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 		done <- err
 	}()
 	rec.Close()
@@ -728,17 +735,17 @@ func TestRenewalBeliefs(t *testing.T) {
 	spans, _ := recordRun(t, builtin(t, "renewal"), t0)
 	modeOf := map[trace.SpanID]string{}
 	for _, s := range spans {
-		if s.Name() == SpanLease {
+		if s.Name() == leaseotel.SpanLease {
 			modeOf[s.SpanContext().SpanID()] = attr(s, SimMode).AsString()
 		}
 	}
 	want := map[string]int64{"naive": 1000, "fenced": 100}
 	for _, s := range spans {
-		if s.Name() != SpanLeaseRenew {
+		if s.Name() != leaseotel.SpanLeaseRenew {
 			continue
 		}
 		mode := modeOf[s.Parent().SpanID()]
-		if got := attr(s, LeaseBelievedFor).AsInt64(); got != want[mode] {
+		if got := attr(s, leaseotel.LeaseBelievedFor).AsInt64(); got != want[mode] {
 			t.Errorf("%s: after the renewal agent-1 believes for %dms, want %dms", mode, got, want[mode])
 		}
 		if s.StartTime().Sub(t0) != 100*time.Millisecond || s.EndTime().Sub(t0) != time.Second {
@@ -766,7 +773,7 @@ func TestHistoryFileTracesAsTheRun(t *testing.T) {
 			}
 			live := tracetest.NewSpanRecorder()
 			rec := NewRecorder(h, t0, WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(live), sdktrace.WithIDGenerator(NewIDGenerator()))))
-			if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec, enc}}); err != nil {
+			if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec, enc}}); err != nil {
 				t.Fatal(err)
 			}
 			rec.CloseAt(sc.Duration)
@@ -801,4 +808,55 @@ func TestHistoryFileTracesAsTheRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every fault kind lands on the lease: one of its holder's, and one of no
+// agent while the coordinator holds the lease, each with its kind and
+// target. The recorder knows no kind.
+func TestEveryFaultKindOnTheLease(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	rec := NewRecorder(header(t, "partition"), t0, WithTracerProvider(tp))
+	events := []history.Event{
+		{Seq: 1, Kind: history.RequestSent, Agent: 0, Resource: 0, Other: -1, Request: "acquire", RequestID: "r1"},
+		{Seq: 2, At: 4 * time.Millisecond, Kind: history.Granted, Agent: 0, Resource: 0, Other: -1, Fence: 1, Deadline: time.Second},
+		{Seq: 3, At: 5 * time.Millisecond, Kind: history.Acquired, Agent: 0, Resource: 0, Other: -1, Fence: 1, RequestID: "r1", Deadline: time.Second},
+	}
+	for _, k := range spec.Faults {
+		for _, e := range []history.Event{k.Began(0, "", time.Millisecond), k.Began(-1, "etcd member 9", time.Millisecond)} {
+			events = append(events, e, e.Ended())
+		}
+	}
+	for i, e := range events {
+		e.Mode, e.Seq = history.Fenced, uint64(i+1)
+		if e.Kind.IsFault() {
+			e.At = 10 * time.Millisecond
+		}
+		rec.Event(e)
+	}
+	rec.Close()
+	want := make(map[string]int)
+	for _, k := range spec.Faults {
+		for _, target := range []string{"agent-1", "etcd member 9"} {
+			want[EventFaultBegan+" "+string(k)+" on "+target]++
+			want[EventFaultEnded+" "+string(k)+" on "+target]++
+		}
+	}
+	for _, s := range sr.Ended() {
+		if s.Name() != leaseotel.SpanLease {
+			continue
+		}
+		got := make(map[string]int)
+		for _, ev := range s.Events() {
+			a := attribute.NewSet(ev.Attributes...)
+			kind, _ := a.Value(SimFault)
+			target, _ := a.Value(SimFaultTarget)
+			got[ev.Name+" "+kind.AsString()+" on "+target.AsString()]++
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("the lease's fault events: %v\nwant %v", got, want)
+		}
+		return
+	}
+	t.Fatal("no lease span")
 }

@@ -21,6 +21,6 @@
 //
 // No state is told by colour alone: every state has a word in the tables
 // and a glyph in the timeline (. idle, ? waiting, # holding, ~ stalled,
-// ! believes-expired; writes are + admitted, x refused, S stale landed), so
+// ! thinks it holds: a lease the coordinator let go; writes are + admitted, x refused, S stale landed), so
 // the dashboard reads the same in a terminal without colour.
 package tui

@@ -118,3 +118,42 @@ func TestEveryStepIsAnEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusHints: before the first refusal the status line says the run
+// will pause there by itself (not to stall a holder, which would only get
+// in its way); once it has paused, the stall hint; a run that has ended
+// says so, never "resumed at".
+func TestStatusHints(t *testing.T) {
+	live := newLive(t, "gap")
+	m := New(live, Options{PauseAtFirstRefusal: true})
+	m.manual = true
+	m = settle(t, m, tea.WindowSizeMsg{Width: 100, Height: 30}, frameMsg{})
+	if got := m.statusLine(); !strings.Contains(got, "the run pauses there by itself") || strings.Contains(got, "s stalls") {
+		t.Errorf("before the first refusal, status %q", got)
+	}
+	for !m.paused && !m.done {
+		m = settle(t, m, frame(50*time.Millisecond))
+	}
+	m = settle(t, m, press("space")...) // resume: "resumed at ..."
+	if !strings.Contains(m.statusLine(), "resumed at") {
+		t.Fatalf("after resuming, status %q", m.statusLine())
+	}
+	m.status = ""
+	if got := m.statusLine(); !strings.Contains(got, "s stalls the selected holder") {
+		t.Errorf("after the first refusal, status %q", got)
+	}
+	m = settle(t, m, press("space")...)
+	m = settle(t, m, press("space")...) // "resumed at" once more
+	for range 200 {
+		if m.done {
+			break
+		}
+		m = settle(t, m, frame(100*time.Millisecond))
+	}
+	if !m.done {
+		t.Fatal("gap did not end")
+	}
+	if got := m.statusLine(); strings.Contains(got, "resumed at") || !strings.Contains(got, "the run has ended") {
+		t.Errorf("a finished run's status %q", got)
+	}
+}

@@ -50,3 +50,12 @@ func cut(s string, width int) string {
 	}
 	return s
 }
+
+// longest is the length of the longest of names.
+func longest(names []string) int {
+	n := 0
+	for _, s := range names {
+		n = max(n, len(s))
+	}
+	return n
+}

@@ -4,9 +4,9 @@ import (
 	"strconv"
 
 	"github.com/charmbracelet/bubbles/table"
+
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // gatesPane is every resource's FenceGate: the floor (the highest fence it
@@ -26,9 +26,9 @@ type gatesPane struct {
 
 // newGatesPane sizes the columns for the longest names and a four-digit
 // fence, so the layout does not shift as fences grow.
-func newGatesPane(st *styles, agents, resources int) gatesPane {
-	res := max(len(spec.ResourceName(resources-1))+2, len("resource"))
-	floor := len(spec.AgentName(agents-1)) + 5
+func newGatesPane(st *styles, agents, resources []string) gatesPane {
+	res := max(longest(resources)+2, len("resource"))
+	floor := longest(agents) + 5
 	cols := []table.Column{{Title: "resource", Width: res}, {Title: "floor", Width: floor}, {Title: "admitted", Width: 8}, {Title: "refused", Width: 7}}
 	w := 0
 	for _, c := range cols {

@@ -67,14 +67,14 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 	p.lines[1] = run + "  " + st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration)) +
 		st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(speed)) +
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
-	if note := memberFaultNote(snap); note != "" {
+	if note := faultNote(snap); note != "" {
 		p.lines[1] += "  " + st.Refused.Render(note)
 	}
 
 	t := snap.Totals
 	// Naive has no gate to admit anything: its writes simply land.
 	writes := fmt.Sprintf("%d admitted", t.CommitsAdmitted)
-	if snap.Mode == history.Naive {
+	if !snap.Fenced {
 		writes = fmt.Sprintf("%d landed (%d stale)", t.CommitsAdmitted, t.StaleWritesLanded)
 	}
 	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %s  %d lost  %s",
@@ -82,31 +82,25 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 	p.draw()
 }
 
-// memberFaultNote says which etcd member faults are in force now, e.g.
-// "etcd: member 1 (leader) paused, 1.2s left"; "" when none is.
-func memberFaultNote(snap *liveview.Snapshot) string {
+// faultNote says which faults are in force now, whatever their kind,
+// e.g. "faults: pause_leader on etcd member 1 (the leader), 1.200s left";
+// "" when none is.
+func faultNote(snap *liveview.Snapshot) string {
 	var notes []string
-	for _, f := range snap.MemberFaults {
+	for _, f := range snap.Faults {
 		if !f.Active(snap.Now) {
 			continue
 		}
-		who := fmt.Sprintf("member %d", f.Member)
-		if f.Leader {
-			who += " (leader)"
+		note := f.Kind + " on " + f.Target
+		if f.Detail != "" {
+			note += " (" + f.Detail + ")"
 		}
-		what := "paused"
-		switch {
-		case f.Kind == history.PartitionMember && f.Value > 0:
-			what = "delayed " + history.FormatDuration(time.Duration(f.Value*float64(time.Second)))
-		case f.Kind == history.PartitionMember:
-			what = "cut off"
-		}
-		notes = append(notes, fmt.Sprintf("%s %s, %s left", who, what, history.FormatDuration(f.At+f.Duration-snap.Now)))
+		notes = append(notes, fmt.Sprintf("%s, %s left", note, history.FormatDuration(f.End-snap.Now)))
 	}
 	if len(notes) == 0 {
 		return ""
 	}
-	return "etcd: " + strings.Join(notes, "; ")
+	return "faults: " + strings.Join(notes, "; ")
 }
 
 // View returns the three lines as last drawn.
@@ -117,9 +111,11 @@ func (p *headerPane) draw() {
 	p.view = cut(p.lines[0], p.width) + "\n" + cut(p.lines[1], p.width) + "\n" + cut(p.lines[2], p.width)
 }
 
-// stripPane is the one-line comparison: on the same faults, how many stale
-// writes landed silently in naive mode, and how many the gates refused in
-// fenced mode.
+// stripPane is the one-line comparison of two contenders on the same
+// faults: how many stale writes landed silently for one written to
+// naively, how many the gates refused (and let land) for one written
+// through them. With more than two contenders it compares the one in view
+// with the one the person picked (Model's against).
 type stripPane struct {
 	st    *styles
 	width int
@@ -133,65 +129,77 @@ func (p *stripPane) SetSize(width, _ int) {
 	p.view = cut(p.line, p.width)
 }
 
-func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot) {
+// set draws the comparison of modes a and b (indices into modes and
+// snaps; b < 0 when the run has one mode), the naive one first.
+func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot, a, b int) {
 	st := p.st
-	var naive, fenced string
-	for i, m := range modes {
-		t := snaps[i].Totals
-		switch m {
-		case history.Naive:
-			s := st.Good
-			if t.StaleWritesLanded > 0 {
-				s = st.Stale
-			}
-			naive = st.Value.Render("naive: ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
-			if t.ForgeriesLanded > 0 {
-				naive += st.Muted.Render(", ") + st.Stale.Render(history.Plural(t.ForgeriesLanded, "forgery", "forgeries")+" landed")
-			}
-		case history.Fenced:
-			s := st.Muted
-			if t.CommitsRefused > 0 {
-				s = st.Refused
-			}
-			// Beside the naive figure the noun is already said; alone it is not.
-			landed := fmt.Sprintf("%d landed", t.StaleWritesLanded)
-			if len(modes) == 1 {
-				landed = history.Plural(t.StaleWritesLanded, "stale write landed", "stale writes landed")
-			}
-			if t.StaleWritesLanded > 0 {
-				landed = st.Stale.Render(landed + " (a bug)")
-			} else {
-				landed = st.Good.Render(landed)
-			}
-			fenced = st.Value.Render("fenced: ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
-			if t.ForgeriesRefused+t.ForgeriesLanded > 0 {
-				// Forged proofs are refused before the gate: not stale fences.
-				forged := st.Refused.Render(history.Plural(t.ForgeriesRefused, "forgery", "forgeries") + " refused")
-				if t.ForgeriesLanded > 0 {
-					forged += st.Muted.Render(", ") + st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.ForgeriesLanded))
-				}
-				fenced += st.Muted.Render(", ") + forged
-			}
+	pair := []int{a}
+	if b >= 0 && b != a {
+		pair = append(pair, b)
+		if snaps[a].Fenced && !snaps[b].Fenced || (snaps[a].Fenced == snaps[b].Fenced && b < a) {
+			pair[0], pair[1] = b, a
 		}
-		if t.WritesFailed > 0 {
-			// The store's failures, not the lock's: said, not counted as either.
-			failed := st.Muted.Render(", " + history.Plural(t.WritesFailed, "write", "writes") + " failed by the store")
-			if m == history.Naive {
-				naive += failed
-			} else {
-				fenced += failed
-			}
-		}
+	}
+	sides := make([]string, len(pair))
+	for k, i := range pair {
+		sides[k] = p.side(modes[i], snaps[i], len(modes) == 1)
 	}
 	switch {
-	case naive != "" && fenced != "":
-		p.line = naive + st.Muted.Render("  vs  ") + fenced + st.Muted.Render("  (same faults)")
-	case naive != "":
-		p.line = naive + st.Muted.Render("  (run both modes to compare)")
+	case len(sides) == 2:
+		p.line = sides[0] + st.Muted.Render("  vs  ") + sides[1] + st.Muted.Render("  (same faults)")
 	default:
-		p.line = fenced + st.Muted.Render("  (run both modes to compare)")
+		p.line = sides[0] + st.Muted.Render("  (run both modes to compare)")
+	}
+	if len(modes) > 2 {
+		p.line += st.Muted.Render("  c: compare another")
 	}
 	p.view = cut(p.line, p.width)
+}
+
+// side is one contender's part of the comparison.
+func (p *stripPane) side(m history.Mode, snap liveview.Snapshot, alone bool) string {
+	st := p.st
+	t := snap.Totals
+	var out string
+	if !snap.Fenced {
+		s := st.Good
+		if t.StaleWritesLanded > 0 {
+			s = st.Stale
+		}
+		out = st.Value.Render(string(m)+": ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
+		if t.ForgeriesLanded > 0 {
+			out += st.Muted.Render(", ") + st.Stale.Render(history.Plural(t.ForgeriesLanded, "forgery", "forgeries")+" landed")
+		}
+	} else {
+		s := st.Muted
+		if t.CommitsRefused > 0 {
+			s = st.Refused
+		}
+		// Beside the naive figure the noun is already said; alone it is not.
+		landed := fmt.Sprintf("%d landed", t.StaleWritesLanded)
+		if alone {
+			landed = history.Plural(t.StaleWritesLanded, "stale write landed", "stale writes landed")
+		}
+		if t.StaleWritesLanded > 0 {
+			landed = st.Stale.Render(landed + " (a bug)")
+		} else {
+			landed = st.Good.Render(landed)
+		}
+		out = st.Value.Render(string(m)+": ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
+		if t.ForgeriesRefused+t.ForgeriesLanded > 0 {
+			// Forged proofs are refused before the gate: not stale fences.
+			forged := st.Refused.Render(history.Plural(t.ForgeriesRefused, "forgery", "forgeries") + " refused")
+			if t.ForgeriesLanded > 0 {
+				forged += st.Muted.Render(", ") + st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.ForgeriesLanded))
+			}
+			out += st.Muted.Render(", ") + forged
+		}
+	}
+	if t.WritesFailed > 0 {
+		// The store's failures, not the lock's: said, not counted as either.
+		out += st.Muted.Render(", " + history.Plural(t.WritesFailed, "write", "writes") + " failed by the store")
+	}
+	return out
 }
 
 // View returns the line as last drawn.

@@ -8,10 +8,11 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
-	"github.com/muesli/termenv"
 )
 
 func TestMain(m *testing.M) {

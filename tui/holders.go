@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/table"
+
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/liveview"
@@ -20,7 +21,7 @@ type holderRow struct {
 	fence  leasefence.Fence
 	coord  time.Duration // time until the coordinator ends the lease
 	belief time.Duration // time until the agent's own deadline, as it thinks
-	state  liveview.AgentState
+	state  history.AgentState
 	zombie bool // listed because it believes past the coordinator's expiry
 }
 
@@ -78,7 +79,7 @@ func (p *holdersPane) setSnapshot(snap *liveview.Snapshot, sel selection) select
 	zombies := make(map[string][]liveview.AgentView)
 	p.zombies = 0
 	for _, a := range snap.Agents {
-		if a.State == liveview.AgentZombie && a.Resource != "" {
+		if a.State == history.AgentZombie && a.Resource != "" {
 			zombies[a.Resource] = append(zombies[a.Resource], a)
 			p.zombies++
 		}
@@ -171,8 +172,10 @@ func (p *holdersPane) render() {
 		switch {
 		case !r.zombie && r.belief <= 0:
 			// The holder has stopped believing (it gave the lease up, or its
-			// grant is still on the way): nothing is left of its belief.
-			belief = "-"
+			// grant is still on the way): nothing is left of its belief, and
+			// its own state (waiting, idle) would read as if the coordinator
+			// had not granted it.
+			belief, state = "-", "- not holding"
 		case r.belief <= 0:
 			// Its own deadline has passed too, but it is stalled in the
 			// middle of a write whose check passed: the write lands late.

@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/teatest"
+
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
@@ -97,7 +98,7 @@ func TestStallMakesRefusal(t *testing.T) {
 	if len(snap.Refusals) != 1 || snap.Refusals[0].Holder != holder.Holder {
 		t.Fatalf("refusals after stalling %s: %+v, want exactly its write", holder.Holder, snap.Refusals)
 	}
-	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != spec.StallAgent ||
+	if sc := live.Scenario(); len(sc.Interventions) != 1 || sc.Interventions[0].Kind != history.StallAgent ||
 		sc.Interventions[0].Agent != holder.Holder || sc.Interventions[0].Duration != 2*sc.TTL {
 		t.Errorf("recorded interventions %+v, want one 2xTTL stall of %s", sc.Interventions, holder.Holder)
 	}
@@ -111,7 +112,7 @@ func advanceUntilStalled(t *testing.T, live *harness.Live) liveview.HolderView {
 	for range 2000 {
 		live.Advance(5 * time.Millisecond)
 		s, _ := live.Snapshot(history.Fenced)
-		if h := s.Holders[0]; h.State == liveview.AgentStalled && s.Totals.CommitsAdmitted > 0 {
+		if h := s.Holders[0]; h.State == history.AgentStalled && s.Totals.CommitsAdmitted > 0 {
 			return h
 		}
 	}

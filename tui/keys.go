@@ -8,7 +8,7 @@ type keyMap struct {
 	Up, Down, Top, Bottom                         key.Binding
 	Stall, DropUp, DropDown, Restart, RestartKeep key.Binding
 	Push                                          key.Binding
-	View, Filter, LogUp, LogDown                  key.Binding
+	View, Compare, Filter, LogUp, LogDown         key.Binding
 	Help, Quit                                    key.Binding
 }
 
@@ -21,7 +21,8 @@ func defaultKeys() keyMap {
 		Step:        b([]string{"n", "."}, "n/.", "step one event"),
 		Faster:      b([]string{"+", "="}, "+", "faster x2"),
 		Slower:      b([]string{"-", "_"}, "-", "slower /2"),
-		View:        b([]string{"tab", "v"}, "tab/v", "naive/fenced view"),
+		View:        b([]string{"tab", "v"}, "tab/v", "next contender"),
+		Compare:     b([]string{"c"}, "c", "compare with another"),
 		Help:        b([]string{"?"}, "?", "help"),
 		Quit:        b([]string{"q", "ctrl+c"}, "q", "quit"),
 		Up:          b([]string{"up", "k"}, "↑/k", "select up"),
@@ -49,7 +50,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Pause, k.Step, k.Faster, k.Slower, k.View, k.Help, k.Quit},
-		{k.Up, k.Down, k.Top, k.Bottom, k.Filter, k.LogUp, k.LogDown},
+		{k.Up, k.Down, k.Top, k.Bottom, k.Compare, k.Filter, k.LogUp, k.LogDown},
 		{k.Stall, k.DropUp, k.DropDown, k.Restart, k.RestartKeep, k.Push},
 	}
 }

@@ -12,9 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // Smallest terminal the dashboard draws in.
@@ -40,10 +40,14 @@ type Model struct {
 	width, height int
 	sized         bool
 
-	snaps  []liveview.Snapshot // one per mode of info.modes, nil before the first
-	focus  int                 // the mode in view, an index into info.modes
-	paused bool
-	done   bool
+	snaps []liveview.Snapshot // one per mode of info.modes, nil before the first
+	focus int                 // the mode in view, an index into info.modes
+	// against is the mode the strip compares the one in view with (an
+	// index into info.modes, never focus while there are two or more; -1
+	// for a run of one): c picks the next.
+	against int
+	paused  bool
+	done    bool
 	// pauseAtRefusal: pause by itself once, at the first refused (or, in
 	// naive mode, stale) write; firstSeen: that moment has been seen.
 	pauseAtRefusal, firstSeen bool
@@ -83,23 +87,50 @@ var _ tea.Model = Model{}
 // it draws nothing until the first tea.WindowSizeMsg. An out-of-range
 // Options.Tick is clamped into [MinTick, MaxTick]; Validate reports it.
 func New(live Source, opts Options) Model {
-	sc := live.Scenario()
+	h := live.Header()
+	var drop float64
+	if modes := live.Modes(); len(modes) > 0 {
+		if snap, ok := live.Snapshot(modes[0]); ok {
+			drop = snap.DropRate
+		}
+	}
 	st := defaultStyles()
 	m := Model{
 		live: live, tick: opts.tick(), keys: defaultKeys(), help: help.New(), st: st, filter: -1,
-		info:  runInfo{name: sc.Name, seed: sc.Seed, agents: sc.Agents, resources: sc.Resources, ttl: sc.TTL, modes: live.Modes()},
-		speed: live.Speed(), paused: live.Paused(), drop: sc.Network.DropRequests, pauseAtRefusal: opts.PauseAtFirstRefusal,
-		holders: newHoldersPane(st), gates: newGatesPane(st, sc.Agents, sc.Resources), log: logPane{st: st}, timeline: newTimelinePane(st),
+		info:  runInfo{name: history.Printable(h.Scenario), seed: h.Seed, agents: len(h.Agents), resources: len(h.Resources), ttl: h.TTL, modes: live.Modes()},
+		speed: live.Speed(), paused: live.Paused(), drop: drop, pauseAtRefusal: opts.PauseAtFirstRefusal,
+		holders: newHoldersPane(st), gates: newGatesPane(st, h.Agents, h.Resources), log: logPane{st: st}, timeline: newTimelinePane(st),
 	}
 	m.help.Styles = st.Help
 	m.header = headerPane{st: st, info: m.info}
 	m.strip = stripPane{st: st}
 	for i, md := range m.info.modes {
-		if md == history.Fenced {
+		if h.Fenced(md) {
 			m.focus = i // fenced first: it is the mode with something to show
 		}
 	}
+	m.against = -1
+	for i, md := range m.info.modes {
+		if i != m.focus && (m.against < 0 || !h.Fenced(md) && h.Fenced(m.info.modes[m.against])) {
+			m.against = i // a naive one first: the comparison the lab is for
+		}
+	}
 	return m
+}
+
+// nextAgainst is the mode after from to compare the one in view with:
+// any but the one in view, in turn.
+func (m *Model) nextAgainst(from int) int {
+	n := len(m.info.modes)
+	if n < 2 {
+		return -1
+	}
+	for i := 1; i <= n; i++ {
+		if c := (from + i) % n; c != m.focus {
+			return c
+		}
+	}
+	return -1
 }
 
 // Init asks for the first frame at once; the ticker takes over from there.
@@ -206,7 +237,7 @@ func firstRefusalNote(snaps []liveview.Snapshot) string {
 		}
 	}
 	for i := range snaps {
-		if snaps[i].Mode == history.Fenced {
+		if snaps[i].Fenced {
 			return "" // a gate is running: wait for its refusal, a moment after the stale landing
 		}
 	}
@@ -215,7 +246,7 @@ func firstRefusalNote(snaps []liveview.Snapshot) string {
 
 func hasDropOp(ops []op) bool {
 	for _, o := range ops {
-		if o.kind == opIntervene && o.iv.Kind == spec.SetDropRate {
+		if o.kind == opIntervene && o.iv.Kind == history.SetDropRate {
 			return true
 		}
 	}
@@ -256,7 +287,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			step = -step
 		}
 		m.drop = math.Round(min(max(m.drop+step, 0), 1)*100) / 100
-		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.SetDropRate, Value: m.drop},
+		return m.enqueue(op{kind: opIntervene, iv: history.Intervention{Kind: history.SetDropRate, Value: m.drop},
 			what: fmt.Sprintf("drop rate set to %.2f", m.drop)})
 	case key.Matches(msg, k.Restart), key.Matches(msg, k.RestartKeep):
 		persist := key.Matches(msg, k.RestartKeep)
@@ -264,12 +295,23 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		if persist {
 			what = "coordinator restarted from its last fence"
 		}
-		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.RestartCoordinator, Persist: persist}, what: what})
+		return m.enqueue(op{kind: opIntervene, iv: history.Intervention{Kind: history.RestartCoordinator, Persist: persist}, what: what})
 	case key.Matches(msg, k.Push):
-		return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.TogglePush}, what: "gate push toggled"})
+		return m.enqueue(op{kind: opIntervene, iv: history.Intervention{Kind: history.TogglePush}, what: "gate push toggled"})
 	case key.Matches(msg, k.View):
 		m.focus = (m.focus + 1) % len(m.info.modes)
+		if m.against == m.focus {
+			m.against = m.nextAgainst(m.focus)
+		}
 		m.status, m.statusErr = "view: "+string(m.info.modes[m.focus]), false
+		m.refreshPanes()
+	case key.Matches(msg, k.Compare):
+		if len(m.info.modes) < 3 {
+			m.status, m.statusErr = "the strip compares the run's two contenders already", false
+			break
+		}
+		m.against = m.nextAgainst(m.against)
+		m.status, m.statusErr = "comparing "+string(m.info.modes[m.focus])+" with "+string(m.info.modes[m.against]), false
 		m.refreshPanes()
 	case key.Matches(msg, k.Filter):
 		m.filter++
@@ -314,7 +356,7 @@ func (m Model) stall() (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	d := 2 * m.info.ttl
-	return m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.StallAgent, Agent: row.agent, Duration: d},
+	return m.enqueue(op{kind: opIntervene, iv: history.Intervention{Kind: history.StallAgent, Agent: row.agent, Duration: d},
 		what: fmt.Sprintf("stalled %s (%s@%d) for %s", row.agent, row.name, row.fence, history.FormatDuration(d))})
 }
 
@@ -442,7 +484,7 @@ func (m *Model) refreshPanes() {
 	m.gates.setSnapshot(snap, shown)
 	m.timeline.setSnapshot(snap, shown)
 	m.header.set(snap, m.info.modes[m.focus], m.paused, m.done, m.speed)
-	m.strip.set(m.info.modes, m.snaps)
+	m.strip.set(m.info.modes, m.snaps, m.focus, m.against)
 	m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
 }
 
@@ -488,7 +530,15 @@ func (m Model) statusLine() string {
 		}
 	}
 	left := m.status
-	if left == "" {
+	switch {
+	case m.done && (left == "" || strings.HasPrefix(left, "resumed at ") || strings.HasPrefix(left, "paused at ")):
+		// A finished run neither resumes nor pauses: say it ended.
+		left = "the run has ended · q quits"
+	case left == "" && m.pauseAtRefusal && !m.firstSeen:
+		// Until the first refusal, which pauses the run by itself, a stall
+		// of the user's would only get in its way.
+		left = "watching for the first stale write: the run pauses there by itself"
+	case left == "":
 		left = "s stalls the selected holder past its TTL"
 	}
 	style := m.st.StatusOK

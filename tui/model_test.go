@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
@@ -98,7 +99,7 @@ func TestControls(t *testing.T) {
 		{name: "r restarts the coordinator without its fences, R with them", scenario: "overlap", keys: []string{"r", "R"},
 			check: func(t *testing.T, m Model, live *harness.Live) {
 				iv := live.Scenario().Interventions
-				if len(iv) != 2 || iv[0].Kind != spec.RestartCoordinator || iv[0].Persist || !iv[1].Persist {
+				if len(iv) != 2 || iv[0].Kind != history.RestartCoordinator || iv[0].Persist || !iv[1].Persist {
 					t.Errorf("interventions %+v, want a restart without and then with persistence", iv)
 				}
 			}},
@@ -208,7 +209,7 @@ func TestLogScrolls(t *testing.T) {
 
 func TestInterventionErrorShowsInStatus(t *testing.T) {
 	m, live := started(t, "gap", 0)
-	next, cmd := m.enqueue(op{kind: opIntervene, iv: spec.Intervention{Kind: spec.StallAgent, Agent: "agent-99", Duration: time.Second}})
+	next, cmd := m.enqueue(op{kind: opIntervene, iv: history.Intervention{Kind: history.StallAgent, Agent: "agent-99", Duration: time.Second}})
 	m = settle(t, next, cmd())
 	if !m.statusErr || !strings.Contains(m.status, "agent-99") {
 		t.Errorf("status %q, want the Live's error naming agent-99", m.status)

@@ -4,7 +4,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/leasefence/lab/liveview"
+
+	"github.com/leasefence/lab/history"
 )
 
 // pane is one part of the screen, in the manner of soft-serve's
@@ -63,15 +64,15 @@ func renderLines(style lipgloss.Style, lines ...string) string {
 
 // stateWord is a state as the holders table says it: the glyph and a word,
 // so it reads without colour.
-func stateWord(s liveview.AgentState) string {
+func stateWord(s history.AgentState) string {
 	switch s {
-	case liveview.AgentHolding:
+	case history.AgentHolding:
 		return "# live"
-	case liveview.AgentStalled:
+	case history.AgentStalled:
 		return "~ stalled"
-	case liveview.AgentZombie:
-		return "! believes-expired"
-	case liveview.AgentWaiting:
+	case history.AgentZombie:
+		return "! thinks it holds"
+	case history.AgentWaiting:
 		return "? waiting"
 	}
 	return ". idle"

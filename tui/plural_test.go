@@ -15,24 +15,24 @@ func TestCountsAgree(t *testing.T) {
 	lines := map[string]func(n int) string{
 		"header totals": func(n int) string {
 			p := headerPane{st: st, width: 200, info: runInfo{name: "x", agents: n, resources: n, modes: []history.Mode{history.Fenced}}}
-			p.set(&liveview.Snapshot{Mode: history.Fenced, Events: uint64(n)}, history.Fenced, false, false, 1)
+			p.set(&liveview.Snapshot{Mode: history.Fenced, Fenced: true, Events: uint64(n)}, history.Fenced, false, false, 1)
 			return p.View()
 		},
 		"strip, both modes": func(n int) string {
 			p := stripPane{st: st, width: 200}
 			p.set([]history.Mode{history.Naive, history.Fenced}, []liveview.Snapshot{
-				{Totals: liveview.Totals{StaleWritesLanded: n}}, {Totals: liveview.Totals{CommitsRefused: n}}})
+				{Totals: liveview.Totals{StaleWritesLanded: n}}, {Fenced: true, Totals: liveview.Totals{CommitsRefused: n}}}, 1, 0)
 			return p.view
 		},
 		"strip, fenced alone": func(n int) string {
 			p := stripPane{st: st, width: 200}
-			p.set([]history.Mode{history.Fenced}, []liveview.Snapshot{{Totals: liveview.Totals{StaleWritesLanded: n}}})
+			p.set([]history.Mode{history.Fenced}, []liveview.Snapshot{{Fenced: true, Totals: liveview.Totals{StaleWritesLanded: n}}}, 0, -1)
 			return p.view
 		},
 		"strip, forgeries": func(n int) string {
 			p := stripPane{st: st, width: 300}
 			p.set([]history.Mode{history.Naive, history.Fenced}, []liveview.Snapshot{
-				{Totals: liveview.Totals{ForgeriesLanded: n}}, {Totals: liveview.Totals{CommitsRefused: 3, ForgeriesRefused: n}}})
+				{Totals: liveview.Totals{ForgeriesLanded: n}}, {Fenced: true, Totals: liveview.Totals{CommitsRefused: 3, ForgeriesRefused: n}}}, 1, 0)
 			return p.view
 		},
 		"holders title": func(n int) string {

@@ -22,6 +22,7 @@ type logPane struct {
 	ready         bool
 	width, height int
 	mode          history.Mode
+	fenced        bool   // the mode writes through gates: its log is of refusals, else of stale writes
 	filter        string // a resource name, or "" for all
 	shown         int    // refusals shown after filtering
 	total         int    // refusals in the snapshot
@@ -79,14 +80,14 @@ func (p *logPane) lines() int {
 // setSnapshot rebuilds the content if the refusals, the filter or the mode
 // changed.
 func (p *logPane) setSnapshot(snap *liveview.Snapshot, filter string) {
-	p.mode, p.filter, p.total, p.stale = snap.Mode, filter, len(snap.Refusals), snap.Totals.StaleWritesLanded
+	p.mode, p.fenced, p.filter, p.total, p.stale = snap.Mode, snap.Fenced, filter, len(snap.Refusals), snap.Totals.StaleWritesLanded
 	p.refused = snap.Totals.CommitsRefused
 	k := logKey{mode: snap.Mode, filter: filter, n: len(snap.Refusals)}
 	if n := len(snap.Refusals); n > 0 {
 		last := snap.Refusals[n-1]
 		k.last, k.seq, k.res = last.At, last.Seq, last.Resource
 	}
-	if snap.Mode == history.Naive {
+	if !snap.Fenced {
 		p.total = len(snap.StaleWrites)
 		k.n = p.total
 		if p.total > 0 {
@@ -99,7 +100,7 @@ func (p *logPane) setSnapshot(snap *liveview.Snapshot, filter string) {
 		return
 	}
 	p.key = k
-	if snap.Mode == history.Naive {
+	if !snap.Fenced {
 		var body string
 		p.header, body, p.shown = p.naiveLogBody(snap, filter)
 		p.setContent(body)
@@ -154,7 +155,7 @@ func (p *logPane) scroll(lines int) {
 // draw draws the title, the column headers and the visible refusals.
 func (p *logPane) draw() string {
 	title := p.st.PaneTitle.Render("rejection log") + p.st.Muted.Render(fmt.Sprintf(" · %s · %d refused", p.mode, p.refused))
-	if p.mode == history.Naive {
+	if !p.fenced {
 		title = p.naiveTitle()
 	}
 	if p.filter != "" {
@@ -164,7 +165,7 @@ func (p *logPane) draw() string {
 	switch {
 	case !p.ready:
 		body = ""
-	case p.total == 0 && p.mode == history.Naive:
+	case p.total == 0 && !p.fenced:
 		body = renderLines(p.st.Muted, "no stale write yet: select a holder", "and stall it (s) past its TTL")
 	case p.total == 0:
 		body = renderLines(p.st.Muted, "no refusals yet: select a holder", "and stall it (s) past its TTL")

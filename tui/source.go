@@ -6,7 +6,6 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // Source is a run the dashboard shows and steers: the simulator paced by
@@ -17,7 +16,9 @@ type Source interface {
 	// Run runs until the run is done or ctx ends, pacing at tick where
 	// pacing applies.
 	Run(ctx context.Context, tick time.Duration) error
-	Scenario() spec.Scenario
+	// Header is the run's history header: who takes part, under which
+	// lease terms.
+	Header() history.Header
 	Modes() []history.Mode
 	// Now is the run's time: virtual for the simulator, true time since
 	// the start for a real-time run.
@@ -36,5 +37,5 @@ type Source interface {
 	// Advance moves a paused run d ahead, where it can.
 	Advance(d time.Duration)
 	// Intervene applies a live intervention, or says why it cannot.
-	Intervene(iv spec.Intervention) error
+	Intervene(iv history.Intervention) error
 }

@@ -4,7 +4,8 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/table"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/leasefence/lab/liveview"
+
+	"github.com/leasefence/lab/history"
 )
 
 // styles is every style the dashboard draws with, in one place. Colour
@@ -67,16 +68,16 @@ func defaultStyles() *styles {
 	h.ShortDesc, h.FullDesc = fg("250"), fg("250")
 	s.Help = h
 	s.States = [5]lipgloss.Style{
-		liveview.AgentIdle:    fg("240"),
-		liveview.AgentWaiting: fg("11"),
-		liveview.AgentHolding: fg("10"),
-		liveview.AgentStalled: fg("14"),
-		liveview.AgentZombie:  lipgloss.NewStyle().Bold(true).Foreground(c("9")),
+		history.AgentIdle:    fg("240"),
+		history.AgentWaiting: fg("11"),
+		history.AgentHolding: fg("10"),
+		history.AgentStalled: fg("14"),
+		history.AgentZombie:  lipgloss.NewStyle().Bold(true).Foreground(c("9")),
 	}
 	s.Marks = [3]lipgloss.Style{
-		liveview.MarkAdmitted: lipgloss.NewStyle().Bold(true).Foreground(c("10")),
-		liveview.MarkRefused:  lipgloss.NewStyle().Bold(true).Foreground(c("9")).Reverse(true),
-		liveview.MarkStale:    lipgloss.NewStyle().Bold(true).Foreground(c("13")).Reverse(true),
+		history.MarkAdmitted: lipgloss.NewStyle().Bold(true).Foreground(c("10")),
+		history.MarkRefused:  lipgloss.NewStyle().Bold(true).Foreground(c("9")).Reverse(true),
+		history.MarkStale:    lipgloss.NewStyle().Bold(true).Foreground(c("13")).Reverse(true),
 	}
 	return s
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // rank names what a timeline cell shows, one glyph each.
@@ -30,11 +30,11 @@ const (
 
 var rankGlyphs = [numRanks]byte{' ', '.', '?', '#', '~', '+', '!', 'x', 'S'}
 
-func markRank(k liveview.MarkKind) rank {
+func markRank(k history.MarkKind) rank {
 	switch k {
-	case liveview.MarkRefused:
+	case history.MarkRefused:
 		return rankRefused
-	case liveview.MarkStale:
+	case history.MarkStale:
 		return rankStale
 	}
 	return rankAdmitted
@@ -59,16 +59,16 @@ func (c *cell) glyph(perResource bool) rank {
 		return c.mark
 	case c.mark == rankAdmitted && !perResource:
 		return rankAdmitted
-	case c.t[liveview.AgentZombie] > 0:
+	case c.t[history.AgentZombie] > 0:
 		return rankZombie
-	case c.t[liveview.AgentHolding]+c.t[liveview.AgentStalled] > 0:
-		if c.t[liveview.AgentStalled] > c.t[liveview.AgentHolding] {
+	case c.t[history.AgentHolding]+c.t[history.AgentStalled] > 0:
+		if c.t[history.AgentStalled] > c.t[history.AgentHolding] {
 			return rankStalled
 		}
 		return rankHolding
-	case c.t[liveview.AgentWaiting] > 0:
+	case c.t[history.AgentWaiting] > 0:
 		return rankWaiting
-	case c.t[liveview.AgentIdle] > 0:
+	case c.t[history.AgentIdle] > 0:
 		return rankIdle
 	}
 	return rankNone
@@ -86,11 +86,11 @@ func newGlyphRuns(st *styles) glyphRuns {
 		case rankNone:
 			continue
 		case rankAdmitted:
-			s = st.Marks[liveview.MarkAdmitted].Render("X")
+			s = st.Marks[history.MarkAdmitted].Render("X")
 		case rankRefused:
-			s = st.Marks[liveview.MarkRefused].Render("X")
+			s = st.Marks[history.MarkRefused].Render("X")
 		case rankStale:
-			s = st.Marks[liveview.MarkStale].Render("X")
+			s = st.Marks[history.MarkStale].Render("X")
 		default:
 			s = st.States[rankState(r)].Render("X")
 		}
@@ -100,18 +100,18 @@ func newGlyphRuns(st *styles) glyphRuns {
 	return g
 }
 
-func rankState(r rank) liveview.AgentState {
+func rankState(r rank) history.AgentState {
 	switch r {
 	case rankWaiting:
-		return liveview.AgentWaiting
+		return history.AgentWaiting
 	case rankHolding:
-		return liveview.AgentHolding
+		return history.AgentHolding
 	case rankStalled:
-		return liveview.AgentStalled
+		return history.AgentStalled
 	case rankZombie:
-		return liveview.AgentZombie
+		return history.AgentZombie
 	}
-	return liveview.AgentIdle
+	return history.AgentIdle
 }
 
 // timelinePane draws recent history as lanes of glyphs, one cell per slice
@@ -162,11 +162,17 @@ func (p *timelinePane) setSnapshot(snap *liveview.Snapshot, sel selection) {
 	p.span = min(snap.Window, snap.Duration)
 	p.from = max(snap.Now-p.span, 0)
 	p.perResource = len(snap.Lanes) > p.rows()
-	names := len(spec.AgentName(len(snap.Agents) - 1))
+	names := 0
+	for _, a := range snap.Agents {
+		names = max(names, len(a.Name))
+	}
 	selIdx := agentIndex(sel.agent)
 	if p.perResource {
 		p.total = len(snap.Holders)
-		names = len(spec.ResourceName(len(snap.Holders) - 1))
+		names = 0
+		for _, h := range snap.Holders {
+			names = max(names, len(h.Resource))
+		}
 		selIdx = sel.res
 	} else {
 		p.total = len(snap.Lanes)
@@ -234,7 +240,7 @@ func (p *timelinePane) paintResources(cells [][]cell, snap *liveview.Snapshot, c
 	for i := range snap.Lanes {
 		l := &snap.Lanes[i]
 		for k, seg := range l.Segments {
-			if seg.Resource < lo || seg.Resource >= hi || seg.State == liveview.AgentIdle {
+			if seg.Resource < lo || seg.Resource >= hi || seg.State == history.AgentIdle {
 				continue
 			}
 			end := c.now
@@ -250,7 +256,7 @@ func (p *timelinePane) paintResources(cells [][]cell, snap *liveview.Snapshot, c
 		}
 	}
 	for _, row := range cells {
-		c.span(row, known, c.now, liveview.AgentIdle)
+		c.span(row, known, c.now, history.AgentIdle)
 	}
 }
 
@@ -271,7 +277,7 @@ func (c cellMap) edge(i int) time.Duration {
 }
 
 // span adds the time spent in state s over [a, b) to the cells it covers.
-func (c cellMap) span(row []cell, a, b time.Duration, s liveview.AgentState) {
+func (c cellMap) span(row []cell, a, b time.Duration, s history.AgentState) {
 	a, b = max(a, c.from), min(b, c.now)
 	if b <= a || c.width <= 0 {
 		return
@@ -345,7 +351,7 @@ func (p *timelinePane) drawLegend(short bool) string {
 		r           rank
 		word, short string
 	}{{rankIdle, "idle", "idle"}, {rankWaiting, "waiting", "wait"}, {rankHolding, "holding", "hold"},
-		{rankStalled, "stalled", "stall"}, {rankZombie, "believes-expired", "believes-expired"},
+		{rankStalled, "stalled", "stall"}, {rankZombie, "thinks it holds", "thinks holds"},
 		{rankAdmitted, "write", "write"}, {rankRefused, "refused", "refused"}, {rankStale, "stale landed", "stale"}}
 	var b strings.Builder
 	for i, it := range items {

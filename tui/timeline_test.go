@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
 )
 
@@ -20,10 +21,10 @@ func glyphs(row []cell, perResource bool) string {
 }
 
 func TestLaneCells(t *testing.T) {
-	seg := func(from int, s liveview.AgentState) liveview.Segment {
+	seg := func(from int, s history.AgentState) liveview.Segment {
 		return liveview.Segment{From: ms(from), State: s, Resource: 0}
 	}
-	mark := func(at int, k liveview.MarkKind) liveview.Mark { return liveview.Mark{At: ms(at), Kind: k} }
+	mark := func(at int, k history.MarkKind) liveview.Mark { return liveview.Mark{At: ms(at), Kind: k} }
 	// Ten cells of 100ms over [0, 1s).
 	tests := []struct {
 		name  string
@@ -32,24 +33,24 @@ func TestLaneCells(t *testing.T) {
 		marks []liveview.Mark
 		want  string
 	}{
-		{name: "one state to now", now: 1000, segs: []liveview.Segment{seg(0, liveview.AgentIdle)}, want: ".........."},
-		{name: "nothing drawn after now", now: 450, segs: []liveview.Segment{seg(0, liveview.AgentHolding)}, want: "#####     "},
-		{name: "nothing before the first segment", now: 1000, segs: []liveview.Segment{seg(300, liveview.AgentWaiting)}, want: "   ???????"},
+		{name: "one state to now", now: 1000, segs: []liveview.Segment{seg(0, history.AgentIdle)}, want: ".........."},
+		{name: "nothing drawn after now", now: 450, segs: []liveview.Segment{seg(0, history.AgentHolding)}, want: "#####     "},
+		{name: "nothing before the first segment", now: 1000, segs: []liveview.Segment{seg(300, history.AgentWaiting)}, want: "   ???????"},
 		{name: "a state ending on a cell edge does not spill into the next", now: 1000,
-			segs: []liveview.Segment{seg(0, liveview.AgentHolding), seg(500, liveview.AgentIdle)}, want: "#####....."},
+			segs: []liveview.Segment{seg(0, history.AgentHolding), seg(500, history.AgentIdle)}, want: "#####....."},
 		{name: "a brief hold beats idle", now: 1000,
-			segs: []liveview.Segment{seg(0, liveview.AgentIdle), seg(410, liveview.AgentHolding), seg(420, liveview.AgentIdle)}, want: "....#....."},
+			segs: []liveview.Segment{seg(0, history.AgentIdle), seg(410, history.AgentHolding), seg(420, history.AgentIdle)}, want: "....#....."},
 		{name: "holding or stalled: the longer wins", now: 1000,
-			segs: []liveview.Segment{seg(0, liveview.AgentHolding), seg(140, liveview.AgentStalled), seg(200, liveview.AgentHolding), seg(260, liveview.AgentStalled)},
+			segs: []liveview.Segment{seg(0, history.AgentHolding), seg(140, history.AgentStalled), seg(200, history.AgentHolding), seg(260, history.AgentStalled)},
 			want: "#~#~~~~~~~"},
 		{name: "believing an expired lease is never hidden", now: 1000,
-			segs: []liveview.Segment{seg(0, liveview.AgentStalled), seg(590, liveview.AgentZombie), seg(600, liveview.AgentIdle)}, want: "~~~~~!...."},
+			segs: []liveview.Segment{seg(0, history.AgentStalled), seg(590, history.AgentZombie), seg(600, history.AgentIdle)}, want: "~~~~~!...."},
 		{name: "writes mark their cell; refused and stale beat admitted", now: 1000,
-			segs:  []liveview.Segment{seg(0, liveview.AgentHolding)},
-			marks: []liveview.Mark{mark(50, liveview.MarkAdmitted), mark(250, liveview.MarkAdmitted), mark(260, liveview.MarkRefused), mark(999, liveview.MarkStale)},
+			segs:  []liveview.Segment{seg(0, history.AgentHolding)},
+			marks: []liveview.Mark{mark(50, history.MarkAdmitted), mark(250, history.MarkAdmitted), mark(260, history.MarkRefused), mark(999, history.MarkStale)},
 			want:  "+#x######S"},
-		{name: "a mark at now is drawn", now: 300, segs: []liveview.Segment{seg(0, liveview.AgentHolding)},
-			marks: []liveview.Mark{mark(300, liveview.MarkRefused)}, want: "###x      "},
+		{name: "a mark at now is drawn", now: 300, segs: []liveview.Segment{seg(0, history.AgentHolding)},
+			marks: []liveview.Mark{mark(300, history.MarkRefused)}, want: "###x      "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,13 +74,13 @@ func TestResourceLanesFoldAgents(t *testing.T) {
 		Holders: []liveview.HolderView{{Resource: "res-1"}, {Resource: "res-2"}},
 		Agents:  make([]liveview.AgentView, 3),
 		Lanes: []liveview.Lane{
-			{Agent: "agent-1", Segments: []liveview.Segment{{From: 0, State: liveview.AgentHolding, Resource: 0},
-				{From: ms(400), State: liveview.AgentZombie, Resource: 0}, {From: ms(700), State: liveview.AgentIdle, Resource: -1}},
-				Marks: []liveview.Mark{{At: ms(650), Kind: liveview.MarkRefused, Resource: 0}}},
-			{Agent: "agent-2", Segments: []liveview.Segment{{From: 0, State: liveview.AgentIdle, Resource: -1},
-				{From: ms(400), State: liveview.AgentHolding, Resource: 0}},
-				Marks: []liveview.Mark{{At: ms(450), Kind: liveview.MarkAdmitted, Resource: 0}}},
-			{Agent: "agent-3", Segments: []liveview.Segment{{From: 0, State: liveview.AgentWaiting, Resource: 1}}},
+			{Agent: "agent-1", Segments: []liveview.Segment{{From: 0, State: history.AgentHolding, Resource: 0},
+				{From: ms(400), State: history.AgentZombie, Resource: 0}, {From: ms(700), State: history.AgentIdle, Resource: -1}},
+				Marks: []liveview.Mark{{At: ms(650), Kind: history.MarkRefused, Resource: 0}}},
+			{Agent: "agent-2", Segments: []liveview.Segment{{From: 0, State: history.AgentIdle, Resource: -1},
+				{From: ms(400), State: history.AgentHolding, Resource: 0}},
+				Marks: []liveview.Mark{{At: ms(450), Kind: history.MarkAdmitted, Resource: 0}}},
+			{Agent: "agent-3", Segments: []liveview.Segment{{From: 0, State: history.AgentWaiting, Resource: 1}}},
 		},
 	}
 	p := newTimelinePane(defaultStyles())

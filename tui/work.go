@@ -5,9 +5,9 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
-	"github.com/leasefence/lab/spec"
 )
 
 // This file is the only place the dashboard touches the Live. Update never
@@ -32,7 +32,7 @@ type op struct {
 	kind   opKind
 	d      time.Duration
 	factor float64
-	iv     spec.Intervention
+	iv     history.Intervention
 	mode   history.Mode // the mode in view, whose next event a step runs to
 	what   string       // the intervention, for the status line
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
@@ -17,7 +17,7 @@ import (
 // Exit codes. They are the command's contract with scripts and CI.
 const (
 	exitOK          = 0   // the fenced mode held its invariants; every fixture passed
-	exitFailed      = 1   // the fenced mode broke an invariant (a library bug), or a fixture failed
+	exitFailed      = 1   // the fenced mode broke an invariant (a library bug) or made no write (vacuous), or a fixture failed
 	exitUsage       = 2   // bad input: a flag, a scenario name, a file
 	exitInterrupted = 130 // stopped by Ctrl-C; what it had was printed
 )
@@ -35,7 +35,7 @@ type app struct {
 	// afterRun, when set, sees every finished result before it is
 	// reported. Only tests set it: to simulate the fenced mode breaking an
 	// invariant, which a correct library never does.
-	afterRun func(*harness.Result)
+	afterRun func(*history.Result)
 }
 
 // command is one subcommand.
@@ -52,6 +52,7 @@ func commands() []command {
 		{"check", "PATH [--json] [--html PATH]", "judge a history file (lab run --events) again: the same report", (*app).check},
 		{"fixtures", "[dir] [--junit PATH] [-v]", "run every fixture file of a directory, as tests", (*app).fixtures},
 		{"scenarios", "", "list the built-in scenarios", (*app).scenarios},
+		{"contenders", "", "list the contenders: the locks a run compares", (*app).contenders},
 	}
 }
 
@@ -64,6 +65,9 @@ func commandNames() []string {
 }
 
 func (a *app) main(ctx context.Context, args []string) int {
+	// Whatever a scenario, fixture or history file holds reaches the
+	// terminal as text: its control characters are escaped.
+	a.stdout, a.stderr = history.PrintableWriter(a.stdout), history.PrintableWriter(a.stderr)
 	if len(args) == 0 {
 		return a.watch(ctx, nil)
 	}
@@ -96,8 +100,12 @@ Usage:
 
 Commands:
 `)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 With no command, lab runs "watch" on the default scenario (`+spec.DefaultScenario+`).
@@ -319,4 +327,10 @@ func (e *argumentsError) Error() string {
 		what = "scenario or file"
 	}
 	return fmt.Sprintf("takes one %s, got %d: %q", what, len(e.got), e.got)
+}
+
+// vacuousNote is what lab cmd says of a run whose fenced mode made no
+// write: no verdict of safety, since nothing was put to the test.
+func vacuousNote(cmd string) string {
+	return "lab " + cmd + ": vacuous: the fenced mode made no write, so nothing was put to the test (exit status 1)"
 }

@@ -6,47 +6,64 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
+	"time"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/redisbackend"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
 
 // backendSim is the deterministic simulator, the default backend.
-const backendSim = report.BackendSim
+const backendSim = registry.Sim
 
 // backendFlags choose where a run's leases and writes live: the simulator,
 // or the real-time runner on the in-memory coordinator or on etcd.
 type backendFlags struct {
 	backend, resource string
-	backendGiven      bool // --backend was on the command line
-	agentsGiven       bool // --agents-as was
+	backendGiven      bool   // --backend was on the command line
+	agentsGiven       bool   // --agents-as was
+	agentsSpelled     string // "--agents" when how they run came as --agents process; else ""
 	etcdMembers       int
 	etcdEndpoints     string
 	redisURL          string
+	redis             scenario.RedisSettings // --redis-topology, --redis-wait-replicas, --redis-wait-timeout, --redis-watermark
 	timeScale         float64
 	agents            string
 }
 
-const backendUsage = `where the leases live: sim (the deterministic simulator), memory (agents in real
-time on the in-memory coordinator), etcd or redis (in real time on etcd, on Redis)`
+// choices spells k's entries for a flag's help: "name (what it is)", one
+// a line.
+func choices(k *registry.Kind) string {
+	var b strings.Builder
+	for _, e := range registry.All(k) {
+		fmt.Fprintf(&b, "\n  %s: %s", e.Name, e.Doc)
+	}
+	return b.String()
+}
 
 func (bf *backendFlags) register(fs *flag.FlagSet) {
 	bf.backend = backendSim
-	fs.Var(givenString{&bf.backend, &bf.backendGiven}, "backend", backendUsage)
-	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live: memory, sqlite (a temporary file), etcd, redis or http (a server per resource on\n"+
-		"a loopback port, verifying signed proofs; alone, it runs on --backend memory) (default: the backend's own)")
+	fs.Var(givenString{&bf.backend, &bf.backendGiven}, "backend", "where the leases live:"+choices(registry.Backends))
+	fs.StringVar(&bf.resource, "resource", "", "real backends: where the gates live (default: the backend's own; http alone runs on --backend memory):"+
+		choices(registry.Stores))
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
 	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
-	bf.agents = procdriver.AgentsInProcess
-	fs.Var(givenString{&bf.agents, &bf.agentsGiven}, "agents-as", "real backends: how the agents run: in-process (goroutines) or process (each an OS process, paused by SIGSTOP; --backend etcd)")
+	fs.StringVar(&bf.redis.Topology, "redis-topology", "", "--backend redis: the Redis the run starts (default single):\n"+
+		"  single: one redis-server, AOF fsynced on every write\n"+
+		"  sentinel: a primary, 2 replicas and 3 Sentinels, the clients reaching the primary through the Sentinels; the gates outside Redis (--resource memory or sqlite); the scenario's redis faults fail it over")
+	fs.IntVar(&bf.redis.WaitReplicas, "redis-wait-replicas", 0, "--backend redis: the fenced mode WAITs for `N` replicas after each fence minted and floor raised (redislease.Replication; needs --redis-wait-timeout); a grant too few acknowledged is an error")
+	fs.DurationVar(&bf.redis.WaitTimeout, "redis-wait-timeout", 0, "--backend redis: how long one WAIT of --redis-wait-replicas may block (whole milliseconds)")
+	fs.BoolVar(&bf.redis.Watermark, "redis-watermark", false, "--backend redis: the fenced mode remembers the highest fence and floor it saw, outside Redis (redislease.Watermark): a counter or floor a failover rewound is caught, never reissued silently")
+	bf.agents = registry.Default(registry.Drivers).Name
+	fs.Var(givenString{&bf.agents, &bf.agentsGiven}, "agents-as", "real backends: how the agents run:"+choices(registry.Drivers))
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 	if f := fs.Lookup("agents"); f != nil {
 		f.Value = agentsValue{count: f.Value, bf: bf}
@@ -69,12 +86,12 @@ func (v agentsValue) String() string {
 }
 
 func (v agentsValue) Set(s string) error {
-	if s == procdriver.AgentsProcess || s == procdriver.AgentsInProcess {
-		v.bf.agents, v.bf.agentsGiven = s, true
+	if _, ok := registry.Lookup(registry.Drivers, s); ok {
+		v.bf.agents, v.bf.agentsGiven, v.bf.agentsSpelled = s, true, "--agents"
 		return nil
 	}
 	if err := v.count.Set(s); err != nil {
-		return fmt.Errorf("%w (or %s|%s, as --agents-as takes it)", err, procdriver.AgentsProcess, procdriver.AgentsInProcess)
+		return fmt.Errorf("%w (or %s, as --agents-as takes it)", err, strings.Join(registry.Names(registry.Drivers), "|"))
 	}
 	return nil
 }
@@ -112,9 +129,22 @@ func (bf *backendFlags) fromFixture(fx *scenario.Fixture) {
 	if bf.resource == "" {
 		bf.resource = fx.Resource
 	}
-	if !bf.agentsGiven && fx.Agents == scenario.AgentsProcess {
-		bf.agents = procdriver.AgentsProcess
+	bf.redisFrom(fx.Redis)
+	if d := registry.Must(registry.Drivers, fx.Agents); !bf.agentsGiven && d.Needs.Processes {
+		bf.agents = d.Name
 	}
+}
+
+// redisFrom takes a fixture's Redis settings wherever the command line
+// gave none.
+func (bf *backendFlags) redisFrom(r scenario.RedisSettings) {
+	if bf.redis.Topology == "" {
+		bf.redis.Topology = r.Topology
+	}
+	if bf.redis.WaitReplicas == 0 && bf.redis.WaitTimeout == 0 {
+		bf.redis.WaitReplicas, bf.redis.WaitTimeout = r.WaitReplicas, r.WaitTimeout
+	}
+	bf.redis.Watermark = bf.redis.Watermark || r.Watermark
 }
 
 // real reports whether the flags choose the real-time runner.
@@ -123,13 +153,11 @@ func (bf *backendFlags) real() bool { return bf.backend != backendSim && bf.back
 // validate checks each flag's own value, before any combination: the
 // first problem, one line naming the flag.
 func (bf *backendFlags) validate() error {
-	backends := []string{backendSim, realtime.BackendMemory, realtime.BackendEtcd, realtime.BackendRedis}
-	if bf.backend != "" && !slices.Contains(backends, bf.backend) {
-		return fmt.Errorf("--backend: must be %s, got %q", strings.Join(backends, ", "), bf.backend)
+	if err := registry.Choice(registry.Backends, bf.backend); bf.backend != "" && err != nil {
+		return fmt.Errorf("--backend: %w", err)
 	}
-	stores := []string{realtime.StoreMemory, realtime.StoreSQLite, realtime.StoreEtcd, realtime.StoreHTTP, realtime.StoreRedis}
-	if bf.resource != "" && !slices.Contains(stores, bf.resource) {
-		return fmt.Errorf("--resource: must be %s, got %q", strings.Join(stores, ", "), bf.resource)
+	if err := registry.Choice(registry.Stores, bf.resource); bf.resource != "" && err != nil {
+		return fmt.Errorf("--resource: %w", err)
 	}
 	if bf.etcdMembers < 0 || bf.etcdMembers > realtime.MaxEtcdMembers {
 		return fmt.Errorf("--etcd-members: must be in [1, %d], got %d", realtime.MaxEtcdMembers, bf.etcdMembers)
@@ -142,12 +170,21 @@ func (bf *backendFlags) validate() error {
 		}
 	}
 	if bf.redisURL != "" {
-		if err := realtime.CheckRedisURL(bf.redisURL); err != nil {
+		if err := redisbackend.CheckRedisURL(bf.redisURL); err != nil {
 			return fmt.Errorf("--redis-url: %w", err)
 		}
 	}
-	if bf.agents != "" && bf.agents != procdriver.AgentsInProcess && bf.agents != procdriver.AgentsProcess {
-		return fmt.Errorf("--agents-as: must be %s or %s, got %q", procdriver.AgentsInProcess, procdriver.AgentsProcess, bf.agents)
+	if err := redisbackend.CheckRedisTopology(bf.redis.Topology); err != nil {
+		return fmt.Errorf("--redis-topology: %w", err)
+	}
+	if n := bf.redis.WaitReplicas; n < 0 {
+		return fmt.Errorf("--redis-wait-replicas: must be >= 0, got %d", n)
+	}
+	if d := bf.redis.WaitTimeout; d < 0 || d%time.Millisecond != 0 || (d > 0 && d < time.Millisecond) {
+		return fmt.Errorf("--redis-wait-timeout: must be whole milliseconds >= 1ms, got %v", d)
+	}
+	if err := registry.Choice(registry.Drivers, bf.agents); bf.agents != "" && err != nil {
+		return fmt.Errorf("%s: %w", bf.agentsFlag(), err)
 	}
 	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
 		return fmt.Errorf("--time-scale: must be in (0, %d], got %v", realtime.MaxTimeScale, bf.timeScale)
@@ -162,21 +199,18 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
-	if !bf.real() && bf.resource == realtime.StoreHTTP && !bf.backendGiven {
+	if !bf.real() && bf.resource == registry.HTTP && !bf.backendGiven {
 		// A server on a port is real by nature: --resource http alone
 		// runs on the in-memory coordinator.
 		flags := *bf
-		flags.backend = realtime.BackendMemory
+		flags.backend = registry.Memory
 		return flags.config(sc)
 	}
 	if !bf.real() {
+		if err := registry.Must(registry.Backends, backendSim).CanPlay(sc); err != nil {
+			return nil, fmt.Errorf("--backend: %w", err)
+		}
 		switch {
-		case sc.OverTheWire():
-			return nil, errors.New("--backend: the simulator keeps its resources in memory, and the scenario has forgers or a network.write_delay: use --resource http")
-		case len(sc.Etcd.Faults) > 0:
-			return nil, errors.New("--backend: the scenario has etcd member faults (etcd.faults), which the simulator's coordinator has no members to play: use --backend etcd")
-		case len(sc.Crashes) > 0:
-			return nil, errors.New("--backend: the scenario crashes agents (crashes), and only agents run as processes can crash: use --backend etcd --agents-as process")
 		case bf.resource != "":
 			return nil, errors.New("--resource: the simulator keeps its resources in memory; --resource needs --backend memory or etcd")
 		case bf.etcdMembers != 0:
@@ -185,14 +219,23 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, errors.New("--etcd-endpoints: needs --backend etcd")
 		case bf.redisURL != "":
 			return nil, errors.New("--redis-url: needs --backend redis")
+		case bf.redis.Topology != "":
+			return nil, errors.New("--redis-topology: needs --backend redis")
+		case bf.redis.WaitReplicas != 0 || bf.redis.WaitTimeout != 0:
+			return nil, errors.New("--redis-wait-replicas: needs --backend redis")
+		case bf.redis.Watermark:
+			return nil, errors.New("--redis-watermark: needs --backend redis")
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		case bf.processes():
-			return nil, errors.New("--agents-as: the simulator's agents are its own; --agents-as process needs --backend etcd")
+			return nil, fmt.Errorf("%s: the simulator's agents are its own; %s process needs --backend %s", bf.agentsFlag(), bf.agentsFlag(),
+				strings.Join(registry.Must(registry.Drivers, registry.Process).RunsOn, " or "))
 		}
 		return nil, nil
 	}
-	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, TimeScale: bf.timeScale}
+	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, TimeScale: bf.timeScale,
+		RedisTopology: bf.redis.Topology, RedisWaitReplicas: bf.redis.WaitReplicas, RedisWaitTimeout: bf.redis.WaitTimeout,
+		RedisWatermark: bf.redis.Watermark}
 	if bf.etcdEndpoints != "" {
 		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
 	}
@@ -206,19 +249,34 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		}
 		return nil, fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
 	}
-	if len(sc.Crashes) > 0 && !bf.processes() {
-		return nil, errors.New("--agents-as: the scenario crashes agents (crashes), and only agents run as processes can crash: use --agents-as process")
+	if d, ok := registry.Lookup(registry.Drivers, bf.agents); ok {
+		if err := d.CanPlay(sc); err != nil && !d.Needs.Processes {
+			return nil, fmt.Errorf("--agents-as: %w", err)
+		}
 	}
 	if bf.processes() {
 		if err := procdriver.Check(*c, sc); err != nil {
-			return nil, fmt.Errorf("--agents-as process: %s", strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
+			return nil, fmt.Errorf("%s process: %s", bf.agentsFlag(), strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
 		}
 	}
 	return c, nil
 }
 
+// agentsFlag is the flag that said how the agents run, as it was spelled
+// on the command line, for errors to name it: --agents-as, or --agents
+// when it came as --agents process.
+func (bf *backendFlags) agentsFlag() string {
+	if bf.agentsSpelled != "" {
+		return bf.agentsSpelled
+	}
+	return "--agents-as"
+}
+
 // processes reports whether the flags run each agent as a process.
-func (bf *backendFlags) processes() bool { return bf.agents == procdriver.AgentsProcess }
+func (bf *backendFlags) processes() bool {
+	d, ok := registry.Lookup(registry.Drivers, bf.agents)
+	return ok && d.Needs.Processes
+}
 
 // realRun is the real-time side of a run: its setup, opened when the run
 // starts, and what it reports beyond the checker's verdict.
@@ -235,12 +293,16 @@ type realRun struct {
 
 // open starts the backend and prepares the runner, so that its header is
 // known before the first event.
-func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []harness.Mode, subs []harness.Subscriber) error {
+func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.Mode, subs []history.Subscriber) error {
 	s, err := realtime.Open(ctx, rr.config, sc)
 	if err != nil {
 		return err
 	}
 	rr.setup = s
+	if err := s.OpenContenders(ctx, modes); err != nil {
+		s.Close()
+		return err
+	}
 	if rr.processes {
 		if rr.proc, err = procdriver.New(s, procdriver.Options{Modes: modes, Subscribers: subs}); err != nil {
 			s.Close()
@@ -281,9 +343,9 @@ func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
 // verdict.
 func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	f := res.Faults
-	agents := procdriver.AgentsInProcess
+	agents := registry.InProcess
 	if rr.processes {
-		agents = procdriver.AgentsProcess
+		agents = registry.Process
 	}
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
@@ -307,34 +369,24 @@ func processCounts(stats map[history.Mode]procdriver.ProcessStats) map[history.M
 // fixtureRunner is how lab fixtures runs a fixture on a real backend: the
 // flags' configuration with the fixture's backend, a fresh setup per seed.
 // The flags must make sense for every backend a fixture may name.
-func (bf *backendFlags) fixtureRunner() (scenario.RealRunner, error) {
+func (bf *backendFlags) fixtureRunner() (fixtures.RealRunner, error) {
 	if err := bf.validate(); err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, fx *scenario.Fixture, sc spec.Scenario, opts harness.RunOptions) (*harness.Result, error) {
+	return fixtures.Real(func(fx *scenario.Fixture, sc spec.Scenario) (realtime.Config, string, error) {
 		flags := *bf
 		flags.backend = fx.Backend
 		if fx.Resource != "" {
 			flags.resource = fx.Resource
 		}
-		if fx.Agents == scenario.AgentsProcess {
-			flags.agents = procdriver.AgentsProcess
+		flags.redisFrom(fx.Redis)
+		if d := registry.Must(registry.Drivers, fx.Agents); d.Needs.Processes {
+			flags.agents = d.Name
 		}
 		c, err := flags.config(sc)
 		if err != nil {
-			return nil, err
+			return realtime.Config{}, "", err
 		}
-		if flags.processes() {
-			res, err := procdriver.RunScenario(ctx, *c, sc, procdriver.Options{Modes: opts.Modes, Subscribers: opts.Subscribers})
-			if res == nil {
-				return nil, err
-			}
-			return res.Result.Result, err
-		}
-		res, err := realtime.RunScenario(ctx, *c, sc, realtime.RunOptions{Modes: opts.Modes, Subscribers: opts.Subscribers})
-		if res == nil {
-			return nil, err
-		}
-		return res.Result, err
-	}, nil
+		return *c, flags.agents, nil
+	}), nil
 }

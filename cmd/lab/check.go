@@ -56,7 +56,7 @@ func (a *app) check(ctx context.Context, args []string) int {
 		defer f.Close()
 		page = f
 	}
-	h, events, readErr := history.ReadFile(pos[0])
+	h, res, stop, readErr, outErr := a.checkFile(ctx, pos[0], tc, page)
 	var lineErr *history.LineError
 	if readErr != nil && (!errors.As(readErr, &lineErr) || h.Format == 0) {
 		if page != nil {
@@ -65,22 +65,8 @@ func (a *app) check(ctx context.Context, args []string) int {
 		}
 		return a.badInput("check", readErr) // no header: nothing to check
 	}
-	res := history.Check(h, events)
-	stop := report.Stop{}
-	if readErr != nil {
-		stop = report.Stop{Interrupted: true, By: fmt.Sprintf("line %d of the history could not be read", lineErr.Line)}
-		if n := len(events); n > 0 {
-			stop.At = events[n-1].At
-		}
-	}
-	if err := a.traceHistory(ctx, tc, h, events, stop); err != nil {
-		return a.badInput("check", fmt.Errorf("--trace: %w", err))
-	}
-	if page != nil {
-		if err := writePage(page, h, events, res, stop); err != nil {
-			return a.badInput("check", fmt.Errorf("--html: %w", err))
-		}
-		fmt.Fprintf(a.stderr, "lab check: wrote %s\n", page.Name())
+	if outErr != nil {
+		return a.badInput("check", outErr)
 	}
 	if *asJSON {
 		if err := report.JSON(a.stdout, res, stop, report.Runner{Backend: h.Backend}); err != nil {
@@ -95,36 +81,63 @@ func (a *app) check(ctx context.Context, args []string) int {
 	case res.Failed():
 		a.reportBug(res, commandLine("lab", "check", pos[0]))
 		return exitFailed
+	case res.Vacuous():
+		fmt.Fprintln(a.stderr, vacuousNote("check"))
+		return exitFailed
 	}
 	return exitOK
 }
 
-// traceHistory sends the spans of a history read from a file where cfg
-// says, if anywhere.
-func (a *app) traceHistory(ctx context.Context, cfg otelexport.Config, h history.Header, events []history.Event, stop report.Stop) error {
-	sink, err := startTracing(ctx, cfg, h)
-	if err != nil || sink == nil {
-		return err
+// checkFile judges the history file at path as it reads it, event by
+// event, keeping no event: the checker, the trace (where tc says, if
+// anywhere) and the page's timeline (if page is not nil) each fold the
+// events in as they come, so a history of any length is checked in memory
+// in proportion to its agents, resources and lease generations. It returns
+// the header, the result, how far the file was read and the error that
+// stopped the reading (the result is nil if there was no header); and
+// outErr, if the trace or the page failed.
+func (a *app) checkFile(ctx context.Context, path string, tc otelexport.Config, page *os.File) (h history.Header, res *history.Result, stop report.Stop, readErr, outErr error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return h, nil, stop, err, nil
 	}
-	for _, e := range events {
-		sink.rec.Event(e)
+	defer f.Close()
+	dec := history.NewDecoder(f, path)
+	if h, err = dec.Header(); err != nil {
+		return h, nil, stop, err, nil
 	}
+	checkers := history.NewCheckers(h)
+	subs := []history.Subscriber{checkers}
+	sink, err := startTracing(ctx, tc, h)
+	if err != nil {
+		return h, nil, stop, nil, fmt.Errorf("--trace: %w", err)
+	}
+	if sink != nil {
+		subs = append(subs, sink.rec)
+	}
+	var tl *report.Timeline
+	if page != nil {
+		tl = report.NewTimeline(h)
+		subs = append(subs, tl)
+	}
+	_, last, readErr := dec.Replay(subs...)
+	res = checkers.Result()
 	stopped := h.Duration
-	if stop.Interrupted {
-		stopped = stop.At
+	var lineErr *history.LineError
+	if errors.As(readErr, &lineErr) {
+		stop = report.Stop{Interrupted: true, By: fmt.Sprintf("line %d of the history could not be read", lineErr.Line), At: last}
+		stopped = last
 	}
 	sink.finish(a.stderr, stopped)
-	return nil
-}
-
-// writePage draws the HTML page of a history read from a file.
-func writePage(f *os.File, h history.Header, events []history.Event, res *history.Result, stop report.Stop) error {
-	tl := report.NewTimeline(h)
-	for _, e := range events {
-		tl.Event(e)
+	if page != nil {
+		err := report.HTML(page, res, tl, stop)
+		if err == nil {
+			err = page.Close()
+		}
+		if err != nil {
+			return h, res, stop, readErr, fmt.Errorf("--html: %w", err)
+		}
+		fmt.Fprintf(a.stderr, "lab check: wrote %s\n", page.Name())
 	}
-	if err := report.HTML(f, res, tl, stop); err != nil {
-		return err
-	}
-	return f.Close()
+	return h, res, stop, readErr, nil
 }

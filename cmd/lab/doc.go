@@ -12,12 +12,13 @@
 //
 // The commands are:
 //
-//	watch      the live dashboard, naive and fenced side by side (the default command)
-//	run        one headless run: a report per mode, or JSON, or an HTML page
-//	swarm      many seeds with fault knobs drawn per seed, on all cores
-//	check      judge a history file (lab run --events) again: the same report
-//	fixtures   run every fixture file of a directory, as tests
-//	scenarios  list the built-in scenarios
+//	watch       the live dashboard, naive and fenced side by side (the default command)
+//	run         one headless run: a report per mode, or JSON, or an HTML page
+//	swarm       many seeds with fault knobs drawn per seed, on all cores
+//	check       judge a history file (lab run --events) again: the same report
+//	fixtures    run every fixture file of a directory, as tests
+//	scenarios   list the built-in scenarios
+//	contenders  list the contenders: the locks a run compares
 //
 // Every command takes --help. Flags and arguments may come in any order
 // (`lab run gap --seed 3` or `lab run --seed 3 gap`); usage and errors go to
@@ -56,6 +57,10 @@
 // landed, a cross refused, a triangle landed stale), each refused or stale
 // write linked to the newer write that outranked it; naive above fenced.
 // Shapes and patterns carry every distinction, so it reads without colour.
+// A mode of more than 100,000 events is drawn over a window, its first
+// 100,000 events: the page says so, and counts the writes, refusals,
+// pushes and faults after it (the counters above the lanes are the
+// checker's, of the whole history).
 //
 // --trace sends the run to OpenTelemetry: one trace per lease generation,
 // timestamped from the wall time of the run's start plus virtual time (see
@@ -80,6 +85,7 @@
 //
 //	lab run|watch|fixtures ... [--backend sim|memory|etcd|redis] [--resource memory|sqlite|etcd|http|redis]
 //	        [--etcd-members N | --etcd-endpoints URL,...] [--redis-url URL] [--time-scale K]
+//	        [--redis-topology single|sentinel] [--redis-wait-replicas N --redis-wait-timeout D] [--redis-watermark]
 //	        [--agents-as in-process|process]
 //
 // --backend sim (the default) is the deterministic simulator. memory and
@@ -92,7 +98,7 @@
 // default is one embedded member on a temporary directory; --etcd-members 3
 // an embedded three-member cluster, each member its own process behind
 // proxies the run owns, so that a scenario's etcd.faults can pause and
-// partition members (README "Real faults"); --etcd-endpoints an existing cluster,
+// partition members (docs/real-faults.md); --etcd-endpoints an existing cluster,
 // with every key under a prefix fresh to the run and removed after (a
 // cluster that is not embedded cannot be restarted, so scenarios with
 // restarts are refused there). --resource picks where the gates live: the
@@ -123,6 +129,21 @@
 // coordinator, and by default redislease's gate in the same server
 // (--resource redis). Restarts stop the server and start it on its AOF
 // (persist), or kill it and start it on an empty directory.
+//
+// --redis-topology sentinel starts Redis as teams deploy it (package
+// redisdeploy): a primary, two replicas and three Sentinels on loopback,
+// the clients reaching the primary through the Sentinels (go-redis's
+// NewFailoverClient); the gates then live outside Redis (--resource memory
+// or sqlite), and the scenario's redis faults pause, kill or partition the
+// primary until the Sentinels fail it over, then bring it back as a replica
+// (docs/real-systems.md). --redis-wait-replicas N with --redis-wait-timeout D
+// makes the fenced mode WAIT for N replicas after each fence minted and
+// floor raised (redislease.Replication: a grant too few acknowledged is an
+// error, never a lease), and --redis-watermark gives it a
+// redislease.Watermark: the highest fence and floor it saw, kept outside
+// Redis, so a counter a failover rewound is moved past, not reissued. A
+// fixture says redis: {topology: sentinel, wait_replicas: 2, wait_timeout:
+// 200ms, watermark: true}.
 //
 // The run lasts the scenario's --duration of wall time, times the time
 // scale. etcd's TTLs are whole seconds of at least its minimum (asked of
@@ -219,7 +240,8 @@
 //
 // # lab swarm
 //
-//	lab swarm [scenario|file] --seeds N [--first-seed S] [--jobs J] [--json] [knob flags]
+//	lab swarm [scenario|file] --seeds N [--first-seed S] [--jobs J] [--shard I/N] [--json] [knob flags]
+//	lab swarm --merge FILE... [--json]
 //
 // Runs N seeds, both modes each, on J goroutines (all cores by default),
 // each seed with its own fault mix drawn from the seed (drops, duplicates,
@@ -231,8 +253,22 @@
 // command that reproduces it (`lab run ... --seed=S --swarm`), then a
 // summary: the knobs fixed and the knobs drawn (--json: "fixed", the
 // flags, and "drawn", the knobs), the seeds run, the fenced failures, the
-// naive stale writes, the fenced refusals and the events per second. A
-// progress bar is drawn on standard error when it is a terminal.
+// naive stale writes, the fenced refusals, the events and seeds per second,
+// and each mode's first counterexample: the lowest seed on which the mode
+// showed one (fenced: a broken invariant; naive: a stale write), how many
+// seeds and how much wall time the swarm had spent when it was done, and
+// the lab run line that reproduces it. A progress bar is drawn on standard
+// error when it is a terminal.
+//
+// --shard I/N runs only slice I (0 to N-1, as a Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX counts) of N: the seeds at positions I, I+N, I+2N,
+// ... of the swarm, so that every shard starts on the first seeds. --merge
+// reads the --json output of every shard, each exactly once, and prints
+// the summary the unsharded swarm would have, seed for seed (the same
+// failures, counts and first counterexamples; its wall time is the
+// longest shard's, the shards taken to run side by side). Shards of other
+// scenarios, knob flags or seed ranges are refused. docs/swarm.md shows a
+// Kubernetes Indexed Job and a CI matrix.
 //
 // # lab check
 //
@@ -243,6 +279,9 @@
 // (the same counters, counterexamples, verdict and digest; --json the same
 // JSON), so `lab check` of what `lab run --events` wrote agrees with the run
 // byte for byte; a history from another runner is judged the same way.
+// The file is read as it is judged, event by event, and no event is kept:
+// a history of any length is checked in memory in proportion to its
+// agents, resources and lease generations (80 bytes a generation).
 // --html draws the page of `lab run --html` from the file alone, and
 // --trace sends its traces as `lab run --trace` sends a run's (package
 // tracing reads only the history, so a real-time run's file traces too).
@@ -258,7 +297,7 @@
 // A history is JSON Lines (package history reads and writes it). Line 1 is
 // the header, with everything the checker needs:
 //
-//	{"kind":"run","format":1,"scenario":"gap","description":"...","seed":1,"backend":"sim",
+//	{"kind":"run","format":2,"scenario":"gap","description":"...","seed":1,"backend":"sim",
 //	 "modes":["naive","fenced"],"duration_ns":3000000000,"agents":["agent-1","agent-2"],
 //	 "resources":["res-1"],"ttl_ns":1000000000,"clock_skew_ns":0,
 //	 "clocks":{"drift_ppm_min":0,"drift_ppm_max":0,"coordinator_drift_ppm":0,"within_budget":true},
@@ -278,8 +317,8 @@
 // generation, from 0), other, other_fence, request (acquire, renew,
 // release), request_id, reason (the coordinator's), outcome (the history's
 // own: no_reply, denied, check_failed, commit_refused, renew_refused, done,
-// released, below_floor, counter_persisted, counter_lost), dur_ns,
-// deadline_ns, intervention and detail appear when set. A lease generation
+// released, below_floor, counter_persisted, counter_lost, not_played), dur_ns,
+// deadline_ns, intervention, fault, target and detail appear when set. A lease generation
 // is (incarnation, resource, fence). Readers ignore fields they do not know;
 // an unknown kind is an error. The kinds:
 //
@@ -310,8 +349,11 @@
 //	admit_pushed           the coordinator's push of fence reached the gate; other, other_fence: the floor after
 //	push_dropped           the push was lost
 //	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
-//	partition_began        the agent is cut off from the coordinator
-//	partition_ended        the partition healed
+//	fault_began            the run played a fault: fault (its kind: partition, restart, crash, partition_member,
+//	                       pause_member, pause_leader) on agent, or on target ("coordinator", "etcd member 2");
+//	                       dur_ns: how long it is to last (0: an instant, no fault_ended follows); detail: how;
+//	                       outcome not_played: it could not be played (detail: why)
+//	fault_ended            the fault of that kind on that agent or target is over
 //	intervened             a live intervention was applied: intervention
 //	library_error          the library returned an error it never should: detail; the run ends
 //	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused
@@ -320,7 +362,7 @@
 //
 // # The JSON report
 //
-// `lab run --json` prints one object, harness.Result as it marshals:
+// `lab run --json` prints one object, history.Result as it marshals:
 //
 //	{
 //	  "scenario": "gap",              // the scenario's name
@@ -346,7 +388,8 @@
 // fences_minted, retries, messages_lost, checks_failed, pushes_applied,
 // commits_admitted, commits_refused, writes_failed (writes the store
 // failed, a timeout or a lost connection, whose writers could not know
-// whether they landed; only when not 0), stale_writes_landed (a write landed
+// whether they landed; only when not 0), faults_played (the faults the run
+// played, fault_began events of any kind; only when not 0), stale_writes_landed (a write landed
 // after a write of a newer lease generation, one minted later; fenced
 // promises 0), reissued_writes_landed (a write of the resource's newest
 // generation under a fence no higher than one landed before: a fence
@@ -362,16 +405,26 @@
 // landed and moved). Then "per_resource" (a list of {resource,
 // commits_admitted, commits_refused, stale_writes_landed,
 // reissued_writes_landed, overlaps, silent_overlaps, floor_fence,
-// floor_holder}), "counterexamples" (a list, at most 5 of each kind, of
+// floor_holder}), "counterexamples" (a list, the first 5 of each kind, of
 // {kind, at_ms, resource, holder, fence, other, other_fence, detail}, kind
 // one of stale-write, silent-overlap, refused-write, containment-breach,
-// fence-reuse, unexplained-refusal) and, only when the fenced mode broke an
+// fence-reuse, unexplained-refusal), "more_counterexamples" ({<kind>: how
+// many more of that kind the history showed}, only when some were left
+// out; the text report says "and K more <kind>") and, only when the fenced mode broke an
 // invariant or the library returned an error it never should (in either
 // mode), "violations" (a list of sentences). Fields are only ever
 // added; a name is never changed or removed.
 //
-// `lab swarm --json` prints harness.SwarmResult with "reproduce" on each
-// failure and "events_per_second".
+// `lab swarm --json` prints harness.SwarmResult: "scenario",
+// "base_digest" (what the swarm ran but for the seeds), "first_seed",
+// "last_seed", "shard" ({index, count}, only with --shard), "seeds" (run),
+// "failures" (each {seed, scenario, violations, digest, reproduce}),
+// "naive_stale_writes", "naive_seeds_with_stale_writes", "fenced_refusals",
+// "events", "elapsed_ns", "first_counterexample" ({<mode>: {seed,
+// seeds_run, wall_ns, digest, reproduce}, or null when no seed showed
+// one}), plus "fixed", "drawn", "events_per_second", "seeds_per_second"
+// and, when interrupted, "interrupted". --merge prints the same keys but
+// "shard".
 //
 // `lab fixtures --json` prints {"verdict", "passed", "failed", "skipped",
 // "fixtures"}: verdict is "broken" when a run of any fixture broke the

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/scenario"
 )
 
@@ -43,7 +45,7 @@ var errNoFixturesDir = errors.New("no ./" + defaultFixturesDir + " directory her
 type fixtureRun struct {
 	file    string
 	fixture *scenario.Fixture
-	outcome *scenario.Outcome
+	outcome *fixtures.Outcome
 	loadErr error
 	skipped error // why the fixture cannot run on the --backend asked for
 }
@@ -64,6 +66,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout (the lines go to stderr)")
+	contenders := fs.String("contenders", "", "run only these of each fixture's contenders, `NAME,...`, and their expectations; a fixture that runs none of them is skipped")
 	var bf backendFlags
 	bf.register(fs)
 	bf.backend = "" // unset: each fixture runs on the backend it names
@@ -83,6 +86,12 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	files, err := fixtureFiles(pos)
 	if err != nil {
 		return a.badInput("fixtures", err)
+	}
+	var only []history.Mode
+	if *contenders != "" {
+		if only, err = registry.ParseContenders(strings.Split(*contenders, ",")); err != nil {
+			return a.badInput("fixtures", fmt.Errorf("--contenders: %w", err))
+		}
 	}
 	runner, err := bf.fixtureRunner()
 	if err != nil {
@@ -106,7 +115,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	if *asJSON {
 		a.stdout = a.stderr // the lines, for a person; stdout is the JSON
 	}
-	runs := a.runFixtures(ctx, files, &bf, runner, *jobs, *verbose)
+	runs := a.runFixtures(ctx, files, &bf, only, runner, *jobs, *verbose)
 	if junitFile != nil {
 		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
 			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
@@ -126,8 +135,8 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 
 // runFixtures loads and runs each file in turn until ctx ends, printing
 // each one's line as it ends.
-func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
-	runner scenario.RealRunner, jobs int, verbose bool) []*fixtureRun {
+func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags, only []history.Mode,
+	runner fixtures.RealRunner, jobs int, verbose bool) []*fixtureRun {
 	var runs []*fixtureRun
 	for _, f := range files {
 		if ctx.Err() != nil {
@@ -139,6 +148,13 @@ func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
 			a.printBroken(r)
 			continue
 		}
+		if only != nil {
+			if err := r.fixture.Only(only); err != nil {
+				r.skipped = err
+				fmt.Fprintf(a.stdout, "SKIP %s: not with --contenders: %v\n", r.fixture.Name, err)
+				continue
+			}
+		}
 		if bf.backend != "" {
 			if err := r.fixture.SetBackend(bf.backend); err != nil {
 				r.skipped = err
@@ -147,7 +163,7 @@ func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags,
 			}
 		}
 		prog := a.newProgress(r.fixture.Name)
-		r.outcome = r.fixture.Run(ctx, scenario.RunOptions{Jobs: jobs, Runner: runner, Progress: func(done, total int) {
+		r.outcome = fixtures.Run(ctx, r.fixture, fixtures.RunOptions{Jobs: jobs, Runner: runner, Progress: func(done, total int) {
 			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
 		}})
 		prog.clear()

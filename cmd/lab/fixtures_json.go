@@ -5,8 +5,9 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/leasefence/lab/fixtures"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
-	"github.com/leasefence/lab/scenario"
 )
 
 // fixturesJSON is `lab fixtures --json`: the verdict of every fixture
@@ -71,7 +72,7 @@ func writeFixturesJSON(w io.Writer, runs []*fixtureRun) error {
 }
 
 // outcomeVerdict is "broken" when any seed's run broke the fenced mode.
-func outcomeVerdict(o *scenario.Outcome) string {
+func outcomeVerdict(o *fixtures.Outcome) string {
 	for _, s := range o.Seeds {
 		if s.Result != nil && report.Verdict(s.Result) == report.VerdictBroken {
 			return report.VerdictBroken
@@ -91,7 +92,7 @@ func (r *fixtureRun) reproduce() string {
 		return ""
 	}
 	repro := []string{"lab", "run", r.file, "--seed", strconv.FormatUint(failures[0].Seed, 10)}
-	if b := r.fixture.Backend; b != scenario.BackendSim {
+	if b := r.fixture.Backend; b != registry.Sim {
 		repro = append(repro, "--backend", b)
 	}
 	return commandLine(repro...)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/scenario"
 )
 
@@ -14,11 +15,11 @@ import (
 // "broken", and so is the whole; a fixture that only missed an
 // expectation is "held".
 func TestFixturesJSONVerdict(t *testing.T) {
-	broken := &harness.Result{Modes: map[history.Mode]*history.Report{history.Fenced: {Violations: []string{"1 stale write landed through the gate"}}}}
-	held := &harness.Result{Modes: map[history.Mode]*history.Report{history.Fenced: {}}}
-	fx := &scenario.Fixture{Name: "x", Seeds: []uint64{1}, Backend: scenario.BackendSim}
-	run := func(res *harness.Result) *fixtureRun {
-		return &fixtureRun{file: "x.yaml", fixture: fx, outcome: &scenario.Outcome{Fixture: fx, Seeds: []scenario.SeedOutcome{{Seed: 1, Result: res}}}}
+	broken := &history.Result{Modes: map[history.Mode]*history.Report{history.Fenced: {Violations: []string{"1 stale write landed through the gate"}}}}
+	held := &history.Result{Modes: map[history.Mode]*history.Report{history.Fenced: {}}}
+	fx := &scenario.Fixture{Name: "x", Seeds: []uint64{1}, Backend: registry.Sim}
+	run := func(res *history.Result) *fixtureRun {
+		return &fixtureRun{file: "x.yaml", fixture: fx, outcome: &fixtures.Outcome{Fixture: fx, Seeds: []fixtures.SeedOutcome{{Seed: 1, Result: res}}}}
 	}
 	for _, tc := range []struct {
 		name  string

@@ -203,9 +203,10 @@ func restartKnob(s string) (func(*spec.Scenario), error) {
 
 // scenarioFlags chooses and changes the scenario of watch, run and swarm.
 type scenarioFlags struct {
-	changes  []change
-	given    []givenFlag // as typed, in order: for the command that reproduces a run
-	listUsed map[string]bool
+	maxEvents int64 // --max-events: the bound on the run's estimated work
+	changes   []change
+	given     []givenFlag // as typed, in order: for the command that reproduces a run
+	listUsed  map[string]bool
 }
 
 type change struct {
@@ -218,6 +219,8 @@ type givenFlag struct{ name, value string }
 // register adds every knob flag to fs.
 func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 	sf.listUsed = make(map[string]bool)
+	fs.Int64Var(&sf.maxEvents, "max-events", spec.DefaultMaxEvents,
+		"refuse a run estimated to make more than `N` events a mode before it starts (0: no bound)")
 	for _, k := range knobs() {
 		fs.Var(&knobValue{k: &k, sf: sf}, k.name, k.usage)
 	}
@@ -284,7 +287,22 @@ func (sf *scenarioFlags) apply(sc *spec.Scenario, source string) error {
 			sc.Description += " (" + what + ")"
 		}
 	}
-	return sf.validate(sc, source)
+	if err := sf.validate(sc, source); err != nil {
+		return err
+	}
+	return sf.checkWork(sc)
+}
+
+// checkWork refuses a scenario whose estimated work exceeds --max-events,
+// saying the estimate and the flag that allows it.
+func (sf *scenarioFlags) checkWork(sc *spec.Scenario) error {
+	if sf.maxEvents < 0 {
+		return fmt.Errorf("--max-events: must be 0 (no bound) or more, got %d", sf.maxEvents)
+	}
+	if err := sc.CheckWork(sf.maxEvents); err != nil {
+		return fmt.Errorf("%w; --max-events=0 (no bound), or a bound above the estimate, lets it run", err)
+	}
+	return nil
 }
 
 func (sf *scenarioFlags) validate(sc *spec.Scenario, source string) error {

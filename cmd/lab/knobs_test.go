@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
@@ -193,7 +194,7 @@ func TestSwarmReproduces(t *testing.T) {
 		if err != nil || len(pos) != 1 || !*swarm {
 			t.Fatalf("%q: %v", line, err)
 		}
-		cfg, err := prepareRun(pos[0], &rsf, &backendFlags{backend: backendSim}, "both", "none", "", "", *swarm)
+		cfg, err := prepareRun(pos[0], &rsf, &backendFlags{backend: backendSim}, &modeFlags{mode: "both"}, "none", "", "", *swarm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,8 +257,8 @@ func TestJUnitReport(t *testing.T) {
 	}
 	_, loadErr := scenario.ParseFixture("broken.yaml", []byte("scenario: {builtin: nope}\nexpect: {fenced: {overlaps: 1}}\n"))
 	runs := []*fixtureRun{
-		{file: "pass.yaml", fixture: pass, outcome: pass.Run(t.Context(), scenario.RunOptions{})},
-		{file: "fail.yaml", fixture: fail, outcome: fail.Run(t.Context(), scenario.RunOptions{})},
+		{file: "pass.yaml", fixture: pass, outcome: fixtures.Run(t.Context(), pass, fixtures.RunOptions{})},
+		{file: "fail.yaml", fixture: fail, outcome: fixtures.Run(t.Context(), fail, fixtures.RunOptions{})},
 		{file: "broken.yaml", loadErr: loadErr},
 	}
 	var b bytes.Buffer
@@ -345,9 +346,9 @@ func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
 // the flag that would play it.
 func TestCrashesNeedProcesses(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
-		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: the scenario crashes agents"},
-		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: the scenario crashes agents"},
-		{"../../fixtures/etcd-partition.yaml --backend sim", "--backend: the scenario has etcd member faults"},
+		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: agents in-process cannot play crashes of agents (crashes), which only agents run as processes suffer: use --agents-as process"},
+		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: backend sim cannot play crashes of agents (crashes), which only agents run as processes suffer: use --agents-as process"},
+		{"../../fixtures/etcd-partition.yaml --backend sim", "--backend: backend sim cannot play etcd member partitions (etcd.faults, do: partition_member): use --backend etcd"},
 	} {
 		if _, err := prepared(t, tc.args); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error beginning %q", tc.args, err, tc.want)
@@ -368,5 +369,5 @@ func prepared(t *testing.T, args string) (*runConfig, error) {
 	if err != nil || len(pos) != 1 {
 		t.Fatalf("%s: %v (positional %q)", args, err, pos)
 	}
-	return prepareRun(pos[0], &sf, &bf, "both", "none", "", "", false)
+	return prepareRun(pos[0], &sf, &bf, &modeFlags{mode: "both"}, "none", "", "", false)
 }

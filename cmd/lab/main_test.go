@@ -15,7 +15,6 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime/etcdcluster"
@@ -24,6 +23,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script")
 
 func TestMain(m *testing.M) {
+	if os.Getenv(runAsLab) == "1" {
+		os.Exit(Main()) // a child that is lab itself: see labChild
+	}
 	etcdcluster.ServeMemberIfAsked()
 	procdriver.RunIfChild() // an agent of a run with --agents-as process
 	testscript.Main(m, map[string]func(){
@@ -41,8 +43,8 @@ func TestMain(m *testing.M) {
 
 // breakFencedMode makes a result look as if a stale write had landed
 // through the gate.
-func breakFencedMode(res *harness.Result) {
-	if f, ok := res.Modes[harness.Fenced]; ok {
+func breakFencedMode(res *history.Result) {
+	if f, ok := res.Modes[history.Fenced]; ok {
 		f.StaleWritesLanded++
 		f.Violations = append(f.Violations, history.Plural(f.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
 	}

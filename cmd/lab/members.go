@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/report"
 )
@@ -10,15 +9,8 @@ import (
 func memberFaults(res *realtime.Result) []report.MemberFault {
 	var out []report.MemberFault
 	for _, f := range res.MemberFaults {
-		rf := report.MemberFault{AtMS: f.At.Milliseconds(), Fault: "pause", Member: f.Member, Leader: f.Leader,
-			DurationMS: f.Duration.Milliseconds(), Error: f.Error}
-		if f.Kind == history.PartitionMember {
-			rf.Fault = "partition"
-			if f.Value > 0 {
-				rf.Fault, rf.DelayMS = "delay", int64(f.Value*1000)
-			}
-		}
-		out = append(out, rf)
+		out = append(out, report.MemberFault{AtMS: f.At.Milliseconds(), Fault: string(f.Kind), Member: f.Member, Leader: f.Leader,
+			DurationMS: f.Duration.Milliseconds(), DelayMS: f.Delay.Milliseconds(), Error: f.Error})
 	}
 	return out
 }

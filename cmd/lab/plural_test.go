@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/scenario"
 )
@@ -18,14 +19,14 @@ func TestCountsAgree(t *testing.T) {
 	// interrupted before any seed ran.
 	fixture := func(n, seeds, failures int, interrupted bool) *fixtureRun {
 		fx := &scenario.Fixture{Name: "fx", Expect: make([]scenario.Expectation, n)}
-		o := &scenario.Outcome{Fixture: fx}
+		o := &fixtures.Outcome{Fixture: fx}
 		for i := range seeds {
 			fx.Seeds = append(fx.Seeds, uint64(i+1))
 		}
 		if interrupted {
 			o.Err = context.Canceled
 		} else {
-			so := scenario.SeedOutcome{Seed: 1, Failures: make([]scenario.Failure, failures)}
+			so := fixtures.SeedOutcome{Seed: 1, Failures: make([]fixtures.Failure, failures)}
 			o.Seeds = append(o.Seeds, so)
 		}
 		return &fixtureRun{file: "fx.yaml", fixture: fx, outcome: o}
@@ -73,7 +74,7 @@ func TestCountsAgree(t *testing.T) {
 		}, [3]string{"interrupted after 0 of 1 seed\n", "interrupted after 0 of 2 seeds", "interrupted after 0 of 3 seeds"}},
 		{"swarm summary", func(n int) string {
 			var b bytes.Buffer
-			writeSwarmReport(&b, "x", 1, n, &harness.SwarmResult{Seeds: n, NaiveSeedsStale: n}, func(uint64) string { return "" }, true, nil, nil)
+			writeSwarmReport(&b, &swarmSummary{SwarmResult: &harness.SwarmResult{Scenario: "x", FirstSeed: 1, LastSeed: uint64(n), Seeds: n, NaiveSeedsStale: n}, Interrupted: true})
 			return b.String()
 		}, [3]string{"(in 0 of 0 seeds)", "(in 1 of 1 seed)", "(in 2 of 2 seeds)"}},
 	}

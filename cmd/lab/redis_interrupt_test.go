@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,6 +24,9 @@ func TestRedisRunLeavesNothing(t *testing.T) {
 	}{
 		{"interrupted", []string{"run", "overlap", "--backend", "redis", "--duration", "30s"}, exitInterrupted},
 		{"ended", []string{"run", "overlap", "--backend", "redis", "--duration", "500ms"}, 0},
+		// Six processes still starting (the Sentinels take seconds to find
+		// each other) when the Ctrl-C comes.
+		{"sentinel interrupted", []string{"run", "overlap", "--backend", "redis", "--redis-topology", "sentinel", "--resource", "memory", "--duration", "30s"}, exitInterrupted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()
@@ -35,6 +40,22 @@ func TestRedisRunLeavesNothing(t *testing.T) {
 			if left, _ := os.ReadDir(tmp); len(left) > 0 {
 				t.Errorf("left behind in TMPDIR: %v", left)
 			}
+			if procs := processesIn(tmp); len(procs) > 0 {
+				t.Errorf("still running in TMPDIR: %v", procs)
+			}
 		})
 	}
+}
+
+// processesIn lists the processes whose working directory is under dir
+// (Linux's /proc; nothing elsewhere).
+func processesIn(dir string) []string {
+	var out []string
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range pids {
+		if cwd, err := os.Readlink(filepath.Join(p, "cwd")); err == nil && strings.HasPrefix(cwd, dir) {
+			out = append(out, filepath.Base(p)+" in "+cwd)
+		}
+	}
+	return out
 }

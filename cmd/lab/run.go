@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing/otelexport"
@@ -38,7 +40,7 @@ bad input, 130 when interrupted.`
 // runConfig is everything a run needs, checked before it starts.
 type runConfig struct {
 	sc      spec.Scenario
-	modes   []harness.Mode
+	modes   []history.Mode
 	json    bool
 	trace   otelexport.Config
 	html    *os.File // created before the run, so a bad path fails first
@@ -52,7 +54,8 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("run", "[scenario|file] [flags]", runAbout)
 	var sf scenarioFlags
 	sf.register(fs)
-	mode := fs.String("mode", "both", "which modes to run: fenced, naive or both")
+	var mf modeFlags
+	mf.register(fs, "run")
 	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
 	trace := fs.String("trace", "none", "send the run's trace to otlp[=URL], otlp-http[=URL], otlp-grpc[=URL], file=PATH, or none")
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
@@ -71,7 +74,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	cfg, err := prepareRun(arg, &sf, &bf, *mode, *trace, *htmlPath, *eventsPath, *swarm)
+	cfg, err := prepareRun(arg, &sf, &bf, &mf, *trace, *htmlPath, *eventsPath, *swarm)
 	if err != nil {
 		return a.badInput("run", err)
 	}
@@ -81,7 +84,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 }
 
 // prepareRun checks everything a run needs before anything runs.
-func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
+func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mf *modeFlags, trace, htmlPath, eventsPath string, swarm bool) (*runConfig, error) {
 	sc, source, fx, err := loadScenario(arg)
 	if err != nil {
 		return nil, err
@@ -98,15 +101,19 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mode, trace, ht
 			return nil, fmt.Errorf("the swarm's scenario for seed %d: %w", sc.Seed, err)
 		}
 	}
-	modes, err := harness.ParseModes(mode)
-	if err != nil {
-		return nil, fmt.Errorf("--mode: must be fenced, naive or both, got %q", mode)
-	}
 	tc, err := otelexport.ParseExporter(trace)
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}
 	rc, err := bf.config(sc)
+	if err != nil {
+		return nil, err
+	}
+	backend := registry.Sim
+	if rc != nil {
+		backend = rc.Backend
+	}
+	modes, err := mf.modes(fx, backend, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +153,13 @@ func (cfg *runConfig) removeOutputs() {
 // execute runs cfg, reports, and returns the exit code.
 func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	rn, err := a.startRunner(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C while the backend was starting: what it started is gone,
+		// and nothing ran.
+		cfg.removeOutputs()
+		fmt.Fprintln(a.stderr, "lab run: interrupted while the backend was starting; nothing ran.")
+		return exitInterrupted
+	}
 	if err != nil {
 		cfg.removeOutputs()
 		return a.badInput("run", err)
@@ -192,6 +206,9 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	case res.Failed():
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
+	case res.Vacuous() && !interrupted:
+		fmt.Fprintln(a.stderr, vacuousNote("run"))
+		return exitFailed
 	case eventsFailed:
 		return exitUsage
 	case interrupted:
@@ -208,13 +225,13 @@ type runner struct {
 	sc     spec.Scenario // what runs: a real backend may scale the times
 	header history.Header
 	info   report.Runner
-	run    func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error)
+	run    func(ctx context.Context, subs []history.Subscriber) (*history.Result, error)
 	close  func()
 }
 
 func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) {
-	rn := &runner{sc: cfg.sc, header: cfg.sc.Header(cfg.modes), info: report.Runner{Backend: backendSim}, close: func() {}}
-	rn.run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+	rn := &runner{sc: cfg.sc, header: registry.Header(cfg.sc, cfg.modes), info: report.Runner{Backend: backendSim}, close: func() {}}
+	rn.run = func(ctx context.Context, subs []history.Subscriber) (*history.Result, error) {
 		return harness.Run(ctx, cfg.sc, harness.RunOptions{Modes: cfg.modes, Subscribers: subs})
 	}
 	rr := cfg.real
@@ -222,7 +239,7 @@ func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) 
 		return rn, nil
 	}
 	fan := &fanout{}
-	if err := rr.open(ctx, cfg.sc, cfg.modes, []harness.Subscriber{fan}); err != nil {
+	if err := rr.open(ctx, cfg.sc, cfg.modes, []history.Subscriber{fan}); err != nil {
 		return nil, err
 	}
 	rn.close = func() {
@@ -232,7 +249,7 @@ func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) 
 	}
 	rn.sc, rn.header = rr.setup.Scenario, rr.header()
 	rn.info.Backend = rn.header.Backend
-	rn.run = func(ctx context.Context, subs []harness.Subscriber) (*harness.Result, error) {
+	rn.run = func(ctx context.Context, subs []history.Subscriber) (*history.Result, error) {
 		fan.subs = subs
 		res, err := rr.run(ctx)
 		if res == nil {
@@ -273,8 +290,8 @@ func (a *app) openOutputs(ctx context.Context, cfg *runConfig, rn *runner) (*run
 	return out, nil
 }
 
-func (out *runOutputs) subscribers() []harness.Subscriber {
-	var subs []harness.Subscriber
+func (out *runOutputs) subscribers() []history.Subscriber {
+	var subs []history.Subscriber
 	if out.sink != nil {
 		subs = append(subs, out.sink.rec)
 	}
@@ -290,7 +307,7 @@ func (out *runOutputs) subscribers() []harness.Subscriber {
 // closeOutputs ends the trace at the instant the run stopped, and writes
 // the history file and the page. It reports whether the history file
 // failed: the run's history is lost, an error of the command.
-func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *harness.Result, stopped time.Duration, stop report.Stop) (eventsFailed bool) {
+func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *history.Result, stopped time.Duration, stop report.Stop) (eventsFailed bool) {
 	out.sink.finish(a.stderr, stopped)
 	if out.events != nil {
 		err := out.events.Flush()
@@ -317,7 +334,7 @@ func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *harness.Result,
 
 // reportBug says, loudly and on stderr (so --json output stays
 // parseable), that the library broke a promise, and how to reproduce it.
-func (a *app) reportBug(res *harness.Result, reproduce string) {
+func (a *app) reportBug(res *history.Result, reproduce string) {
 	whose, wrong := "LEASEFENCE", "the library"
 	if slices.ContainsFunc(res.Violations(), func(v string) bool { return strings.Contains(v, history.UnreadableViolation) }) {
 		// The runner recorded what no history may hold: the lab is wrong,
@@ -341,7 +358,7 @@ func (a *app) reportBug(res *harness.Result, reproduce string) {
 // runWatcher follows a run for its progress line and remembers how far it
 // got, for the report of an interrupted run.
 type runWatcher struct {
-	modeIndex map[harness.Mode]int
+	modeIndex map[history.Mode]int
 	nModes    int
 	duration  time.Duration
 	prog      *progress
@@ -349,15 +366,15 @@ type runWatcher struct {
 	lastAt    time.Duration
 }
 
-func newRunWatcher(sc spec.Scenario, modes []harness.Mode, prog *progress) *runWatcher {
-	w := &runWatcher{modeIndex: make(map[harness.Mode]int), nModes: len(modes), duration: sc.Duration, prog: prog}
+func newRunWatcher(sc spec.Scenario, modes []history.Mode, prog *progress) *runWatcher {
+	w := &runWatcher{modeIndex: make(map[history.Mode]int), nModes: len(modes), duration: sc.Duration, prog: prog}
 	for i, m := range modes {
 		w.modeIndex[m] = i
 	}
 	return w
 }
 
-// Event implements harness.Subscriber.
+// Event implements history.Subscriber.
 func (w *runWatcher) Event(e history.Event) {
 	w.lastAt = e.At
 	w.n++
@@ -369,23 +386,25 @@ func (w *runWatcher) Event(e history.Event) {
 }
 
 // bugSummary says which promise a failed run saw broken.
-func bugSummary(res *harness.Result) string {
+func bugSummary(res *history.Result) string {
 	for _, v := range res.Violations() {
 		if strings.Contains(v, history.UnreadableViolation) {
 			return "the run recorded events the checker could not read"
 		}
 	}
-	if f, ok := res.Modes[harness.Fenced]; ok && len(f.Violations) > 0 && !strings.HasPrefix(f.Violations[0], history.LibraryErrorViolation) {
-		return "the fenced mode broke a safety invariant it promises"
+	for _, m := range history.ReportOrder(slices.Collect(maps.Keys(res.Modes))) {
+		if v := res.Modes[m].Violations; len(v) > 0 && !strings.HasPrefix(v[0], history.LibraryErrorViolation) {
+			return "the " + string(m) + " mode broke a safety invariant it promises"
+		}
 	}
 	return "the library returned an error it never should"
 }
 
 // fanout hands each event to the subscribers a run was given after its
 // runner was made.
-type fanout struct{ subs []harness.Subscriber }
+type fanout struct{ subs []history.Subscriber }
 
-// Event implements harness.Subscriber.
+// Event implements history.Subscriber.
 func (f *fanout) Event(e history.Event) {
 	for _, s := range f.subs {
 		s.Event(e)

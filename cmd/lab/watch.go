@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
@@ -41,7 +42,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	var sf scenarioFlags
 	sf.register(fs)
 	speed := fs.Float64("speed", 1, "virtual seconds per wall second, in [0.01, 10000]")
-	mode := fs.String("mode", "both", "which modes to show: fenced, naive or both")
+	var mf modeFlags
+	mf.register(fs, "show")
 	save := fs.String("save", "", "when the dashboard closes, write the scenario with your interventions to `PATH` (replay it with lab run PATH)")
 	var bf backendFlags
 	bf.register(fs)
@@ -66,7 +68,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 			return a.badInput("watch", fmt.Errorf("--save: %s is not a directory", dir))
 		}
 	}
-	cfg, err := prepareRun(arg, &sf, &bf, *mode, "none", "", "", false)
+	cfg, err := prepareRun(arg, &sf, &bf, &mf, "none", "", "", false)
 	if err != nil {
 		return a.badInput("watch", err)
 	}
@@ -77,7 +79,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		case *save != "":
 			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", cfg.real.config.Backend))
 		case bf.processes():
-			return a.badInput("watch", errors.New("--agents-as process: the dashboard runs its agents in-process; lab run runs them as processes"))
+			return a.badInput("watch", fmt.Errorf("%s process: the dashboard runs its agents in-process; lab run runs them as processes", bf.agentsFlag()))
 		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
@@ -93,9 +95,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 			cfg.command = append(cfg.command, "--resource="+bf.resource)
 		}
 	}
-	if *mode != "both" {
-		cfg.command = append(cfg.command, "--mode="+*mode)
-	}
+	cfg.command = append(cfg.command, mf.args()...)
 
 	if !a.stdoutTTY {
 		fmt.Fprintf(a.stderr, "lab watch: standard output is not a terminal: running %s headless and printing its report.\n", cfg.sc.Name)
@@ -119,7 +119,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	// The dashboard is gone: leave the report of what ran on the terminal.
 	res := live.Result()
 	stop := report.Stop{Interrupted: !live.Done(), At: live.Now(), By: "the dashboard closed", Interventions: live.Scenario().Interventions}
-	hd := cfg.sc.Header(cfg.modes)
+	hd := registry.Header(cfg.sc, cfg.modes)
 	report.Text(a.stdout, &hd, res, stop, report.Runner{Backend: backendSim})
 	if res.Failed() {
 		a.reportBug(res, commandLine(cfg.command...))
@@ -144,6 +144,9 @@ func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
 			fmt.Fprintf(a.stderr, "lab watch: --backend %s: %v\n", rr.config.Backend, err)
 		}
 	}()
+	if err := s.OpenContenders(ctx, cfg.modes); err != nil {
+		return a.badInput("watch", err)
+	}
 	live, err := s.NewLive(cfg.modes)
 	if err != nil {
 		return a.badInput("watch", err)
@@ -158,7 +161,7 @@ func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
 		return exitInterrupted // the dashboard never started the run
 	}
 	stop := report.Stop{Interrupted: res.Wall < s.Scenario.Duration, At: res.Wall, By: "the dashboard closed", Interventions: live.Interventions()}
-	hd := s.Scenario.Header(cfg.modes) // the scenario as it ran, its times scaled
+	hd := live.Header() // the scenario as it ran, its times scaled
 	report.Text(a.stdout, &hd, res.Result, stop, report.Runner{Backend: res.Backend, Real: rr.figures(res)})
 	if res.Failed() {
 		a.reportBug(res.Result, commandLine(cfg.command...))

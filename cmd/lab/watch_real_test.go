@@ -10,10 +10,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/liveview"
 	"github.com/leasefence/lab/realtime"
-	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
 
@@ -48,8 +47,8 @@ func TestWatchRealBackend(t *testing.T) {
 					keys.Write([]byte(" "))
 					time.Sleep(300 * time.Millisecond)
 					sawPause = live.Paused()
-					snap, _ = live.Snapshot(harness.Fenced)
-					if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-1", Duration: 500 * time.Millisecond}); err != nil {
+					snap, _ = live.Snapshot(history.Fenced)
+					if err := live.Intervene(history.Intervention{Kind: history.StallAgent, Agent: "agent-1", Duration: 500 * time.Millisecond}); err != nil {
 						t.Error(err)
 					}
 					keys.Write([]byte("q"))

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/spec"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tui"
 )
 
@@ -18,11 +18,11 @@ func TestWatchReportAfterQuit(t *testing.T) {
 	a.dashboard = func(ctx context.Context, live tui.Source) error {
 		live.SetPaused(true)
 		live.Advance(1200 * time.Millisecond)
-		if err := live.Intervene(spec.Intervention{Kind: spec.StallAgent, Agent: "agent-2", Duration: 2 * time.Second}); err != nil {
+		if err := live.Intervene(history.Intervention{Kind: history.StallAgent, Agent: "agent-2", Duration: 2 * time.Second}); err != nil {
 			t.Error(err)
 		}
 		live.Advance(1801 * time.Millisecond)
-		if err := live.Intervene(spec.Intervention{Kind: spec.RestartCoordinator, Persist: true}); err != nil {
+		if err := live.Intervene(history.Intervention{Kind: history.RestartCoordinator, Persist: true}); err != nil {
 			t.Error(err)
 		}
 		return nil // q

@@ -109,7 +109,24 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 
 // classify reads the resource's keys and returns "" (with the holder key)
 // when t is its current lease, and otherwise the reason it is not.
+//
+// It reads the holder key alone first: when the key exists, it alone
+// decides (judge reads the last-grant key only when there is no holder
+// key), which is every renewal of a live lease. Without it, both keys are
+// read again in one revision, so that the reason comes from one state.
 func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefence.Reason, *mvccpb.KeyValue, error) {
+	get, err := c.cli.Get(ctx, c.keys.holder(t.Resource))
+	if err != nil {
+		return "", nil, err
+	}
+	if len(get.Kvs) > 0 {
+		hkv := get.Kvs[0]
+		reason, err := judge(t, hkv, nil)
+		if reason != "" {
+			hkv = nil
+		}
+		return reason, hkv, err
+	}
 	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.keys.holder(t.Resource)), clientv3.OpGet(c.keys.last(t.Resource))).Commit()
 	if err != nil {
 		return "", nil, err

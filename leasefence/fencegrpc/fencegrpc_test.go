@@ -111,7 +111,10 @@ type world struct {
 	svc      *deploy
 	conn     *grpc.ClientConn
 	refused  atomic.Int64 // OnRefused calls
+	lastErr  atomic.Value // the latest RefusedInfo.Err, as an errBox
 }
+
+type errBox struct{ err error }
 
 // newWorld starts the deploy service behind the fence interceptors, and
 // a client for it.
@@ -132,6 +135,7 @@ func startWorld(t testing.TB, intercept bool, vopts ...fencetoken.Option) *world
 	hook := fencegrpc.OnRefused(func(i fencegrpc.RefusedInfo) {
 		if i.Err != nil && i.FullMethod != "" {
 			w.refused.Add(1)
+			w.lastErr.Store(errBox{i.Err})
 		}
 	})
 	var sopts []grpc.ServerOption
@@ -222,7 +226,8 @@ func TestInterceptorsRefuse(t *testing.T) {
 		{"forger's own key", []string{forged}, fencegrpc.ReasonInvalidProof, true},
 		{"alg none", []string{"eyJhbGciOiJub25lIiwia2lkIjoiazEifQ.eyJzdWIiOiJtYWxsb3J5In0."}, fencegrpc.ReasonInvalidProof, true},
 		{"tampered", []string{strings.Replace(forged, ".", ".x", 1)}, fencegrpc.ReasonInvalidProof, true},
-		{"two proofs", []string{forged, forged}, fencegrpc.ReasonInvalidProof, false},
+		{"two proofs", []string{forged, forged}, fencegrpc.ReasonInvalidProof, true},
+		{"two empty proofs", []string{"", ""}, fencegrpc.ReasonInvalidProof, true},
 	} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
@@ -254,6 +259,10 @@ func TestInterceptorsRefuse(t *testing.T) {
 				}
 				if w.refused.Load() != 1 {
 					t.Fatalf("OnRefused called %d times", w.refused.Load())
+				}
+				hookErr := w.lastErr.Load().(errBox).err
+				if want := map[bool]error{true: fencetoken.ErrInvalid, false: fencegrpc.ErrMissingProof}[tc.verified]; !errors.Is(hookErr, want) {
+					t.Fatalf("RefusedInfo.Err = %v, want it to wrap %v", hookErr, want)
 				}
 				if fencegrpc.Refusal(err) != nil {
 					t.Fatal("Refusal of an Unauthenticated status is not nil")

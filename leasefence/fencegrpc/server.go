@@ -3,6 +3,7 @@ package fencegrpc
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -46,13 +47,12 @@ type RefusedInfo struct {
 // ErrMissingProof is RefusedInfo.Err for a call without a fence-token.
 var ErrMissingProof = errors.New("fencegrpc: no " + MetadataKey + " metadata")
 
-var errSeveralProofs = errors.New("fencegrpc: more than one " + MetadataKey + " value")
-
 // UnaryServerInterceptor verifies each call's proof with v before the
 // handler runs and puts the verified token in the handler's context
 // (Token). A call without a proof, or whose proof fails, is answered
 // codes.Unauthenticated (with an ErrorInfo, reason MISSING_PROOF or
-// INVALID_PROOF) and the handler is not called, so no gate is touched.
+// INVALID_PROOF; several proofs are INVALID_PROOF, counted by
+// Verifier.Refused) and the handler is not called, so no gate is touched.
 func UnaryServerInterceptor(v *fencetoken.Verifier, opts ...ServerOption) grpc.UnaryServerInterceptor {
 	c := newServerConfig(v, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -108,15 +108,12 @@ func (c *serverConfig) verify(ctx context.Context, v *fencetoken.Verifier, metho
 func verifyMetadata(ctx context.Context, v *fencetoken.Verifier) (leasefence.Token, string, error) {
 	// Only the one key: FromIncomingContext would copy every header.
 	proofs := metadata.ValueFromIncomingContext(ctx, MetadataKey)
-	switch {
-	case len(proofs) == 0 || (len(proofs) == 1 && proofs[0] == ""):
+	if len(proofs) == 0 || (len(proofs) == 1 && proofs[0] == "") {
 		return leasefence.Token{}, ReasonMissingProof, ErrMissingProof
-	case len(proofs) > 1:
-		return leasefence.Token{}, ReasonInvalidProof, errSeveralProofs
 	}
-	t, err := v.Verify(proofs[0])
+	t, err := v.VerifyOne(proofs)
 	if err != nil {
-		return leasefence.Token{}, ReasonInvalidProof, err
+		return leasefence.Token{}, ReasonInvalidProof, fmt.Errorf("fencegrpc: %s: %w", MetadataKey, err)
 	}
 	return t, "", nil
 }

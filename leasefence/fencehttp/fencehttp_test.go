@@ -172,7 +172,9 @@ func TestRequireRefuses(t *testing.T) {
 		{"alg none", []string{none}, http.StatusUnauthorized, true},
 		{"tampered claim", []string{tampered}, http.StatusUnauthorized, true},
 		{"garbage", []string{"Bearer xyz"}, http.StatusUnauthorized, true},
-		{"two proofs", []string{genuine, forged}, http.StatusUnauthorized, false},
+		{"two proofs", []string{genuine, forged}, http.StatusUnauthorized, true},
+		{"the genuine proof twice", []string{genuine, genuine}, http.StatusUnauthorized, true},
+		{"two empty headers", []string{"", ""}, http.StatusUnauthorized, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -205,6 +207,9 @@ func TestRequireRefuses(t *testing.T) {
 				}
 				if tc.verified && !errors.Is(info.Err, fencetoken.ErrInvalid) {
 					t.Fatalf("hook error %v does not wrap ErrInvalid", info.Err)
+				}
+				if !tc.verified && !errors.Is(info.Err, fencehttp.ErrMissingProof) {
+					t.Fatalf("hook error %v does not wrap ErrMissingProof", info.Err)
 				}
 			default:
 				t.Fatal("the Refused hook was not called")

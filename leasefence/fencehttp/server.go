@@ -3,6 +3,7 @@ package fencehttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/leasefence/lab/leasefence"
@@ -31,10 +32,6 @@ type RefusedInfo struct {
 
 // ErrMissingProof is RefusedInfo.Err for a request without a Fence-Token.
 var ErrMissingProof = errors.New("fencehttp: no " + Header + " header")
-
-// errSeveralProofs refuses a request that carries more than one proof:
-// which one a proxy or a handler would read is anyone's guess.
-var errSeveralProofs = errors.New("fencehttp: more than one " + Header + " header")
 
 // Require returns middleware that verifies each request's proof with v
 // before calling the handler, and puts the verified token in the request's
@@ -72,15 +69,12 @@ func RequireWith(v *fencetoken.Verifier, opts Options) func(http.Handler) http.H
 
 func verifyRequest(v *fencetoken.Verifier, r *http.Request) (leasefence.Token, int, error) {
 	proofs := r.Header.Values(Header)
-	switch {
-	case len(proofs) == 0 || (len(proofs) == 1 && proofs[0] == ""):
+	if len(proofs) == 0 || (len(proofs) == 1 && proofs[0] == "") {
 		return leasefence.Token{}, http.StatusPreconditionRequired, ErrMissingProof
-	case len(proofs) > 1:
-		return leasefence.Token{}, http.StatusUnauthorized, errSeveralProofs
 	}
-	t, err := v.Verify(proofs[0])
+	t, err := v.VerifyOne(proofs)
 	if err != nil {
-		return leasefence.Token{}, http.StatusUnauthorized, err
+		return leasefence.Token{}, http.StatusUnauthorized, fmt.Errorf("fencehttp: %s: %w", Header, err)
 	}
 	return t, 0, nil
 }

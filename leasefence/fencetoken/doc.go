@@ -25,6 +25,14 @@
 // secret, an unknown or missing kid, a wrong issuer, a bad signature, or
 // claims that do not name a holder, a resource and a decimal fence.
 //
+// One proof is one string, read one way. Verify refuses, before decoding,
+// any character outside the base64url alphabet and the two dots (Go's
+// base64 decoder would skip a line break), and a payload whose claim keys
+// repeat or differ only in case (encoding/json would match "LF_FENCE" to
+// lf_fence where other libraries would not). Prove refuses, with
+// ErrUnsignable, what Verify would refuse: ids that break the rule of
+// leasefence.MaxIDLen, and a proof longer than MaxProofLength.
+//
 // The encoding is github.com/golang-jwt/jwt/v5, not hand-rolled: it is the
 // most widely used JWT library for Go, kept by a team that answers security
 // reports, it verifies EdDSA with the standard library's crypto/ed25519,
@@ -33,6 +41,9 @@
 // algorithm but EdDSA before any key is chosen (the classic confusion of
 // an RSA or Ed25519 public key used as an HMAC secret cannot arise). It
 // brings no other module. Any JOSE library in any language verifies the
-// same proofs given the public key (the tests check one with
-// github.com/go-jose/go-jose/v4).
+// same proofs given the public key, with algorithms [EdDSA] and the issuer
+// checked: the tests check jose (Node, a pinned version installed by npm
+// ci) and PyJWT (Debian's python3-jwt), and that they refuse what Verify
+// refuses but for the few altered strings their decoders are lenient
+// about (TestInterop lists them).
 package fencetoken

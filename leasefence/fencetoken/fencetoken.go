@@ -21,6 +21,14 @@ import (
 // included), or its claims are bad.
 var ErrInvalid = errors.New("fencetoken: invalid proof")
 
+// ErrUnsignable is wrapped by every refusal of Signer.Prove: a token no
+// coordinator issues (an id that breaks the rule of leasefence.MaxIDLen,
+// which also matches leasefence.ErrInvalidRequest, or fence 0), or one
+// whose proof would be longer than MaxProofLength, which Verify would
+// refuse. The grant it was for fails with it, so an honest holder is never
+// handed a proof that would be counted as a forgery.
+var ErrUnsignable = errors.New("fencetoken: token cannot be signed")
+
 // Alg is the only JWS algorithm a proof is signed or verified with.
 const Alg = "EdDSA"
 
@@ -61,11 +69,16 @@ func NewSigner(key ed25519.PrivateKey, keyID, issuer string) (*Signer, error) {
 func (s *Signer) KeyID() string { return s.keyID }
 
 // Prove signs t: a compact JWS with the claims described in the package
-// doc. It fails for a token no coordinator issues (no resource, no holder,
-// fence 0).
+// doc. It refuses, with an error wrapping ErrUnsignable, a token no
+// coordinator issues (leasefence.ValidateToken: ids empty, longer than
+// leasefence.MaxIDLen or not valid UTF-8, which JSON would rewrite to
+// U+FFFD and so give two holders one name; fence 0), and a token whose
+// proof would be longer than MaxProofLength: JSON writes '<', '>', '&' and
+// control characters as six bytes each, so ids within MaxIDLen can make a
+// proof that Verify would refuse. Every proof Prove returns verifies.
 func (s *Signer) Prove(t leasefence.Token) (string, error) {
-	if t.Resource == "" || t.Holder == "" || t.Fence == 0 {
-		return "", fmt.Errorf("fencetoken: will not sign %v: it lacks a resource, a holder or a fence", t)
+	if err := leasefence.ValidateToken(t); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnsignable, err)
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, signedClaims{
 		Issuer:   s.issuer,
@@ -75,11 +88,21 @@ func (s *Signer) Prove(t leasefence.Token) (string, error) {
 		IssuedAt: s.now().Unix(),
 	})
 	tok.Header["kid"] = s.keyID
-	return tok.SignedString(s.key)
+	p, err := tok.SignedString(s.key)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnsignable, err)
+	}
+	if len(p) > MaxProofLength {
+		return "", fmt.Errorf("%w: the proof of fence %d for a holder of %d bytes on a resource of %d bytes would be %d bytes, more than MaxProofLength (%d), which Verify refuses (JSON escapes some characters to six bytes)",
+			ErrUnsignable, t.Fence, len(t.Holder), len(t.Resource), len(p), MaxProofLength)
+	}
+	return p, nil
 }
 
-// MaxProofLength bounds the proofs Verify parses: a Signer's are some
-// hundreds of bytes, and a longer one is refused before any decoding.
+// MaxProofLength bounds the proofs Verify parses, and those Prove signs: a
+// Signer's are some hundreds of bytes (about 3 kB for two ids of
+// leasefence.MaxIDLen plain bytes), and a longer one is refused before any
+// decoding.
 const MaxProofLength = 4096
 
 // DefaultCacheSize is how many verified proofs a Verifier remembers unless
@@ -164,13 +187,32 @@ func (v *Verifier) Verify(proof string) (leasefence.Token, error) {
 	return t, nil
 }
 
-// Refused returns how many proofs Verify has refused. A rising count means
+// VerifyOne verifies the one proof a request carries, given every value it
+// carries (each Fence-Token header, each fence-token metadata value): one
+// is Verify's; none or several are refused with an error wrapping
+// ErrInvalid and counted by Refused like any refusal, since which of two a
+// proxy or a handler would read is anyone's guess, and a forger who always
+// sends two must not be invisible to an alarm on Refused. A transport that
+// answers a request without a proof otherwise (fencehttp's 428) does so
+// before calling VerifyOne.
+func (v *Verifier) VerifyOne(proofs []string) (leasefence.Token, error) {
+	if len(proofs) == 1 {
+		return v.Verify(proofs[0])
+	}
+	v.refused.Add(1)
+	return leasefence.Token{}, fmt.Errorf("%w: %d proofs in one request, want exactly one", ErrInvalid, len(proofs))
+}
+
+// Refused returns how many proofs Verify and VerifyOne have refused. A rising count means
 // someone presents tokens the coordinator never minted.
 func (v *Verifier) Refused() uint64 { return v.refused.Load() }
 
 func (v *Verifier) verify(proof string) (leasefence.Token, error) {
 	if len(proof) > MaxProofLength {
 		return leasefence.Token{}, fmt.Errorf("%w: %d bytes, more than MaxProofLength (%d)", ErrInvalid, len(proof), MaxProofLength)
+	}
+	if err := checkCompact(proof); err != nil {
+		return leasefence.Token{}, err
 	}
 	var c receivedClaims
 	if _, err := v.parser.ParseWithClaims(proof, &c, v.key); err != nil {
@@ -186,7 +228,32 @@ func (v *Verifier) verify(proof string) (leasefence.Token, error) {
 	case c.Resource == "":
 		return leasefence.Token{}, fmt.Errorf("%w: no %s (resource)", ErrInvalid, ClaimResource)
 	}
-	return leasefence.Token{Resource: c.Resource, Holder: c.Subject, Fence: fence}, nil
+	t := leasefence.Token{Resource: c.Resource, Holder: c.Subject, Fence: fence}
+	if err := leasefence.ValidateToken(t); err != nil {
+		return leasefence.Token{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return t, nil
+}
+
+// checkCompact refuses a proof that is not three base64url segments joined
+// by two dots, before anything is decoded. Go's base64 decoder skips CR and
+// LF even in strict mode, so without this a proof with a line break inside
+// or after it would verify as the same proof: one proof must be one string.
+func checkCompact(proof string) error {
+	dots := 0
+	for i := 0; i < len(proof); i++ {
+		switch b := proof[i]; {
+		case b == '.':
+			dots++
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '-', b == '_':
+		default:
+			return fmt.Errorf("%w: malformed: byte %#02x at offset %d is not base64url or a dot", ErrInvalid, b, i)
+		}
+	}
+	if dots != 2 {
+		return fmt.Errorf("%w: malformed: %d dots, a compact JWS has 2", ErrInvalid, dots)
+	}
+	return nil
 }
 
 // key is the parser's key function: it sees the header before any

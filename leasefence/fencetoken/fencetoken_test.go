@@ -234,7 +234,7 @@ var refusedFor = map[string]string{
 	"no sub":                    "no sub",
 	"empty sub":                 "no sub",
 	"no lf_res":                 "no lf_res",
-	"sub not a string":          "sub of type string",
+	"sub not a string":          "claim sub is 7, not a string",
 	"tampered signature":        "verification error",
 	"tampered claims":           "verification error",
 	"signature removed":         "verification error",

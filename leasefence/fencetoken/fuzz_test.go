@@ -33,6 +33,7 @@ func FuzzVerify(f *testing.F) {
 		f.Add(p)
 		f.Add(strings.ToUpper(p))
 		f.Add(p[:len(p)/2])
+		f.Add(p + "\r\n")
 	}
 	f.Add("")
 	f.Add("..")
@@ -53,8 +54,11 @@ func FuzzVerify(f *testing.F) {
 			}
 			return
 		}
-		if first.Resource == "" || first.Holder == "" || first.Fence == 0 {
+		if leasefence.ValidateToken(first) != nil {
 			t.Fatalf("accepted a token no coordinator issues: %v", first)
+		}
+		if strings.Count(proof, ".") != 2 || strings.Trim(proof, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != "" {
+			t.Fatalf("accepted %q, which is not three base64url segments", proof)
 		}
 		if want, ok := genuine[proof]; ok && want != first {
 			t.Fatalf("a genuine proof verified as %v, want %v", first, want)

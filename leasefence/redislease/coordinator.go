@@ -46,6 +46,13 @@ type Options struct {
 	// >= 1ms. A retry after the window is a fresh acquisition, like a retry
 	// evicted from the in-memory coordinator's replay cache.
 	ReplayWindow time.Duration
+	// Replication: WAIT for replicas after every fence minted; the zero
+	// value waits for none. An Acquire whose grant too few replicas
+	// acknowledged returns an error matching ErrNotReplicated.
+	Replication Replication
+	// Watermark: the process's memory of the fences it has seen, which no
+	// Acquire mints at or below; nil remembers nothing.
+	Watermark *Watermark
 }
 
 // Coordinator is a leasefence.Service on Redis. It is safe for concurrent
@@ -58,6 +65,9 @@ type Coordinator struct {
 	clock    leasefence.Clock
 	minFence leasefence.Fence
 	window   time.Duration
+
+	repl      Replication
+	watermark *Watermark
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)
@@ -82,6 +92,9 @@ func New(rdb redis.UniversalClient, opts Options) (*Coordinator, error) {
 	if opts.MinFence >= MaxFence {
 		return nil, fmt.Errorf("%w: Options.MinFence %d leaves no fence below MaxFence %d", leasefence.ErrInvalidRequest, opts.MinFence, MaxFence)
 	}
+	if err := opts.Replication.check("Options.Replication", rdb); err != nil {
+		return nil, err
+	}
 	k, err := newKeys(opts.Prefix)
 	if err != nil {
 		return nil, err
@@ -90,7 +103,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Coordinator, error) {
 	if clock == nil {
 		clock = leasefence.NewMonotonicClock("redis")
 	}
-	return &Coordinator{rdb: rdb, keys: k, ttl: opts.TTL, clock: clock, minFence: opts.MinFence, window: window}, nil
+	return &Coordinator{rdb: rdb, keys: k, ttl: opts.TTL, clock: clock, minFence: opts.MinFence, window: window,
+		repl: opts.Replication, watermark: opts.Watermark}, nil
 }
 
 func wholeMillis(name string, d time.Duration) error {
@@ -156,22 +170,31 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	if err := leasefence.ValidateAcquire(req); err != nil {
 		return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
 	}
-	res, err := acquireScript.Run(ctx, c.rdb,
+	seen := c.watermark.fence(c.keys.counter()) // before the script, as Watermark.floor says
+	res, acked, err := c.runAcquire(ctx,
 		[]string{c.keys.counter(), c.keys.holder(req.Resource), c.keys.last(req.Resource), c.keys.request(req.RequestID)},
-		req.Holder, req.Resource, millis(c.ttl), fenceArg(c.minFence), millis(c.window), fenceArg(MaxFence),
-	).Slice()
+		req.Holder, req.Resource, millis(c.ttl), fenceArg(max(c.minFence, seen)), millis(c.window), fenceArg(MaxFence),
+	)
 	if err != nil {
 		return leasefence.AcquireOutcome{}, err
 	}
 	r := reply(res)
 	switch r.str(0) {
 	case "granted":
-		if f := r.fence(1); r.err == nil {
+		if f, drawn := r.fence(1), r.int(2); r.err == nil {
+			c.minted(seen, f, leasefence.Fence(drawn))
+			if err := c.replicated(ctx, req, f, acked); err != nil {
+				return leasefence.AcquireOutcome{}, err
+			}
 			return c.granted(req, f, c.ttl, c.ttl)
 		}
 	case "replay":
 		f, ttl, left := r.fence(1), time.Duration(r.int(2))*time.Millisecond, time.Duration(r.int(3))*time.Millisecond
 		if r.err == nil {
+			c.watermark.sawFence(c.keys.counter(), f)
+			if err := c.replicated(ctx, req, f, -1); err != nil {
+				return leasefence.AcquireOutcome{}, err
+			}
 			return c.granted(req, f, ttl, left)
 		}
 	case "held":

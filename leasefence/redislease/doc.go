@@ -69,6 +69,87 @@
 // and the read pipelined, then MULTI/EXEC); three on a cluster client, which
 // must WATCH before it can pick the node.
 //
+// # Replicas, Sentinel and failover
+//
+// Teams run Redis as a primary, replicas that copy it asynchronously, and
+// Sentinels that promote a replica when the primary stops answering; an
+// application reaches the primary through the Sentinels
+// (redis.NewFailoverClient, a *redis.Client that New, NewGate and Lock take
+// like any other; scripts/redis-sentinel.sh and package redisdeploy start
+// such a deployment on loopback). A failover can promote a replica that
+// missed the last writes: the grants, fences and floors in them are gone,
+// though Redis answered them. Two options trade latency for what can be
+// saved, and name what cannot:
+//
+//   - Replication (Options, GateOptions, LockOptions): WAIT for Replicas
+//     replicas, up to Timeout, after every fence minted (a retried request
+//     id waits again) and every Commit or Admit that applied. Too few in
+//     time is a *ReplicationError matching ErrNotReplicated: the write is
+//     applied on the primary, Acked replicas had it, and a failover may
+//     lose it. Acquire then returns no grant (resend the request id to
+//     wait again); Commit's commands and floor raise stand. A failover
+//     keeps an acknowledged write only if it promotes a replica that
+//     acknowledged it: waiting for every replica makes that so.
+//   - Watermark (one per process, given to its Coordinators and Gates):
+//     the highest fence and each floor this process has seen, kept out of
+//     Redis. An Acquire on a counter found below it mints above it (the
+//     fence is not reissued); a Gate that finds its floor below the floor
+//     it saw puts it back before judging, so a stale holder is refused
+//     (*leasefence.StaleFenceError, logged) and a fence issued again to
+//     another holder meets a *leasefence.TokenConflictError. Each finding
+//     is a Rewind (matching ErrRewound) in Watermark.Rewinds. What another
+//     process saw and this one did not, it cannot catch.
+//
+// What survives which fault, measured by this package's tests on a
+// primary, two replicas and three Sentinels on loopback (failover_test.go,
+// watermark_test.go, restart_test.go), with the counts of one run of
+// LEASEFENCE_FAILOVER_TRIES=10; "stale route" is a client that still
+// reaches the old primary after it resumes (pinned to its address, or a
+// pooled connection not yet moved), which Redis lets take writes until
+// the Sentinels demote it:
+//
+//	fault                    default                    Replication              Watermark
+//	restart, AOF always      everything kept            not run (*)              not run (*)
+//	restart, no AOF          counter, floors lost:      no help: WAIT covers     counter passed, floors put
+//	                         fences reissued, a stale   replicas, not the        back: stale holder refused,
+//	                         holder admitted            disk (*)                 reissue a token conflict
+//	failover of a paused     18 of 50023 answered       WAIT 2: 0 of 816         not run
+//	primary, writes racing   grants lost, in 6 of 10    answered grants lost
+//	it through the Sentinels failovers; each lost one   in 10 failovers
+//	                         answered by the old
+//	                         primary after it resumed
+//	failover, stale route    grant lost, its fence      WAIT 1: every grant      with WAIT 1: the next grant
+//	                         reissued, two holders:     there ErrNotReplicated:  passes the rewound counter,
+//	                         10 of 10 failovers         10 of 10                 ErrRewound: 10 of 10;
+//	                                                                             a fence reissued: 0 of 10
+//
+// (*) reasoned, not measured: the options add no write of their own that
+// a restart could lose, and WAIT says nothing of the disk. The restarts
+// are one deterministic run each. With WAIT 2, far fewer grants were
+// answered in the racing test: while the old primary was away the new one
+// had one replica, and every grant then was ErrNotReplicated, which is
+// WAIT's price in availability. The tests demote the old primary as soon
+// as it resumes; the Sentinels wait some seconds before they do, so in a
+// deployment the window for losses after a resume is longer than the one
+// measured.
+//
+// A primary cut off from its replicas while clients still reach it (a
+// network partition, redisdeploy.Partition) is measured by the lab's
+// failover fixtures (docs/real-systems.md in the repository, 10 runs each):
+// on the defaults, fences were reissued in every run, and a gate outside
+// Redis refused them (no stale write landed); with WAIT for both replicas
+// and a Watermark, no fence was reissued in any run. Not measured: Sentinels
+// that lose their own majority.
+//
+// The cost, BenchmarkOptions (p50 latency through the failover client, a
+// loaded 2-core machine, 6 runs of 2000, benchstat): acquire and release
+// 709µs by default, 679µs with a Watermark (no difference benchstat
+// finds), 1214µs with WAIT 1 (+71%), 1123µs with WAIT 2 (+58%), 1220µs
+// with both (+72%); a Commit raising the floor 350µs, 313µs (none),
+// 561µs (+60%), 592µs (+69%), 594µs (+70%). A Watermark costs nothing
+// measurable; WAIT costs the replicas' round trip, each write fsynced on
+// them as on the primary.
+//
 // # Limits (say them to whoever relies on this)
 //
 //   - The fence counter survives a restart of Redis only if every write is
@@ -80,7 +161,8 @@
 //   - Replication is asynchronous: a failover to a replica that missed the
 //     last writes loses grants (a second holder may be granted a resource
 //     whose lease the first still believes it holds) and reissues fences,
-//     as a restart without AOF does.
+//     as a restart without AOF does. Replication and Watermark narrow
+//     this and name what is left (above); nothing in Redis closes it.
 //   - After fences are reissued, a gate whose floor lives elsewhere (in SQL,
 //     in another Redis, in memory) refuses the new holders, since their
 //     fences are at or below its floor: safe, but unavailable until an

@@ -2,12 +2,15 @@ package redislease
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +25,13 @@ type GateOptions struct {
 	// RejectionLog is how many refusals the log retains, the newest; 0
 	// means leasefence.DefaultRejectionLog. RejectionCount counts them all.
 	RejectionLog int
+	// Replication: WAIT for replicas after every Commit or Admit that
+	// applied anything; the zero value waits for none. One that too few
+	// replicas acknowledged returns an error matching ErrNotReplicated.
+	Replication Replication
+	// Watermark: the process's memory of the floors it has seen, which a
+	// gate puts back when Redis lost them; nil remembers nothing.
+	Watermark *Watermark
 }
 
 // Gate is a fence gate whose floor and refusal log are Redis keys, for a
@@ -42,6 +52,10 @@ type Gate struct {
 	// round trip with the read of the floor. Cluster and ring clients must
 	// WATCH first, to pick the node.
 	pipelinedWatch bool
+
+	repl       Replication
+	watermark  *Watermark
+	counterKey string // the counter of the prefix, whose fences the watermark follows
 }
 
 var _ leasefence.Gate = (*Gate)(nil)
@@ -60,6 +74,9 @@ func NewGate(rdb redis.UniversalClient, resource string, opts GateOptions) (*Gat
 	if opts.RejectionLog < 0 {
 		return nil, fmt.Errorf("%w: GateOptions.RejectionLog %d is negative", leasefence.ErrInvalidRequest, opts.RejectionLog)
 	}
+	if err := opts.Replication.check("GateOptions.Replication", rdb); err != nil {
+		return nil, err
+	}
 	k, err := newKeys(opts.Prefix)
 	if err != nil {
 		return nil, err
@@ -77,6 +94,9 @@ func NewGate(rdb redis.UniversalClient, resource string, opts GateOptions) (*Gat
 		logKey:         k.gateLog(resource),
 		retain:         strconv.Itoa(retain),
 		pipelinedWatch: single,
+		repl:           opts.Replication,
+		watermark:      opts.Watermark,
+		counterKey:     k.counter(),
 	}, nil
 }
 
@@ -94,7 +114,10 @@ func (g *Gate) Resource() string { return g.resource }
 // nil. A write that returns an error sends nothing, and its error is
 // returned as is. A command that names a key under the gate's prefix, or
 // that could reach any key (a script, FLUSHDB, a nested MULTI), is refused
-// with ErrReservedKey before anything is sent.
+// with ErrReservedKey before anything is sent, naming the command and the
+// key. Every argument is judged as go-redis sends it, whatever its Go type
+// (*string, an encoding.BinaryMarshaler, a name that is one); an argument
+// of a type go-redis cannot send is refused the same way.
 //
 // A token below the floor is refused with a *leasefence.StaleFenceError, the
 // floor's fence under another holder with a *leasefence.TokenConflictError;
@@ -102,7 +125,10 @@ func (g *Gate) Resource() string { return g.resource }
 // the refusal comes back with Seq 0, wrapped with why). A token for another
 // resource is leasefence.ErrWrongResource and not logged.
 //
-// If a queued command fails at run time, Redis has applied the others and
+// A command Redis refuses while queueing (unknown, or with the wrong number
+// of arguments) makes it run none of the transaction: nothing is applied,
+// the floor is not raised, and the error says so. If a queued command fails
+// at run time, Redis has applied the others and
 // the floor's raise all the same (it has no rollback): Commit returns an
 // error matching ErrCommandFailed that names the command. When other
 // writers move the floor between the read and EXEC, Commit judges again,
@@ -183,25 +209,82 @@ var anyKey = map[string]bool{
 // checkCmd refuses a command that names one of the package's keys. It does
 // not know which arguments are keys, so it refuses any argument that begins
 // like one: a value that does is refused too.
+//
+// It judges each argument as go-redis will send it, whatever its Go type:
+// it encodes every argument that could carry a key's bytes (string,
+// *string, []byte, an encoding.BinaryMarshaler, net.IP) once, puts the
+// encoding in the command in its place, so what was judged is what is sent
+// (a BinaryMarshaler is not asked twice), and reads the name from the
+// encoded first argument. Numbers, booleans, times and durations are sent
+// as digits, signs and letters, which never begin with the '{' every
+// reserved key begins with. Any other type (go-redis cannot send it) is
+// refused, naming the command and the type.
 func (g *Gate) checkCmd(c redis.Cmder) error {
-	if anyKey[strings.ToLower(c.Name())] {
-		return fmt.Errorf("%w: %s can reach any key", ErrReservedKey, c.Name())
-	}
-	for _, a := range c.Args()[1:] {
-		var s string
-		switch v := a.(type) {
-		case string:
-			s = v
-		case []byte:
-			s = string(v)
+	args := c.Args()
+	texts := make([]string, len(args))
+	for i, a := range args {
+		wire, text, err := encodeArg(a)
+		if err != nil {
+			return fmt.Errorf("%w: %s: argument %d is a %T, which the gate cannot read: %w", ErrReservedKey, cmdName(texts, args), i, a, err)
 		}
+		args[i], texts[i] = wire, text
+	}
+	name := strings.ToLower(cmdName(texts, args))
+	if anyKey[name] {
+		return fmt.Errorf("%w: %s can reach any key", ErrReservedKey, name)
+	}
+	for _, s := range texts[min(1, len(texts)):] {
 		for _, r := range g.reserved {
 			if strings.HasPrefix(s, r) {
-				return fmt.Errorf("%w: %s names %q, under %q", ErrReservedKey, c.Name(), s, r)
+				return fmt.Errorf("%w: %s names %q, under %q", ErrReservedKey, name, s, r)
 			}
 		}
 	}
 	return nil
+}
+
+// cmdName is the command's name as sent, once its first argument is
+// encoded (texts[0]); "a command" before.
+func cmdName(texts []string, args []any) string {
+	if len(args) == 0 || (texts[0] == "" && args[0] != "") {
+		return "a command"
+	}
+	return texts[0]
+}
+
+// encodeArg returns a as go-redis's writer will send it: the value to send
+// in its place (the encoding itself, for the types whose bytes could change
+// between judging and sending) and its text, "" for a type whose encoding
+// cannot begin with '{'. The cases follow the writer's, in its order (a
+// time.Time is a BinaryMarshaler too, but is sent as RFC 3339).
+func encodeArg(a any) (any, string, error) {
+	switch v := a.(type) {
+	case nil:
+		return a, "", nil
+	case string:
+		return v, v, nil
+	case *string:
+		if v == nil {
+			return "", "", nil
+		}
+		return *v, *v, nil
+	case []byte:
+		return v, string(v), nil
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr,
+		*int, *int8, *int16, *int32, *int64, *uint, *uint8, *uint16, *uint32, *uint64, *uintptr,
+		float32, float64, *float32, *float64, bool, *bool,
+		time.Time, *time.Time, time.Duration, *time.Duration:
+		return a, "", nil
+	case encoding.BinaryMarshaler:
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, "", err
+		}
+		return b, string(b), nil
+	case net.IP:
+		return []byte(slices.Clone(v)), string(v), nil
+	}
+	return nil, "", errors.New("go-redis sends only strings, numbers, booleans, times, net.IP and encoding.BinaryMarshaler")
 }
 
 // attempt judges t against the floor under WATCH and then admits it (with
@@ -209,9 +292,13 @@ func (g *Gate) checkCmd(c redis.Cmder) error {
 // nothing was applied and Commit must judge again.
 func (g *Gate) attempt(ctx context.Context, t leasefence.Token, cmds []redis.Cmder) (done bool, err error) {
 	err = g.watch(ctx, func(tx *redis.Tx) (bool, error) {
+		seen := g.watermark.floor(g.floorKey) // before the read: see Watermark.floor
 		floor, present, err := g.watchFloor(ctx, tx)
 		if err != nil {
 			return false, err
+		}
+		if floorLost(seen, floor, present) {
+			return false, g.restoreFloor(ctx, floor, seen) // then judge again
 		}
 		var execErr error
 		switch judge(floor, present, t) {
@@ -334,24 +421,27 @@ func (g *Gate) admit(ctx context.Context, tx *redis.Tx, t leasefence.Token, rais
 	var rerr redis.Error
 	switch {
 	case execErr == nil:
-		return true, nil, nil
+		return true, nil, g.applied(ctx, tx, "commit", t)
 	case errors.Is(execErr, redis.TxFailedErr):
 		return false, execErr, nil // the floor moved: nothing was applied
 	case redis.IsExecAbortError(execErr):
-		return true, execErr, fmt.Errorf("redislease: Redis refused the transaction, nothing was applied: %w%s", execErr, firstFailed(cmds, "the first refused"))
-	case errors.Is(execErr, redis.Nil) && firstFailed(cmds, "") == "":
-		return true, nil, nil // only redis.Nil replies (a GET of a missing key)
+		// go-redis gives every command EXEC's EXECABORT; a command that
+		// still has an error of its own is the one Redis refused.
+		return true, execErr, fmt.Errorf("redislease: Redis refused a queued command (unknown, or with the wrong number of arguments), so it ran none of the transaction, nothing was applied: %w%s", execErr, firstFailed(cmds, "the first refused", execErr))
+	case errors.Is(execErr, redis.Nil) && firstFailed(cmds, "", nil) == "":
+		return true, nil, g.applied(ctx, tx, "commit", t) // only redis.Nil replies (a GET of a missing key)
 	case !errors.As(execErr, &rerr):
 		return true, execErr, execErr // no answer: the outcome is unknown
 	}
-	return true, execErr, fmt.Errorf("%w%s: %w", ErrCommandFailed, firstFailed(cmds, ""), execErr)
+	return true, execErr, fmt.Errorf("%w%s: %w", ErrCommandFailed, firstFailed(cmds, "", nil), execErr)
 }
 
-// firstFailed names the first of cmds that failed (redis.Nil is no failure),
-// as ": <label> <command>", or "" if none did.
-func firstFailed(cmds []redis.Cmder, label string) string {
+// firstFailed names the first of cmds that failed (redis.Nil is no failure,
+// nor is an error equal to except, the transaction's own), as ": <label>
+// <command>", or "" if none did.
+func firstFailed(cmds []redis.Cmder, label string, except error) string {
 	for _, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && (except == nil || err.Error() != except.Error()) {
 			if label != "" {
 				label += " "
 			}
@@ -410,13 +500,16 @@ func (g *Gate) Admit(ctx context.Context, t leasefence.Token) error {
 	if err := g.check(ctx, t); err != nil {
 		return err
 	}
-	res, err := admitScript.Run(ctx, g.rdb, []string{g.floorKey}, fenceArg(t.Fence), t.Holder).Slice()
+	res, acked, err := g.runAdmit(ctx, t)
 	if err != nil {
 		return err
 	}
 	r := reply(res)
 	if r.str(0) == "admitted" {
-		return r.err
+		if r.err != nil {
+			return r.err
+		}
+		return g.admitted(t, acked)
 	}
 	rej := leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence, FloorFence: r.fence(1), FloorHolder: r.str(2)}
 	if r.err != nil {
@@ -451,6 +544,10 @@ func (g *Gate) Floor(ctx context.Context) (leasefence.Token, error) {
 
 // RejectionsSince returns the retained refusals whose Seq is above seq,
 // oldest first, and how many refusals above seq the log no longer retains.
+// The log lives in Redis with the floor: a restart without the AOF loses
+// both, and the next refusal is numbered 1 again, so a reader's cursor from
+// before reads nothing until the count passes it (compare RejectionCount
+// with the cursor to notice).
 func (g *Gate) RejectionsSince(ctx context.Context, seq uint64) ([]leasefence.Rejection, uint64, error) {
 	if ctx == nil {
 		return nil, 0, nilCtx("RejectionsSince")

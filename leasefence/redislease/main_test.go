@@ -24,16 +24,21 @@ func TestMain(m *testing.M) {
 	url := os.Getenv("LEASEFENCE_REDIS_URL")
 	if url == "" {
 		noRedis = "LEASEFENCE_REDIS_URL is unset: start a throwaway Redis with scripts/redis.sh start, then eval \"$(scripts/redis.sh env)\""
-		os.Exit(m.Run())
+		code := m.Run()
+		closeDeployment()
+		os.Exit(code)
 	}
 	c, err := connect(url)
 	if err != nil {
 		noRedis = fmt.Sprintf("no Redis answers at LEASEFENCE_REDIS_URL=%s (%v): start one with scripts/redis.sh start", url, err)
-		os.Exit(m.Run())
+		code := m.Run()
+		closeDeployment()
+		os.Exit(code)
 	}
 	rdb = c
 	code := m.Run()
 	rdb.Close()
+	closeDeployment()
 	os.Exit(code)
 }
 

@@ -122,7 +122,7 @@ func commit(ctx context.Context, g *redislease.Gate, t leasefence.Token) error {
 // unavailable until an operator raises MinFence. A gate in the same Redis
 // rewinds with the counter and admits the new holder, and after it a stale
 // holder whose fence is above the rewound floor: what losing the counter
-// costs.
+// costs. Its refusal log is lost with the floor, and numbered from 1 again.
 func TestRestartWithoutAOFReissuesFences(t *testing.T) {
 	s := startServer(t, false)
 	ctx := t.Context()
@@ -141,6 +141,13 @@ func TestRestartWithoutAOFReissuesFences(t *testing.T) {
 	if err := commit(ctx, same, stale); err != nil {
 		t.Fatal(err)
 	}
+	below := leasefence.Token{Resource: "r", Holder: "agent-z", Fence: 1}
+	if err := commit(ctx, same, below); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Fatalf("fence 1 below the floor: %v", err)
+	}
+	if n, err := same.RejectionCount(ctx); n != 1 || err != nil {
+		t.Fatalf("RejectionCount before the restart = %d, %v", n, err)
+	}
 
 	s.restart()
 	after := s.client()
@@ -157,11 +164,29 @@ func TestRestartWithoutAOFReissuesFences(t *testing.T) {
 	}
 
 	same, _ = redislease.NewGate(after, "r", redislease.GateOptions{})
+	// The refusal log went with the floor: the count starts again, so the
+	// next refusal is Seq 1 again, and a reader whose cursor was at the old
+	// count reads nothing (missed 0) until the log passes it.
+	if n, err := same.RejectionCount(ctx); n != 0 || err != nil {
+		t.Fatalf("RejectionCount after a restart without AOF = %d, %v; want 0 (the log is lost)", n, err)
+	}
+	if floor, err := same.Floor(ctx); floor != (leasefence.Token{}) || err != nil {
+		t.Fatalf("floor after a restart without AOF = %v, %v; want none", floor, err)
+	}
 	if err := commit(ctx, same, newer); err != nil {
 		t.Fatalf("the gate in the same Redis refused the reissued fence: %v; want its floor rewound", err)
 	}
 	if err := commit(ctx, same, stale); err != nil {
 		t.Fatalf("the stale holder's write = %v; want admitted by the rewound floor (the documented cost)", err)
+	}
+	if err := commit(ctx, same, below); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Fatalf("fence 1 below the new floor: %v", err)
+	}
+	if rs, missed, err := same.RejectionsSince(ctx, 1); len(rs) != 0 || missed != 0 || err != nil {
+		t.Fatalf("RejectionsSince(1), the cursor of before the restart = %+v, missed %d, %v; want nothing: Seq 1 is reused", rs, missed, err)
+	}
+	if rs, _, err := same.RejectionsSince(ctx, 0); len(rs) != 1 || rs[0].Seq != 1 || rs[0].FloorFence != stale.Fence || err != nil {
+		t.Fatalf("RejectionsSince(0) after the restart = %+v, %v; want the new refusal as Seq 1", rs, err)
 	}
 
 	// The operator's recovery: every fence above the highest floor.
@@ -183,16 +208,22 @@ func TestRestartWithoutAOFReissuesFences(t *testing.T) {
 }
 
 // With AOF and appendfsync always, a crash loses nothing that was answered:
-// fences keep increasing, and the gate's floor is still there.
+// fences keep increasing, the gate's floor and refusal log are still there,
+// and the gate goes on judging and counting as before.
 func TestRestartWithAOFKeepsFences(t *testing.T) {
 	s := startServer(t, true)
 	ctx := t.Context()
 	before := s.client()
 	defer before.Close()
+	acquire(t, before, redislease.Options{}, "warm-up", "x") // so that first's fence has one below it
 	first := acquire(t, before, redislease.Options{}, "r", "agent-a")
 	g, _ := redislease.NewGate(before, "r", redislease.GateOptions{})
 	if err := commit(ctx, g, first); err != nil {
 		t.Fatal(err)
+	}
+	below := leasefence.Token{Resource: "r", Holder: "agent-z", Fence: first.Fence - 1}
+	if err := commit(ctx, g, below); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Fatalf("a fence below the floor: %v", err)
 	}
 
 	s.restart()
@@ -205,6 +236,19 @@ func TestRestartWithAOFKeepsFences(t *testing.T) {
 	g, _ = redislease.NewGate(after, "r", redislease.GateOptions{})
 	if floor, err := g.Floor(ctx); err != nil || floor != first {
 		t.Fatalf("floor after the crash = %v, %v; want %v", floor, err, first)
+	}
+	// The refusal log survives too, and goes on counting.
+	if rs, missed, err := g.RejectionsSince(ctx, 0); err != nil || missed != 0 || len(rs) != 1 || rs[0].Seq != 1 || rs[0].Fence != below.Fence {
+		t.Fatalf("RejectionsSince(0) after the crash = %+v, missed %d, %v; want the refusal of before it", rs, missed, err)
+	}
+	if err := commit(ctx, g, below); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Fatalf("the stale fence after the crash: %v, want ErrStaleFence", err)
+	}
+	if n, err := g.RejectionCount(ctx); n != 2 || err != nil {
+		t.Fatalf("RejectionCount after the crash and one more refusal = %d, %v; want 2", n, err)
+	}
+	if err := commit(ctx, g, first); err != nil {
+		t.Fatalf("the floor's own holder after the crash: %v", err)
 	}
 	held, err := redislease.New(after, redislease.Options{TTL: time.Second})
 	if err != nil {

@@ -38,7 +38,9 @@ end
 `
 
 // acquireScript: KEYS counter, holder, last, request; ARGV holder,
-// resource, ttl ms, min fence, replay window ms, max fence.
+// resource, ttl ms, min fence, replay window ms, max fence. A grant answers
+// with its fence and the counter's own next value (below the fence when
+// the min fence moved it).
 var acquireScript = redis.NewScript(luaLease + `
 local rec = redis.call('HMGET', KEYS[4], 'h', 'r', 'f', 't')
 local cur = redis.call('GET', KEYS[2])
@@ -54,6 +56,7 @@ if cur then
   return {'held', h, redis.call('PTTL', KEYS[2])}
 end
 local f = redis.call('INCR', KEYS[1])
+local drawn = f
 local min = tonumber(ARGV[4])
 if f <= min then
   f = min + 1
@@ -67,7 +70,7 @@ end
 redis.call('HSET', KEYS[3], 'f', fs, 'h', ARGV[1], 'released', '0')
 redis.call('HSET', KEYS[4], 'h', ARGV[1], 'r', ARGV[2], 'f', fs, 't', ARGV[3])
 redis.call('PEXPIRE', KEYS[4], ARGV[5])
-return {'granted', fs}
+return {'granted', fs, drawn}
 `)
 
 // renewScript: KEYS holder, last; ARGV fence, holder, ttl ms.

@@ -23,6 +23,14 @@
 //	})
 //	if errors.Is(err, leasefence.ErrStaleFence) { /* a newer holder has written: stop */ }
 //
+// The token comes from any session: etcdlease.Lock or redislease.Lock in
+// one call, or leasefence.Hold (session.Token()). Example_holdAndAStalledWorker
+// is the whole program a worker runs, on SQLite, with a stall that makes
+// its write late and the database refusing it; Example_guardingADatabaseRow
+// shows the floor and the refusal log surviving a restart. They use
+// modernc.org/sqlite, which only this package's tests require: the package
+// imports no driver, and an importer builds none.
+//
 // # What it guarantees
 //
 //   - The floor check, the floor raise and the write run in one transaction,

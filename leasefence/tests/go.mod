@@ -4,13 +4,18 @@ go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/bsm/redislock v0.9.4
 	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/leasefence/lab/leasefence v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/etcdlease/etcdembed v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/redislease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/zap v1.27.1
 	google.golang.org/grpc v1.83.2
@@ -66,6 +71,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.45.0 // indirect
 	go.opentelemetry.io/otel/trace v1.45.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
@@ -88,7 +94,10 @@ require (
 replace (
 	github.com/leasefence/lab/leasefence => ../
 	github.com/leasefence/lab/leasefence/etcdlease => ../etcdlease
+	github.com/leasefence/lab/leasefence/etcdlease/etcdembed => ../etcdlease/etcdembed
 	github.com/leasefence/lab/leasefence/etcdlease/etcdtest => ../etcdlease/etcdtest
 	github.com/leasefence/lab/leasefence/fencetoken => ../fencetoken
+	github.com/leasefence/lab/leasefence/redislease => ../redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ../sqlgate
 )
+

@@ -44,7 +44,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/internal/scratch"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 )
 
 // startTimeout bounds a member process's start, until it serves.
@@ -99,7 +100,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			return nil, fmt.Errorf("etcdcluster: %w", err)
 		}
 	}
-	dir, err := os.MkdirTemp(o.Dir, "leasefence-etcd-members-")
+	dir, err := scratch.MkdirTemp(o.Dir, "leasefence-etcd-members-")
 	if err != nil {
 		return nil, fmt.Errorf("etcdcluster: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/realtime/etcdcluster"
 )
 

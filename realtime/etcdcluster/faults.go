@@ -13,12 +13,19 @@ import (
 var ErrNoMember = errors.New("etcdcluster: no such member running")
 
 // cut implements links: traffic between a partitioned member and anyone
-// else is cut, both ways.
+// else is cut, both ways. A peer connection whose first request did not
+// name its sender is cut while any member is partitioned: it may be the
+// partitioned member's (etcd's prober opens such connections, and its
+// pipeline then reuses them for raft messages, which would carry the
+// partitioned leader's appends through).
 func (c *Cluster) cut(from, to int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if from == to {
 		return false
+	}
+	if from == fromUnknown && len(c.partitioned) > 0 {
+		return true
 	}
 	return c.partitioned[to] || (from >= 0 && c.partitioned[from])
 }

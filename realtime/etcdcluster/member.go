@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 )
 
 // MemberCommand is the hidden subcommand a cluster re-executes its own

@@ -133,3 +133,25 @@ func TestProxyCutsASender(t *testing.T) {
 		}
 	}
 }
+
+// A partition cuts the partitioned member's traffic both ways, and every
+// peer connection that did not say who sent it, which could be its.
+func TestPartitionCutsUnnamedSenders(t *testing.T) {
+	c := &Cluster{partitioned: map[int]bool{2: true}}
+	for _, tc := range []struct {
+		from, to int
+		cut      bool
+	}{
+		{2, 0, true}, {0, 2, true}, {fromClient, 2, true},
+		{fromUnknown, 0, true}, {fromUnknown, 2, true},
+		{0, 1, false}, {fromClient, 0, false}, {2, 2, false},
+	} {
+		if got := c.cut(tc.from, tc.to); got != tc.cut {
+			t.Errorf("cut(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.cut)
+		}
+	}
+	healed := &Cluster{partitioned: map[int]bool{}}
+	if healed.cut(fromUnknown, 0) {
+		t.Error("an unnamed sender is cut with no member partitioned")
+	}
+}

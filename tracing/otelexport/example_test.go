@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 	"github.com/leasefence/lab/tracing/otelexport"
@@ -31,7 +33,7 @@ func ExampleSetup() {
 		return
 	}
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), time.Now(), tracing.WithTracerProvider(p.TracerProvider()))
-	_, _ = harness.Run(ctx, sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	_, _ = harness.Run(ctx, sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 	rec.Close()
 	if err := p.Shutdown(ctx); err != nil {
 		fmt.Println(err)
@@ -39,7 +41,7 @@ func ExampleSetup() {
 
 	out, _ := os.ReadFile(path)
 	fmt.Printf("%d spans not delivered; %d line of OTLP-JSON; %d %q spans\n",
-		p.Dropped(), bytes.Count(out, []byte("\n")), bytes.Count(out, []byte(`"name":"`+tracing.SpanLease+`"`)), tracing.SpanLease)
+		p.Dropped(), bytes.Count(out, []byte("\n")), bytes.Count(out, []byte(`"name":"`+leaseotel.SpanLease+`"`)), leaseotel.SpanLease)
 	// Output:
 	// 0 spans not delivered; 1 line of OTLP-JSON; 4 "lease" spans
 }

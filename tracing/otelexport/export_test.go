@@ -37,6 +37,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
@@ -63,12 +64,12 @@ func header(t testing.TB, name string) history.Header {
 // recordRun runs sc with a Recorder on an in-memory provider with
 // tracing's ids, and returns the spans in the order they ended: what a
 // pipeline should deliver.
-func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *harness.Result) {
+func recordRun(t testing.TB, sc spec.Scenario, start time.Time) ([]sdktrace.ReadOnlySpan, *history.Result) {
 	t.Helper()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr), sdktrace.WithIDGenerator(tracing.NewIDGenerator()))
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), start, tracing.WithTracerProvider(tp))
-	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,10 +233,10 @@ func TestSetupChoosesProtocol(t *testing.T) {
 }
 
 // runThrough runs sc with a recorder on p and shuts p down.
-func runThrough(t *testing.T, p *Pipeline, sc spec.Scenario) *harness.Result {
+func runThrough(t *testing.T, p *Pipeline, sc spec.Scenario) *history.Result {
 	t.Helper()
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
-	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}})
+	res, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func checkGapArrived(t *testing.T, r *receiver) {
 		}
 		if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 			refused++
-			if s.Name != tracing.SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != tracing.SpanLease {
+			if s.Name != leaseotel.SpanFenceCommit || len(s.Links) != 1 || ids[trace.SpanID(s.Links[0].SpanId)].Name() != leaseotel.SpanLease {
 				t.Errorf("error span %q with links %v, want a fence commit linked to a lease", s.Name, s.Links)
 			}
 		}
@@ -663,7 +664,7 @@ func TestFileExport(t *testing.T) {
 					if s.StartTimeUnixNano == "" || s.EndTimeUnixNano == "" {
 						t.Errorf("span %s has no times", s.SpanID)
 					}
-					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != tracing.SpanLease) {
+					if s.Status.Code == 2 && (len(s.Links) != 1 || wantIDs[s.Links[0].SpanID] != leaseotel.SpanLease) {
 						t.Errorf("error span %q links %v, want a lease", s.Name, s.Links)
 					}
 				}

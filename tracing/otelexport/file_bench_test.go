@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/tracing"
 )
 
@@ -91,7 +92,7 @@ func BenchmarkFileTrace(b *testing.B) {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithIDGenerator(tracing.NewIDGenerator()),
 					sdktrace.WithBatcher(exp, sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Second)))
 				rec := tracing.NewRecorder(h, time.Now(), tracing.WithTracerProvider(tp))
-				if _, err := harness.Run(ctx, sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+				if _, err := harness.Run(ctx, sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}}); err != nil {
 					b.Fatal(err)
 				}
 				rec.CloseAt(sc.Duration)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence/leaseotel"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tracing"
 )
@@ -179,7 +181,7 @@ func sendToJaeger(t *testing.T, probe *http.Client, query string, sc spec.Scenar
 		t.Fatal(err)
 	}
 	rec := tracing.NewRecorder(sc.Header(harness.Modes), t0, tracing.WithTracerProvider(p.TracerProvider()))
-	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []harness.Subscriber{rec}}); err != nil {
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}}); err != nil {
 		t.Fatal(err)
 	}
 	rec.CloseAt(sc.Duration)
@@ -225,7 +227,7 @@ func checkGapInJaeger(t *testing.T, spans []jaegerSpan, t0 time.Time) {
 	leases := map[string]jaegerSpan{} // by span id
 	for _, s := range spans {
 		traces[strings.ToLower(s.TraceID)] = true
-		if s.Name == tracing.SpanLease {
+		if s.Name == leaseotel.SpanLease {
 			leases[strings.ToLower(s.SpanID)] = s
 		}
 	}
@@ -234,7 +236,7 @@ func checkGapInJaeger(t *testing.T, spans []jaegerSpan, t0 time.Time) {
 	}
 	var refused []jaegerSpan
 	for _, s := range spans {
-		if s.Name == tracing.SpanFenceCommit && s.attr(string(tracing.FenceOutcome)) == tracing.OutcomeRefused {
+		if s.Name == leaseotel.SpanFenceCommit && s.attr(string(leaseotel.FenceOutcome)) == leaseotel.OutcomeRefused {
 			refused = append(refused, s)
 		}
 	}
@@ -242,8 +244,8 @@ func checkGapInJaeger(t *testing.T, spans []jaegerSpan, t0 time.Time) {
 		t.Fatalf("%d refused fence commits in Jaeger, want 1", len(refused))
 	}
 	r := refused[0]
-	if !r.isError() || r.attr(string(tracing.ErrorType)) != tracing.ErrorStaleFence {
-		t.Errorf("refused commit: status %s, error.type %q; want Error and %q", r.Status.Code, r.attr(string(tracing.ErrorType)), tracing.ErrorStaleFence)
+	if !r.isError() || r.attr(string(leaseotel.ErrorType)) != leaseotel.ErrorStaleFence {
+		t.Errorf("refused commit: status %s, error.type %q; want Error and %q", r.Status.Code, r.attr(string(leaseotel.ErrorType)), leaseotel.ErrorStaleFence)
 	}
 	if len(r.Links) != 1 {
 		t.Fatalf("refused commit has %d links, want 1", len(r.Links))
@@ -252,9 +254,9 @@ func checkGapInJaeger(t *testing.T, spans []jaegerSpan, t0 time.Time) {
 	if !ok || !strings.EqualFold(newer.TraceID, r.Links[0].TraceID) {
 		t.Fatalf("refused commit links to %s/%s, not to a lease span", r.Links[0].TraceID, r.Links[0].SpanID)
 	}
-	if newer.attr(string(tracing.LeaseHolder)) != "agent-2" || newer.attr(string(tracing.LeaseFence)) != "2" || newer.attr(string(tracing.SimMode)) != "fenced" {
+	if newer.attr(string(leaseotel.LeaseHolder)) != "agent-2" || newer.attr(string(leaseotel.LeaseFence)) != "2" || newer.attr(string(tracing.SimMode)) != "fenced" {
 		t.Errorf("the link leads to %s's lease with fence %s (%s), want agent-2's fence 2 (fenced)",
-			newer.attr(string(tracing.LeaseHolder)), newer.attr(string(tracing.LeaseFence)), newer.attr(string(tracing.SimMode)))
+			newer.attr(string(leaseotel.LeaseHolder)), newer.attr(string(leaseotel.LeaseFence)), newer.attr(string(tracing.SimMode)))
 	}
 	if r.StartTime != fmt.Sprint(t0.Add(950*time.Millisecond).UnixNano()) || r.EndTime != fmt.Sprint(t0.Add(1400*time.Millisecond).UnixNano()) {
 		t.Errorf("refused commit spans t0+%v..t0+%v, want t0+950ms..t0+1400ms (its check to its refusal)", r.start().Sub(t0), r.end().Sub(t0))

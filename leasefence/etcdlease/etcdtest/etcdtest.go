@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 )
 
 // NewMember starts a single member under t.TempDir and returns it with a

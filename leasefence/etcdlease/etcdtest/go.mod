@@ -3,9 +3,13 @@ module github.com/leasefence/lab/leasefence/etcdlease/etcdtest
 go 1.26.0
 
 require (
+	github.com/leasefence/lab/leasefence/etcdlease/etcdembed v0.0.0-00010101000000-000000000000
 	go.etcd.io/etcd/client/v3 v3.7.3
-	go.etcd.io/etcd/server/v3 v3.7.3
-	go.uber.org/zap v1.27.1
+)
+
+require (
+	go.etcd.io/etcd/server/v3 v3.7.3 // indirect
+	go.uber.org/zap v1.27.1 // indirect
 )
 
 require (
@@ -65,3 +69,5 @@ require (
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/leasefence/lab/leasefence/etcdlease/etcdembed => ../etcdembed

@@ -9,8 +9,8 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
 )
 
 func clusterCoordinator(t *testing.T, c *clientv3.Client, ttl time.Duration) *etcdlease.Coordinator {

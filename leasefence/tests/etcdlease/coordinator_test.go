@@ -7,7 +7,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/leasefence/leasetest"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/leasefence/lab/leasefence/etcdlease/etcdtest/etcdembed"
+	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 )
 
 // member is one embedded etcd shared by the tests of this package; each

@@ -1,0 +1,151 @@
+package history
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// MutualExclusion finds, in one mode's events in history order, every
+// grant the lock made while an earlier lease on the same resource had
+// neither been released nor expired: a Granted event at a true instant
+// before the coordinator expiry the previous generation's Granted (or
+// latest Extended) event carries, with no Released event of it, and no
+// Expired event of it before the grant (a renewal the lock refused as
+// expired). The expiry is the one the history has: the server's where the
+// runner could read it, the lease's own Deadline for a contender lock
+// (realtime.Contender). It is the lock's own fault, whatever its holders
+// did. It returns the count and up to MaxCounterexamples of them: what a
+// Checker's Report counts as MutualExclusionViolations.
+//
+// In a real-time history (a header's Backend other than the simulator's)
+// the runner dates a grant when its reply came back, and a server's
+// expiry from then: late, each by its own call's time on the wire. So the
+// rule judges a grant by the earliest its predecessor can have expired,
+// its expiry less the time from the request that won it (RequestSent, by
+// RequestID; for a renewal, the renewal's request) to its record: a
+// violation is a grant recorded before any instant the earlier lease can
+// have ended, never one a slow reply made look early.
+func MutualExclusion(h *Header, events []Event) (int, []Counterexample) {
+	x := newExclusion(h)
+	for i := range events {
+		x.add(&events[i])
+	}
+	return x.n, x.cx
+}
+
+// exclusion is the mutual-exclusion rule's fold: per resource, the newest
+// grant's lease and what the history has said of its end.
+type exclusion struct {
+	h    *Header
+	prev map[int]*exclusiveLease
+	n    int
+	cx   []Counterexample
+	// real: the history's times are the runner's records of replies, not
+	// the server's own instants; then sent holds when each pending
+	// acquire (by request id) and renewal (by resource and fence) was
+	// first sent.
+	real    bool
+	sent    map[string]time.Duration
+	renewed map[renewKey]time.Duration
+}
+
+type renewKey struct {
+	resource int
+	fence    leasefence.Fence
+}
+
+type exclusiveLease struct {
+	agent     int
+	fence     leasefence.Fence
+	end       time.Duration
+	released  bool
+	expiredAt time.Duration // when the lock said it expired; -1 for never
+}
+
+func newExclusion(h *Header) *exclusion {
+	return &exclusion{h: h, prev: make(map[int]*exclusiveLease), real: h.Backend != "" && h.Backend != simBackend,
+		sent: make(map[string]time.Duration), renewed: make(map[renewKey]time.Duration)}
+}
+
+func (x *exclusion) name(i int) string {
+	if i < 0 || i >= len(x.h.Agents) {
+		return ""
+	}
+	return x.h.Agents[i]
+}
+
+// simBackend is the simulator's Backend in a header: its times are exact.
+const simBackend = "sim"
+
+// earliestEnd is the earliest instant a lease recorded at at, with the
+// expiry end, can have ended: end, less (in a real-time history) the time
+// since the request that won it was sent.
+func (x *exclusion) earliestEnd(end, at, sent time.Duration, ok bool) time.Duration {
+	if !x.real || !ok || sent > at {
+		return end
+	}
+	return end - (at - sent)
+}
+
+// add folds in the next event of the mode.
+func (x *exclusion) add(e *Event) {
+	p := x.prev[e.Resource]
+	mine := p != nil && p.fence == e.Fence
+	switch e.Kind {
+	case RequestSent:
+		if !x.real {
+			return
+		}
+		switch e.Request {
+		case RequestAcquire:
+			if _, seen := x.sent[e.RequestID]; !seen {
+				x.sent[e.RequestID] = e.At
+			}
+		case RequestRenew:
+			k := renewKey{e.Resource, e.Fence}
+			if _, seen := x.renewed[k]; !seen {
+				x.renewed[k] = e.At
+			}
+		}
+	case Denied, AcquireAbandoned:
+		delete(x.sent, e.RequestID) // the request won nothing: forget it
+	case Granted:
+		if p != nil && !p.released && p.end > e.At && (p.expiredAt < 0 || p.expiredAt >= e.At) {
+			x.n++
+			if len(x.cx) < MaxCounterexamples && e.Resource >= 0 && e.Resource < len(x.h.Resources) {
+				x.cx = append(x.cx, Counterexample{Kind: MutualExclusionViolation, AtMS: ms(e.At), Resource: x.h.Resources[e.Resource],
+					Holder: x.name(e.Agent), Fence: e.Fence, Other: x.name(p.agent), OtherFence: p.fence, UntilMS: ms(p.end),
+					Detail: "granted to " + x.name(e.Agent) + " at " + FormatDuration(e.At) + " while " + x.name(p.agent) +
+						"'s lease (generation " + strconv.FormatUint(uint64(p.fence), 10) + ") was neither released nor expired: it ran until " + FormatDuration(p.end)})
+			}
+		}
+		sent, ok := x.sent[e.RequestID]
+		delete(x.sent, e.RequestID)
+		if p != nil {
+			delete(x.renewed, renewKey{e.Resource, p.fence})
+		}
+		if p == nil {
+			p = new(exclusiveLease)
+			x.prev[e.Resource] = p
+		}
+		// The resource's record is reused: one a resource, not one a grant.
+		*p = exclusiveLease{agent: e.Agent, fence: e.Fence, end: x.earliestEnd(e.Deadline, e.At, sent, ok), expiredAt: -1}
+	case Extended:
+		if mine {
+			k := renewKey{e.Resource, e.Fence}
+			sent, ok := x.renewed[k]
+			delete(x.renewed, k)
+			p.end = max(p.end, x.earliestEnd(e.Deadline, e.At, sent, ok))
+		}
+	case Released:
+		if mine {
+			p.released = true
+		}
+	case Expired:
+		if mine && p.expiredAt < 0 {
+			p.expiredAt = e.At
+		}
+	}
+}

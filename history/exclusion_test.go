@@ -1,0 +1,80 @@
+package history_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// exclusionEvents: agent-1's acquire is sent at 0 and granted at grantAt
+// until grantAt+1s; agent-2's is sent at 1s and granted at second. A
+// history of one mode, "lock", on one resource.
+func exclusionEvents(grantAt, second time.Duration) []history.Event {
+	ev := func(at time.Duration, k history.Kind, agent int, f uint64, id string) history.Event {
+		e := history.Event{At: at, Mode: "lock", Kind: k, Agent: agent, Resource: 0, Other: -1, Fence: leasefence.Fence(f), RequestID: id}
+		if k == history.RequestSent {
+			e.Request = history.RequestAcquire
+		}
+		if k == history.Granted {
+			e.Deadline = at + time.Second
+		}
+		return e
+	}
+	return []history.Event{
+		ev(0, history.RequestSent, 0, 0, "a"),
+		ev(grantAt, history.Granted, 0, 1, "a"),
+		ev(time.Second, history.RequestSent, 1, 0, "b"),
+		ev(second, history.Granted, 1, 2, "b"),
+	}
+}
+
+// The checker's Report counts what MutualExclusion finds, with its
+// evidence; a real-time history is judged by the earliest instant the
+// earlier lease can have ended, so a slow reply does not make a grant
+// look early, while the simulator's exact times are judged as they are.
+func TestMutualExclusionInReport(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		backend  string
+		grantAt  time.Duration // agent-1's grant, recorded when its reply came
+		second   time.Duration // agent-2's grant
+		violates bool
+	}{
+		{"sim: granted before the lease ran out", "sim", 0, 900 * time.Millisecond, true},
+		{"sim: granted after", "sim", 0, 1100 * time.Millisecond, false},
+		// agent-1's reply took 50ms: its lease may have ended at 1s.
+		{"real: granted inside the reply's uncertainty", "memory", 50 * time.Millisecond, 1020 * time.Millisecond, false},
+		{"real: granted before any end the record allows", "memory", 50 * time.Millisecond, 980 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := contenderHeader("lock")
+			h.Backend = tc.backend
+			h.Agents = []string{"agent-1", "agent-2"}
+			h.Contenders = []history.Contender{{Name: "lock", Discipline: history.DisciplineNaive}}
+			events := exclusionEvents(tc.grantAt, tc.second)
+			rep := history.Check(h, events).Modes["lock"]
+			n, xs := history.MutualExclusion(&h, events)
+			if rep.MutualExclusionViolations != n || (n > 0) != tc.violates {
+				t.Fatalf("report counts %d, MutualExclusion %d: want a violation %v", rep.MutualExclusionViolations, n, tc.violates)
+			}
+			if rep.Contender.Name != "lock" || rep.Contender.Discipline != history.DisciplineNaive {
+				t.Errorf("the report's contender %+v", rep.Contender)
+			}
+			if !tc.violates {
+				return
+			}
+			var found bool
+			for _, x := range rep.Counterexamples {
+				found = found || (x.Kind == history.MutualExclusionViolation && x.Holder == "agent-2" && x.Other == "agent-1" && x.UntilMS > x.AtMS)
+			}
+			if !found || xs[0].Kind != history.MutualExclusionViolation {
+				t.Errorf("no counterexample with the evidence: %+v", rep.Counterexamples)
+			}
+			if len(rep.Violations) != 0 {
+				t.Errorf("a naive contender's violation of mutual exclusion is a finding, not a failure: %v", rep.Violations)
+			}
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package history
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// The rules below judge the claims a history's events make about each
+// other as the events come, in one pass: a refusal names a floor, and the
+// history must show that floor raised; a grant reuses a fence, and the
+// history must show a restart that lost the counter since; a write lands,
+// and the history must show the lease it landed under, and must not also
+// show it refused; a push raised a gate's floor, and nothing below it may
+// be admitted after. The state they keep is a few bytes per lease
+// generation, agent and resource, never one record per event.
+
+// ruleState is the checker's part of the history that the rules need.
+type ruleState struct {
+	agents []agentMark  // per agent
+	res    []resourceMk // per resource
+
+	// Fences: the highest minted in the whole history, and the highest
+	// minted since the last restart that lost the counter.
+	top, topSinceLoss leasefence.Fence
+
+	fenceReuses, unexcusedReuses int
+	unexplainedRefusals          int
+	unexplainedLandings          int
+	unexplainedReleases          int
+	refusedLanded                int
+	belowPush                    int
+	cx                           counterexamples
+}
+
+// agentMark is an agent's last landed and last refused write, by id, so
+// that a write reported both ways is seen (an agent has one write in
+// flight at a time).
+type agentMark struct {
+	landed, refused string
+}
+
+// resourceMk is what the rules know of one resource's gate.
+type resourceMk struct {
+	refusals int // refusals so far, to number them
+	// pushed is the highest fence pushed to the gate, and the instant the
+	// push was known applied (its event's instant plus its Dur); inForce is
+	// the highest pushed fence known applied by the last landing judged.
+	pushed        leasefence.Fence
+	pushedApplied time.Duration
+	inForce       leasefence.Fence
+}
+
+func newRuleState(h *Header) ruleState {
+	return ruleState{agents: make([]agentMark, len(h.Agents)), res: make([]resourceMk, len(h.Resources))}
+}
+
+// add judges e, which the Reader has just folded in.
+func (c *Checker) rule(e *Event) {
+	s := &c.rules
+	rd := c.read
+	switch e.Kind {
+	case Granted:
+		c.mint(rd.Generation(rd.Latest(e.Resource)), e.At)
+	case CoordinatorRestarted:
+		if e.Outcome == OutcomeCounterLost {
+			s.topSinceLoss = 0
+		}
+	case AdmitPushed:
+		c.pushApplied(e)
+	case Expired:
+		if gi := rd.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
+			rd.Generation(gi).ended = true
+		}
+	case Released:
+		c.release(e)
+	case CommitAdmitted, WriteLanded:
+		c.landed(e, rd.LastWrite())
+	case CommitRefused:
+		c.refused(e, rd.LastWrite())
+	}
+}
+
+// mint judges a newly minted generation's fence: above every fence minted
+// before it, or else a reuse, excused only by a restart that lost the
+// counter between the two mints.
+func (c *Checker) mint(g *Generation, at time.Duration) {
+	s := &c.rules
+	if g.Fence <= s.top {
+		s.fenceReuses++
+		s.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(at), Resource: c.resourceName(g.Resource),
+			Holder: c.agentName(g.Agent), Fence: g.Fence, OtherFence: s.top,
+			Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, s.top, g.Incarnation+1)})
+		if g.Fence <= s.topSinceLoss {
+			s.unexcusedReuses++
+		}
+	}
+	s.top = max(s.top, g.Fence)
+	s.topSinceLoss = max(s.topSinceLoss, g.Fence)
+}
+
+// release judges a release the coordinator granted: of a generation it
+// granted and had not let go. A coordinator that says it released a lease
+// it had already let go released something else (a lease keyed by its
+// holder's name, say). A release dated after the next generation's grant
+// is no violation in itself: a runner may learn of a release after the
+// grant it made possible.
+func (c *Checker) release(e *Event) {
+	s, rd := &c.rules, c.read
+	gi := rd.Find(e.Incarnation, e.Resource, e.Fence)
+	var why string
+	switch {
+	case gi < 0:
+		why = "a lease the history never granted"
+	case rd.Generation(gi).ended || rd.Generation(gi).Forgot:
+		why = "a lease it had already let go"
+	default:
+		rd.Generation(gi).ended = true
+		return
+	}
+	if gi >= 0 {
+		rd.Generation(gi).ended = true
+	}
+	s.unexplainedReleases++
+	s.cx.add(Counterexample{Kind: UnexplainedRelease, AtMS: ms(e.At), Resource: c.resourceName(int32(e.Resource)),
+		Holder: c.agentName(int32(e.Agent)), Fence: e.Fence,
+		Detail: fmt.Sprintf("the coordinator released fence %d of %s: %s", e.Fence, c.agentName(int32(e.Agent)), why)})
+}
+
+// pushApplied records a push that reached the gate: its fence is the
+// gate's floor from then on, and its generation a floor a refusal may name.
+func (c *Checker) pushApplied(e *Event) {
+	m := &c.rules.res[e.Resource]
+	applied := e.At + max(e.Dur, 0)
+	if e.Fence > m.pushed {
+		if m.pushedApplied <= e.At {
+			m.inForce = max(m.inForce, m.pushed)
+		}
+		m.pushed, m.pushedApplied = e.Fence, applied
+	}
+	if e.Outcome == OutcomeBelowFloor {
+		return
+	}
+	if gi := c.read.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
+		c.read.Generation(gi).raised = true
+	}
+}
+
+// landed judges a landing: it must be under a generation the history
+// granted its writer on that resource, must not be a write also reported
+// refused, and, through a gate, must not be below a fence pushed to it.
+func (c *Checker) landed(e *Event, w *Write) {
+	s := &c.rules
+	if w.Gen < 0 || c.read.Generation(w.Gen).Agent != w.Agent {
+		s.unexplainedLandings++
+		s.cx.add(Counterexample{Kind: UnexplainedLanding, AtMS: ms(e.At), Resource: c.resourceName(w.Resource),
+			Holder: c.agentName(w.Agent), Fence: w.Fence,
+			Detail: fmt.Sprintf("a write under fence %d landed at %s, where the history granted %s no lease under that fence",
+				w.Fence, c.resourceName(w.Resource), c.agentName(w.Agent))})
+	} else {
+		c.read.Generation(w.Gen).raised = true
+	}
+	if a := &s.agents[e.Agent]; e.RequestID != "" {
+		if a.refused == e.RequestID {
+			c.refusedAndLanded(e)
+		}
+		a.landed = e.RequestID
+	}
+	if e.Kind != CommitAdmitted {
+		return
+	}
+	m := &s.res[e.Resource]
+	if m.pushedApplied <= e.At {
+		m.inForce = max(m.inForce, m.pushed)
+	}
+	if w.Fence < m.inForce {
+		s.belowPush++
+		s.cx.add(Counterexample{Kind: AdmittedBelowPush, AtMS: ms(e.At), Resource: c.resourceName(w.Resource),
+			Holder: c.agentName(w.Agent), Fence: w.Fence, OtherFence: m.inForce,
+			Detail: fmt.Sprintf("the gate admitted fence %d after the coordinator's push of fence %d had reached it", w.Fence, m.inForce)})
+	}
+}
+
+func (c *Checker) refusedAndLanded(e *Event) {
+	c.rules.refusedLanded++
+	c.rules.cx.add(Counterexample{Kind: RefusedWriteLanded, AtMS: ms(e.At), Resource: c.resourceName(int32(e.Resource)),
+		Holder: c.agentName(int32(e.Agent)), Fence: e.Fence,
+		Detail: fmt.Sprintf("write %s was reported refused, and the resource's record has it landed", e.RequestID)})
+}
+
+// refused judges a refusal: the floor it names must be above the refused
+// fence (or equal to it under another holder: a token conflict), and the
+// history must have shown that floor raised at that resource before.
+func (c *Checker) refused(e *Event, w *Write) {
+	s := &c.rules
+	m := &s.res[e.Resource]
+	m.refusals++
+	if a := &s.agents[e.Agent]; e.RequestID != "" {
+		if a.landed == e.RequestID {
+			c.refusedAndLanded(e)
+		}
+		a.refused = e.RequestID
+	}
+	why := c.unexplained(w)
+	if why == "" {
+		return
+	}
+	s.unexplainedRefusals++
+	s.cx.add(Counterexample{Kind: UnexplainedRefusal, AtMS: ms(w.At), Resource: c.resourceName(w.Resource),
+		Holder: c.agentName(w.Agent), Fence: w.Fence, Other: c.agentName(w.FloorAgent), OtherFence: w.FloorFence,
+		Detail: fmt.Sprintf("refusal #%d at %s: %s", m.refusals, c.resourceName(w.Resource), why)})
+}
+
+// unexplained says why refusal w has no cause in the history, or "".
+func (c *Checker) unexplained(w *Write) string {
+	// Made only for a refusal the history does not explain: most are.
+	floor := func() string {
+		return fmt.Sprintf("the floor it names, %s@%d,", c.agentName(w.FloorAgent), w.FloorFence)
+	}
+	switch {
+	case w.FloorFence < w.Fence:
+		return floor() + " is below the refused fence"
+	case w.FloorFence == w.Fence && w.FloorAgent == w.Agent:
+		return floor() + " is the refused write's own token"
+	}
+	rd := c.read
+	for gi := rd.latest[w.Resource]; gi >= 0; gi = rd.Generation(gi).prev {
+		if g := rd.Generation(gi); g.Fence == w.FloorFence && g.Agent == w.FloorAgent && g.raised {
+			return ""
+		}
+	}
+	if f := rd.forgeries[w.Resource].high; f > 0 && f == w.FloorFence {
+		return "" // a forger's landed write moved the floor (its own violation)
+	}
+	return floor() + " was never raised there by an admitted commit or a push"
+}
+
+func (c *Checker) agentName(i int32) string {
+	if i < 0 || int(i) >= len(c.h.Agents) {
+		return ""
+	}
+	return c.h.Agents[i]
+}
+
+func (c *Checker) resourceName(i int32) string {
+	if i < 0 || int(i) >= len(c.h.Resources) {
+		return ""
+	}
+	return c.h.Resources[i]
+}

@@ -1,0 +1,54 @@
+// Package labtest puts a lock implementation under the lab from a test:
+// the same agents, the same faults (stalls past the TTL, delayed, lost and
+// duplicated messages) and the same checker as `lab run`, in real time,
+// with the user's Lock in place of the lab's coordinator.
+//
+//	func TestMyLock(t *testing.T) {
+//		labtest.Run(t, "overlap", mylock.New(client), labtest.Duration(10*time.Second))
+//	}
+//
+// Run fails the test on the first counterexample: a stale write (a write
+// that landed after a newer lease generation's write had landed), or a
+// mutual-exclusion violation (the lock granted a resource while an earlier
+// lease on it had neither been released nor expired by its own Deadline).
+// The failure names the counterexample and the history file the run
+// wrote, which `lab check FILE` judges again.
+//
+// # Disciplines
+//
+// A lock whose leases have a fence (Lease.Fence) runs fenced by default:
+// its holders write through the resource's gate with the lock's fence,
+// and the gate refuses what a stale holder sends. Any other lock runs
+// naive: its holders check the lease's Deadline and write straight to
+// the resource, as most code does. Naive() and Fenced() choose. A naive
+// run on a scenario whose holders stall past the TTL lands stale writes
+// with any lock at all: that is the finding the lab exists to show, and
+// why a fence checked at the resource is the remedy.
+//
+// The lease's Deadline reaches the holder as the time it has left when
+// Acquire (or Renew) returns; a reply delay the scenario adds on the way
+// back comes on top, as it does for any lock whose holder counts its
+// lease from the reply. Scenarios with reply delays therefore judge the
+// naive discipline, not only the lock.
+//
+// # Generations
+//
+// The checker needs a generation for every lease. A lease with a fence is
+// named by it; a lease that implements realtime.Ordered (the server's own
+// order, as etcd's create revision of the lock key) by that; any other by
+// the order in which its Acquire returned to the lab, and the history
+// header says which (history.Contender.Generations).
+//
+// # Before the run
+//
+// Run takes the lock once on a resource of its own ("labtest-probe") to
+// see whether its leases have a fence, and releases it.
+//
+// # Dependencies
+//
+// labtest is the lab's root module (github.com/leasefence/lab): a module
+// that requires it for its tests adds the lab and its own dependencies to
+// its go.sum (etcd's client, go-redis, SQLite's pure-Go driver, the
+// OpenTelemetry API, among others), but links them only into its test
+// binaries.
+package labtest

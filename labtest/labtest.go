@@ -1,0 +1,254 @@
+package labtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/scenario"
+	"github.com/leasefence/lab/spec"
+)
+
+// Lock is a lock implementation as the code under test calls it.
+type Lock = realtime.Lock
+
+// Lease is one held lock.
+type Lease = realtime.Lease
+
+// ErrHeld is what Lock.Acquire returns (errors.Is) when another holder
+// has the resource.
+var ErrHeld = realtime.ErrHeld
+
+// Option changes how Run runs.
+type Option func(*config)
+
+type config struct {
+	disc     history.Discipline // "" for the lock's own: fenced with a fence
+	duration time.Duration
+	store    realtime.Store
+	dir      string
+	name     string
+}
+
+// Naive makes the holders check their lease's Deadline and write straight
+// to the resource.
+func Naive() Option { return func(c *config) { c.disc = history.DisciplineNaive } }
+
+// Fenced makes the holders write through the resource's gate with the
+// lock's fence. A lock without a fence cannot run fenced: Run fails.
+func Fenced() Option { return func(c *config) { c.disc = history.DisciplineFenced } }
+
+// Duration sets the run's length (the scenario's own by default).
+func Duration(d time.Duration) Option { return func(c *config) { c.duration = d } }
+
+// Store keeps the resources in s (realtime/sqlitestore.NewSQLiteStore, ...) instead of
+// memory. Run does not close it.
+func Store(s realtime.Store) Option { return func(c *config) { c.store = s } }
+
+// HistoryDir is where a failed run's history file is kept (the system's
+// temporary directory by default). A passing run's is removed.
+func HistoryDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// Name names the lock: the run's one mode, in the history header, the
+// report and the failure ("lock" by default; its Go type is the header's
+// Library).
+func Name(name string) Option { return func(c *config) { c.name = name } }
+
+// Result is what the run found: the checker's counters for the one mode
+// it ran (StaleWritesLanded, Overlaps, ...), MutualExclusionViolations,
+// and where the history file is (kept only when the run failed).
+type Result struct {
+	*history.Report
+	// Contender is what the history header says of the lock.
+	Contender history.Contender
+	// MutualExclusionViolations counts grants the lock made while an
+	// earlier lease on the resource had neither been released nor
+	// expired; MutualExclusion lists the first few.
+	MutualExclusionViolations int
+	MutualExclusion           []history.Counterexample
+	// HistoryPath is the history file; it exists only if Failed.
+	HistoryPath string
+	// Failed: the run found a counterexample or broke a contract.
+	Failed bool
+}
+
+// ProbeResource is the resource Run takes once before the run, to see
+// whether the lock's leases have a fence.
+const ProbeResource = "labtest-probe"
+
+// Run puts lock under scenario (a built-in's name, or a path to a
+// scenario or fixture file) in real time and fails t with the first
+// counterexample, naming the history file it kept, when the lock landed
+// a stale write, granted a resource twice (a mutual-exclusion violation)
+// or returned an error it never should. A problem with the arguments
+// (no such scenario, Fenced on a lock without a fence) fails t at once.
+func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	sc, err := load(scenarioName)
+	if err != nil {
+		t.Fatalf("labtest: %v", err)
+		return nil
+	}
+	if c.duration > 0 {
+		sc.Duration = c.duration
+	}
+	ctx := t.Context()
+	info, err := probe(ctx, lock, sc.TTL)
+	if err != nil {
+		t.Fatalf("labtest: %v", err)
+		return nil
+	}
+	info.Name = history.Mode(cmp(c.name, "lock"))
+	info.Library = fmt.Sprintf("%T", lock)
+	switch {
+	case c.disc == history.DisciplineFenced && !info.Fence:
+		t.Fatalf("labtest: %s cannot run fenced: its leases have no fence (Lease.Fence reports false); run it naive", info.Name)
+		return nil
+	case c.disc == "" && info.Fence:
+		c.disc = history.DisciplineFenced
+	case c.disc == "":
+		c.disc = history.DisciplineNaive
+	}
+	info.Discipline = c.disc
+	res, err := run(ctx, sc, lock, info, c)
+	if err != nil {
+		t.Fatalf("labtest: %v", err)
+		return nil
+	}
+	if res.Failed {
+		t.Errorf("labtest: %s (%s) on %s: %s\nhistory: %s (lab check %s judges it again)",
+			info.Name, info.Discipline, sc.Name, res.first(), res.HistoryPath, res.HistoryPath)
+	}
+	return res
+}
+
+func cmp(s, dflt string) string {
+	if s != "" {
+		return s
+	}
+	return dflt
+}
+
+// load is the built-in scenario name, or the scenario of the file name.
+func load(name string) (spec.Scenario, error) {
+	if sc, ok := spec.Builtin(name); ok {
+		return sc, nil
+	}
+	if _, err := os.Stat(name); err != nil {
+		return spec.Scenario{}, fmt.Errorf("scenario %q is neither a built-in (%s) nor a file: %w", name, strings.Join(spec.BuiltinNames(), ", "), err)
+	}
+	return scenario.Load(name)
+}
+
+// probe takes the lock once, to see what its leases are, and releases it.
+func probe(ctx context.Context, lock Lock, ttl time.Duration) (history.Contender, error) {
+	if lock == nil {
+		return history.Contender{}, errors.New("a nil Lock")
+	}
+	pctx, cancel := context.WithTimeout(ctx, max(10*ttl, 10*time.Second))
+	defer cancel()
+	l, err := lock.Acquire(pctx, ProbeResource, "labtest", ttl)
+	if err != nil {
+		return history.Contender{}, fmt.Errorf("the probe's Acquire of %s: %w", ProbeResource, err)
+	}
+	if l == nil {
+		return history.Contender{}, errors.New("the probe's Acquire returned no lease and no error")
+	}
+	info := history.Contender{Generations: realtime.GenerationsObserved}
+	if _, ok := l.Fence(); ok {
+		info.Fence, info.Generations = true, realtime.GenerationsFence
+	} else if _, ok := l.(realtime.Ordered); ok {
+		info.Generations = realtime.GenerationsServer
+	}
+	if err := l.Release(pctx); err != nil {
+		return history.Contender{}, fmt.Errorf("the probe's Release of %s: %w", ProbeResource, err)
+	}
+	return info, nil
+}
+
+// collect keeps every event of the run, and writes it to the history
+// file.
+type collect struct {
+	mu     sync.Mutex
+	enc    *history.Encoder
+	events []history.Event
+}
+
+func (c *collect) Event(e history.Event) {
+	c.mu.Lock()
+	c.events = append(c.events, e)
+	c.enc.Event(e)
+	c.mu.Unlock()
+}
+
+func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contender, c config) (*Result, error) {
+	backend := &realtime.Contender{Info: info, New: func(context.Context, history.Mode) (Lock, error) { return lock, nil }}
+	mode := info.Name
+	f, err := os.CreateTemp(c.dir, "labtest-"+sc.Name+"-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	path := f.Name()
+	keep := false
+	defer func() {
+		f.Close()
+		if !keep {
+			os.Remove(path)
+		}
+	}()
+	events := &collect{}
+	r, err := realtime.New(sc, realtime.Options{Modes: []history.Mode{mode}, Backend: backend, Store: c.store,
+		Subscribers: []history.Subscriber{events}})
+	if err != nil {
+		return nil, err
+	}
+	enc, err := history.NewEncoder(f, r.Header())
+	if err != nil {
+		return nil, err
+	}
+	events.enc = enc
+	out, runErr := r.Run(ctx)
+	if err := errors.Join(runErr, backend.Close()); err != nil {
+		return nil, err
+	}
+	if err := enc.Flush(); err != nil {
+		return nil, fmt.Errorf("history file %s: %w", path, err)
+	}
+	h := r.Header()
+	res := &Result{Report: out.Modes[mode], HistoryPath: path, Contender: h.Contender(mode)}
+	res.MutualExclusionViolations, res.MutualExclusion = history.MutualExclusion(&h, events.events)
+	res.Failed = res.StaleWritesLanded > 0 || res.MutualExclusionViolations > 0 || len(res.Violations) > 0
+	keep = res.Failed
+	return res, nil
+}
+
+// first is the first counterexample, as the failure says it.
+func (r *Result) first() string {
+	var parts []string
+	if r.MutualExclusionViolations > 0 {
+		parts = append(parts, fmt.Sprintf("%d mutual-exclusion violation(s), first: %s", r.MutualExclusionViolations, r.MutualExclusion[0].Detail))
+	}
+	if r.StaleWritesLanded > 0 {
+		s := fmt.Sprintf("%d stale write(s) landed", r.StaleWritesLanded)
+		for _, x := range r.Counterexamples {
+			if x.Kind == history.StaleWrite {
+				s += fmt.Sprintf(", first at %.1fms on %s: %s", x.AtMS, x.Resource, x.Detail)
+				break
+			}
+		}
+		parts = append(parts, s)
+	}
+	parts = append(parts, r.Violations...)
+	return strings.Join(parts, "; ")
+}

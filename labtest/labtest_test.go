@@ -1,0 +1,196 @@
+package labtest_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/labtest"
+	"github.com/leasefence/lab/realtime/sqlitestore"
+)
+
+// recorder is a testing.TB whose Errorf is kept, so that a test can see
+// Run fail.
+type recorder struct {
+	testing.TB
+	mu     sync.Mutex
+	errors []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) failure() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.errors, "\n")
+}
+
+// run is labtest.Run on a recorder, with the history kept in a directory
+// of the test's.
+func run(t *testing.T, sc string, lock labtest.Lock, opts ...labtest.Option) (*labtest.Result, string) {
+	t.Helper()
+	rec := &recorder{TB: t}
+	res := labtest.Run(rec, sc, lock, append([]labtest.Option{labtest.HistoryDir(t.TempDir())}, opts...)...)
+	return res, rec.failure()
+}
+
+func TestCorrectLockPassesFenced(t *testing.T) {
+	t.Parallel()
+	for _, sc := range []string{"overlap", "testdata/stalls.yaml", "testdata/late-release.yaml"} {
+		t.Run(sc, func(t *testing.T) {
+			t.Parallel()
+			var opts []labtest.Option
+			if sc == "overlap" {
+				opts = append(opts, labtest.Duration(6*time.Second))
+			}
+			res, failure := run(t, sc, newMemLock(), opts...)
+			if failure != "" {
+				t.Fatalf("a correct lock failed: %s", failure)
+			}
+			if res.Mode != "lock" || res.Contender.Discipline != history.DisciplineFenced || !res.Contender.Fence || res.Contender.Generations != "fence" {
+				t.Errorf("ran %s, contender %+v: want fenced on its own fence", res.Mode, res.Contender)
+			}
+			if min := map[bool]int{true: 2, false: 5}[sc == "testdata/late-release.yaml"]; res.Acquisitions < min || res.CommitsAdmitted < 1 {
+				t.Errorf("only %d acquisitions, %d writes landed: the run did not exercise the lock", res.Acquisitions, res.CommitsAdmitted)
+			}
+			if _, err := os.Stat(res.HistoryPath); !os.IsNotExist(err) {
+				t.Errorf("a passing run kept its history %s (%v)", res.HistoryPath, err)
+			}
+		})
+	}
+}
+
+// A correct lock written to naively, on a scenario whose holders stall
+// past the TTL, lands stale writes: the lock is fine, the discipline is not.
+func TestNaiveDisciplineLandsStaleWrites(t *testing.T) {
+	t.Parallel()
+	lock := newMemLock()
+	lock.noFence = true
+	res, failure := run(t, "overlap", lock, labtest.Duration(8*time.Second))
+	if res.Contender.Discipline != history.DisciplineNaive || res.Contender.Generations != "observed" {
+		t.Errorf("ran %+v: want naive, numbered as observed", res.Contender)
+	}
+	if res.StaleWritesLanded == 0 || !strings.Contains(failure, "stale write") {
+		t.Fatalf("no stale write failed the run (%d landed): %q", res.StaleWritesLanded, failure)
+	}
+	if res.MutualExclusionViolations != 0 {
+		t.Errorf("a correct lock made %d mutual-exclusion violations: %+v", res.MutualExclusionViolations, res.MutualExclusion)
+	}
+	checkKept(t, res, failure)
+}
+
+func TestBrokenLocksFail(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		sc   string
+		opts []labtest.Option
+		min  int // mutual-exclusion violations, far below the run's usual count
+		lock func() *memLock
+	}{
+		{"release keyed by holder name", "testdata/late-release.yaml", nil, 1, func() *memLock {
+			l := newMemLock()
+			l.releaseByHolder = true
+			return l
+		}},
+		{"deadline taken from the reply", "testdata/stalls.yaml", []labtest.Option{labtest.Duration(10 * time.Second)}, 3, func() *memLock {
+			l := newMemLock()
+			l.replyDeadline, l.serverAhead = true, 300*time.Millisecond
+			return l
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, failure := run(t, tc.sc, tc.lock(), tc.opts...)
+			t.Logf("%d mutual-exclusion violations, %d stale writes, %d refused", res.MutualExclusionViolations, res.StaleWritesLanded, res.CommitsRefused)
+			if res.MutualExclusionViolations < tc.min || !strings.Contains(failure, "mutual-exclusion violation") {
+				t.Fatalf("the broken lock passed (%d mutual-exclusion violations): %q", res.MutualExclusionViolations, failure)
+			}
+			// The fence keeps the resource safe: the gate refused what
+			// the lock let through.
+			if res.StaleWritesLanded != 0 {
+				t.Errorf("%d stale writes landed through the gate", res.StaleWritesLanded)
+			}
+			checkKept(t, res, failure)
+		})
+	}
+}
+
+// checkKept: a failed run names its history file, which holds the run.
+func checkKept(t *testing.T, res *labtest.Result, failure string) {
+	t.Helper()
+	if !res.Failed || !strings.Contains(failure, res.HistoryPath) {
+		t.Errorf("the failure does not name the history %s: %q", res.HistoryPath, failure)
+	}
+	h, events, err := history.ReadFile(res.HistoryPath)
+	if err != nil {
+		t.Fatalf("the kept history: %v", err)
+	}
+	again := history.Check(h, events).Modes[res.Mode]
+	if again.StaleWritesLanded != res.StaleWritesLanded {
+		t.Errorf("lab check finds %d stale writes, the run %d", again.StaleWritesLanded, res.StaleWritesLanded)
+	}
+	if n, _ := history.MutualExclusion(&h, events); n != res.MutualExclusionViolations {
+		t.Errorf("the file shows %d mutual-exclusion violations, the run %d", n, res.MutualExclusionViolations)
+	}
+	if c := h.Contender(res.Mode); c != res.Contender {
+		t.Errorf("the file's header names contender %+v, want %+v", c, res.Contender)
+	}
+}
+
+func TestFencedWithoutFenceIsRefused(t *testing.T) {
+	lock := newMemLock()
+	lock.noFence = true
+	var fatal string
+	ft := &fatalRecorder{TB: t, fatal: &fatal}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		labtest.Run(ft, "overlap", lock, labtest.Fenced())
+	}()
+	<-done
+	if !strings.Contains(fatal, "cannot run fenced") {
+		t.Fatalf("Fenced on a lock without a fence: %q", fatal)
+	}
+}
+
+type fatalRecorder struct {
+	testing.TB
+	fatal *string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) { *f.fatal = fmt.Sprintf(format, args...) }
+
+func TestUnknownScenario(t *testing.T) {
+	var fatal string
+	labtest.Run(&fatalRecorder{TB: t, fatal: &fatal}, "no-such-scenario", newMemLock())
+	if !strings.Contains(fatal, "neither a built-in") || !strings.Contains(fatal, "overlap") {
+		t.Fatalf("got %q", fatal)
+	}
+}
+
+// On a real store the gate is SQLite's: the stalled holder's write is
+// refused there, and the landings come from its table.
+func TestSQLiteStore(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.NewSQLiteStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	res, failure := run(t, "testdata/paused-holder.yaml", newMemLock(), labtest.Store(st))
+	if failure != "" {
+		t.Fatalf("a correct fenced lock failed on SQLite: %s", failure)
+	}
+	if res.CommitsAdmitted != 1 || res.CommitsRefused != 1 {
+		t.Errorf("paused-holder on SQLite: %d admitted, %d refused: want agent-2's write landed, agent-1's refused", res.CommitsAdmitted, res.CommitsRefused)
+	}
+}

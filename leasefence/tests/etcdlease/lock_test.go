@@ -1,0 +1,120 @@
+package etcdlease_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/etcdlease"
+)
+
+// Lock's defaults: a holder name of its own, the default TTL granted, a
+// session that renews; a second Lock waits until the first is released, and
+// gets a higher fence.
+func TestLockDefaultsAndExclusion(t *testing.T) {
+	ctx := t.Context()
+	prefix := newPrefix()
+	a, err := etcdlease.Lock(ctx, cli, "slot", etcdlease.LockOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := a.Token().Holder; h == "" || !strings.Contains(h, "-") {
+		t.Errorf("default holder %q, want <host>-<pid>-<random>", h)
+	}
+	if got := a.TTL(); got != etcdlease.DefaultLockTTL {
+		t.Errorf("TTL %v, want the default %v", got, etcdlease.DefaultLockTTL)
+	}
+	left, err := a.Remaining()
+	if err != nil || left > etcdlease.DefaultLockTTL-leasefence.DefaultLockSkew(etcdlease.DefaultLockTTL) {
+		t.Errorf("Remaining() = %v, %v; want at most the TTL less the default skew", left, err)
+	}
+
+	// While a holds it, a bounded Lock of another holder gives up.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if s, err := etcdlease.Lock(short, cli, "slot", etcdlease.LockOptions{Prefix: prefix, Holder: "b"}); !errors.Is(err, context.DeadlineExceeded) {
+		if s != nil {
+			s.Release(ctx)
+		}
+		t.Fatalf("Lock while held = %v, want the ctx's deadline", err)
+	}
+
+	got := make(chan *leasefence.Session, 1)
+	go func() {
+		b, err := etcdlease.Lock(ctx, cli, "slot", etcdlease.LockOptions{Prefix: prefix, Holder: "b"})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	if out, err := a.Release(ctx); err != nil || !out.OK {
+		t.Fatalf("Release = %+v, %v", out, err)
+	}
+	b := <-got
+	if b == nil {
+		return
+	}
+	defer b.Release(ctx)
+	if b.Token().Fence <= a.Token().Fence {
+		t.Errorf("b's fence %d is not above a's %d", b.Token().Fence, a.Token().Fence)
+	}
+
+	// The obvious way from a session to a gated write: its token.
+	gate, err := etcdlease.NewGate(cli, "slot", etcdlease.GateOptions{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gate.Commit(ctx, b.Token(), clientv3.OpPut("/data"+prefix, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := gate.Commit(ctx, a.Token(), clientv3.OpPut("/data"+prefix, "a")); !errors.Is(err, leasefence.ErrStaleFence) {
+		t.Errorf("a's late write = %v, want ErrStaleFence", err)
+	}
+}
+
+// Release runs the caller's own OnRelease too, after closing what Lock
+// made, and joins its error.
+func TestLockKeepsTheCallersOnRelease(t *testing.T) {
+	errMine := errors.New("mine")
+	ran := false
+	s, err := etcdlease.Lock(t.Context(), cli, "slot", etcdlease.LockOptions{Prefix: newPrefix(), Hold: leasefence.HoldOptions{
+		OnRelease: func() error { ran = true; return errMine },
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(t.Context()); !errors.Is(err, errMine) || !ran {
+		t.Errorf("Release = %v (ran %v), want the caller's OnRelease run and its error", err, ran)
+	}
+}
+
+func TestLockBadOptions(t *testing.T) {
+	for name, opts := range map[string]etcdlease.LockOptions{
+		"TTL not whole seconds": {TTL: 1500 * time.Millisecond},
+		"negative skew":         {ClockSkew: -time.Second},
+		"skew above the TTL":    {TTL: time.Second, ClockSkew: 2 * time.Second},
+		"negative RenewEvery":   {Hold: leasefence.HoldOptions{RenewEvery: -1}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prefix := newPrefix()
+			s, err := etcdlease.Lock(t.Context(), cli, "slot", etcdlease.LockOptions{Prefix: prefix, TTL: opts.TTL, ClockSkew: opts.ClockSkew, Hold: opts.Hold})
+			if err == nil {
+				s.Release(t.Context())
+				t.Fatal("no error")
+			}
+			// Nothing is held: another Lock gets the slot at once.
+			short, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			s2, err2 := etcdlease.Lock(short, cli, "slot", etcdlease.LockOptions{Prefix: prefix})
+			if err2 != nil {
+				t.Fatalf("after %v: Lock = %v", err, err2)
+			}
+			s2.Release(t.Context())
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package realtime
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/leasefence/lab/spec"
+)
+
+// The seam between the runner and the adapters of the real systems. Each
+// backend and store lives in a package of its own beside the runner
+// (realtime/etcdbackend, realtime/redisbackend, realtime/sqlitestore,
+// realtime/httpstore), which registers what opens it under its registry
+// name (registry.SetOpener) from an init function, as database/sql
+// drivers do; a program links the adapters it runs (realtime/adapters
+// links them all). The runner never names an adapter's type: what a
+// backend or store differs in, it states through the optional interfaces
+// below, and the runner asks for those.
+
+// BackendAdapter is what a backend's adapter registers under its registry
+// name: what checks a configuration for it, and what opens it.
+type BackendAdapter struct {
+	// Check reports why c cannot run sc on the backend, beyond what its
+	// registry entry refuses: the settings only this backend reads (its
+	// cluster's size, its time's grain). It returns a *ConfigError; nil
+	// Check checks nothing more.
+	Check func(c Config, sc spec.Scenario) error
+	// Open starts the backend (see BackendOpener).
+	Open BackendOpener
+}
+
+// Describer is a Backend that says where its leases live, for a report,
+// in more words than its name: "etcd (embedded, 3 members, min ttl 1s)".
+type Describer interface {
+	Describe() string
+}
+
+// CoarseRetryHinter is a Backend whose refusals' retry hints are coarse
+// (etcd's are whole seconds) when CoarseRetryHints says so: agents that
+// waited them out would miss every release and expiry in between, and
+// poll in step, so the runner caps each hint at a quarter TTL, which
+// keeps them as keen as the simulator's.
+type CoarseRetryHinter interface {
+	CoarseRetryHints() bool
+}
+
+// RestartChecker is a Backend that can say, before a restart is asked of
+// it, why it cannot play one now (a cluster it did not start); nil if it
+// can.
+type RestartChecker interface {
+	CheckRestart(persist bool) error
+}
+
+// FloorKeeper is a Store whose gates live in the backend's own server
+// (etcd's gates in etcd): when FloorsLostWithBackend says so, a restart
+// that loses the backend's state takes the gates' floors with it, and the
+// runner refuses one (ErrFloorsLost).
+type FloorKeeper interface {
+	FloorsLostWithBackend() bool
+}
+
+// Members is a cluster whose members the runner faults by the scenario's
+// member faults (etcd.faults): i counts from 0.
+type Members interface {
+	// Leader is the index of the member that leads now.
+	Leader(ctx context.Context) (int, error)
+	Pause(i int) error
+	Resume(i int) error
+	Partition(i int) error
+	Heal(i int)
+	// Delay holds each message to and from member i for d (0: none).
+	Delay(i int, d time.Duration) error
+}
+
+// MemberBackend is a Backend with members to fault: FaultMembers is nil
+// when its members cannot be (they are not processes of their own).
+type MemberBackend interface {
+	FaultMembers() Members
+}
+
+// floorsLostWithBackend reports whether st's floors go with a restart
+// that loses the backend's state.
+func floorsLostWithBackend(st Store) bool {
+	fk, ok := st.(FloorKeeper)
+	return ok && fk.FloorsLostWithBackend()
+}
+
+// The coordinator's key id and issuer name in the proofs of a run on
+// HTTPStore. The key itself is generated for each store.
+const (
+	HTTPKeyID  = "lab-run"
+	HTTPIssuer = "leasefence-lab"
+)
+
+// HTTPError is a resource's answer, across a network, to a write that is
+// neither a success nor a refusal by its gate: 428 (no proof), 401 (a
+// proof that failed verification), 403 (a genuine proof for another
+// resource), or worse.
+type HTTPError struct {
+	Status  int
+	Message string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// The fault layer on the wire to a resource across a network: the runner
+// puts the delay a write meets in the write's context, and the store's
+// transport holds the request that long before sending it, after the
+// writer's check passed, as a slow network would.
+
+type wireDelayKey struct{}
+
+// WithWireDelay is ctx carrying wire delay d (none for d <= 0).
+func WithWireDelay(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, wireDelayKey{}, d)
+}
+
+// WireDelay is the wire delay ctx carries, if any.
+func WireDelay(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(wireDelayKey{}).(time.Duration)
+	return d, ok
+}

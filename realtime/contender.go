@@ -1,0 +1,288 @@
+package realtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
+)
+
+// Lock is a lock implementation as the code under test calls it: a
+// contender, whether a library run unmodified behind an adapter or a
+// user's own. The runner's agents call it in place of the lab's
+// coordinator, through the same fault layer.
+type Lock interface {
+	// Acquire tries once to take resource for holder for ttl. It returns
+	// ErrHeld (wrapped or not) when another holder has it.
+	Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error)
+}
+
+// Lease is one held lock.
+type Lease interface {
+	// Deadline is until when the holder believes it holds the lock, on
+	// its own clock.
+	Deadline() time.Time
+	// Fence is the lock's fencing token, if it has one.
+	Fence() (uint64, bool)
+	// Renew extends the lease by the TTL; an error means the lock is lost.
+	Renew(ctx context.Context) error
+	// Release gives the lock up.
+	Release(ctx context.Context) error
+}
+
+// Ordered is a Lease whose server shows the order in which it granted its
+// leases without a fence to write with (etcd: the lock key's create
+// revision). Generations are numbered in that order.
+type Ordered interface {
+	Generation() uint64
+}
+
+// ErrContract is matched by the error of a call whose Lock broke its
+// contract (an Acquire with neither a lease nor an error, leases with a
+// fence and without): the run records it as the library's error, which
+// fails the run.
+var ErrContract = errors.New("realtime: the contender broke the Lock contract")
+
+// ErrHeld is what a Lock's Acquire returns (errors.Is) when another holder
+// has the resource.
+var ErrHeld = leasefence.ErrHeld
+
+// How a contender's lease generations are numbered, as the history header
+// says it (history.Contender.Generations).
+const (
+	GenerationsFence    = "fence"    // the lock's own fence
+	GenerationsServer   = "server"   // the server's order (Ordered)
+	GenerationsObserved = "observed" // the order in which the lab saw the grants return
+)
+
+// lockService puts a Lock behind leasefence.Service, the calls the
+// agents make. Each grant is named by a generation: the lease's fence,
+// the server's order (Ordered), or the order in which the grants returned
+// to the lab. The grant's expiry is the lease's own Deadline, so the
+// history's coordinator expiry is the lock's word, which the checker's
+// mutual-exclusion rule holds the lock to.
+type lockService struct {
+	lock  Lock
+	clock leasefence.Clock
+	ttl   time.Duration
+
+	mu       sync.Mutex
+	observed leasefence.Fence
+	how      string // the way of numbering the header declared, or the first grant's; every grant must match
+	leases   map[leasefence.Token]Lease
+	holders  map[string]string // resource -> holder of its newest grant
+}
+
+func newLockService(lock Lock, clock leasefence.Clock, ttl time.Duration, how string) *lockService {
+	return &lockService{lock: lock, clock: clock, ttl: ttl, how: how, leases: make(map[leasefence.Token]Lease), holders: make(map[string]string)}
+}
+
+// generation names a lease: its fence, its server order, or the next
+// observed number; and how it did.
+func (s *lockService) generation(l Lease) (leasefence.Fence, string) {
+	if f, ok := l.Fence(); ok {
+		return leasefence.Fence(f), GenerationsFence
+	}
+	if o, ok := l.(Ordered); ok {
+		return leasefence.Fence(o.Generation()), GenerationsServer
+	}
+	s.observed++
+	return s.observed, GenerationsObserved
+}
+
+// grant is the Grant that says lease l: its remaining time as TTL, its
+// Deadline as the coordinator's expiry, read now on the run's clock.
+func (s *lockService) grant(id string, t leasefence.Token, l Lease) (leasefence.Grant, error) {
+	now, err := s.clock.Now()
+	if err != nil {
+		return leasefence.Grant{}, fmt.Errorf("realtime: contender clock: %w", err)
+	}
+	left := max(time.Until(l.Deadline()), 0)
+	return leasefence.Grant{RequestID: id, Token: t, TTL: left, CoordinatorExpiresAt: now.Add(left)}, nil
+}
+
+// Acquire implements leasefence.Service: one Acquire of the lock. A
+// retried request is a second Acquire, as a library's caller makes it.
+func (s *lockService) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	if err := leasefence.ValidateAcquire(req); err != nil {
+		return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
+	}
+	l, err := s.lock.Acquire(ctx, req.Resource, req.Holder, s.ttl)
+	switch {
+	case errors.Is(err, ErrHeld):
+		s.mu.Lock()
+		holder := s.holders[req.Resource]
+		s.mu.Unlock()
+		reason := leasefence.ReasonHeld
+		if holder == req.Holder {
+			reason = leasefence.ReasonAlreadyHeld
+		}
+		return leasefence.AcquireOutcome{Reason: reason, HeldBy: holder, RetryAfter: max(s.ttl/10, time.Millisecond)}, nil
+	case err != nil:
+		return leasefence.AcquireOutcome{}, err
+	case l == nil:
+		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: Acquire returned no lease and no error", ErrContract)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, how := s.generation(l)
+	if s.how == "" {
+		s.how = how
+	} else if s.how != how {
+		return leasefence.AcquireOutcome{}, fmt.Errorf("%w: its leases are numbered by %s and by %s: a lock either has a fence (or a server order) or it has not", ErrContract, s.how, how)
+	}
+	t := leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: f}
+	g, err := s.grant(req.RequestID, t, l)
+	if err != nil {
+		return leasefence.AcquireOutcome{}, err
+	}
+	s.leases[t] = l
+	s.holders[req.Resource] = req.Holder
+	return leasefence.AcquireOutcome{OK: true, Grant: g}, nil
+}
+
+func (s *lockService) lease(t leasefence.Token) (Lease, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[t]
+	return l, ok
+}
+
+// Renew implements leasefence.Service: the lease's Renew. An error is the
+// lock lost: expired, whatever the lock's reason.
+func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	l, ok := s.lease(req.Token)
+	if !ok {
+		return leasefence.RenewOutcome{Reason: leasefence.ReasonUnknown}, nil
+	}
+	if err := l.Renew(ctx); err != nil {
+		if ctx.Err() != nil {
+			return leasefence.RenewOutcome{}, err
+		}
+		return leasefence.RenewOutcome{Reason: leasefence.ReasonExpired}, nil
+	}
+	g, err := s.grant(req.RequestID, req.Token, l)
+	if err != nil {
+		return leasefence.RenewOutcome{}, err
+	}
+	return leasefence.RenewOutcome{OK: true, Grant: g}, nil
+}
+
+// Release implements leasefence.Service: the lease's Release. The lease
+// is kept, so that a duplicated release reaches the lock again, as a
+// message delivered twice reaches a server.
+func (s *lockService) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	l, ok := s.lease(t)
+	if !ok {
+		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
+	}
+	if err := l.Release(ctx); err != nil {
+		if ctx.Err() != nil {
+			return leasefence.ReleaseOutcome{}, err
+		}
+		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonExpired}, nil
+	}
+	return leasefence.ReleaseOutcome{OK: true}, nil
+}
+
+// Contender is a Lock under test, as a run's Backend: each mode it is
+// opened for gets a Lock of its own from New. It is restarted only if it
+// says how (OnRestart).
+type Contender struct {
+	// Info says what the contender is, for the history header; its Name
+	// is each mode's the backend is opened for (the contender's name, as
+	// a run's modes name their contenders). Info.Generations, if set, is how its leases are
+	// numbered (GenerationsFence, ...): a lease that is numbered
+	// otherwise fails its acquire.
+	Info history.Contender
+	// New makes the lock a mode's agents call. A lock that is an
+	// io.Closer is closed with the backend.
+	New func(ctx context.Context, mode history.Mode) (Lock, error)
+	// OnClose, if set, stops what the contender started (its server),
+	// after its locks are closed.
+	OnClose func() error
+	// Share, if set, is what another process needs to reach the
+	// contender's servers, for the ContenderAttacher registered under its
+	// name: agents run as processes open its lock in each.
+	Share string
+	// OnRestart, if set, is what a scenario's coordinator restart does
+	// to the contender's servers (Restart); nil refuses it. RestartTarget
+	// names what it restarts, in the history's fault events.
+	OnRestart     func(ctx context.Context, persist bool) error
+	RestartTarget string
+
+	mu    sync.Mutex
+	locks []Lock
+}
+
+// Name implements Backend: the contender's name.
+func (c *Contender) Name() string { return string(c.Info.Name) }
+
+// Open implements Backend.
+func (c *Contender) Open(ctx context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+	if c.New == nil {
+		return nil, fmt.Errorf("realtime: contender %s has no lock", c.Info.Name)
+	}
+	l, err := c.New(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	svc := newLockService(l, clock, ttl, c.Info.Generations)
+	c.mu.Lock()
+	c.locks = append(c.locks, l)
+	c.mu.Unlock()
+	return func() leasefence.Service { return svc }, nil
+}
+
+// ContenderOpener starts a contender's server (with its temporary files
+// under dir, "" for the system's) and returns the contender: a library
+// contender's adapter registers one under its registry name
+// (registry.SetOpener). Closing the contender stops what it started.
+type ContenderOpener func(ctx context.Context, dir string) (*Contender, error)
+
+// ErrNoRestart: a contender's lock is not the lab's to restart (it has no
+// OnRestart).
+var ErrNoRestart = errors.New("realtime: a contender's lock cannot be restarted by the lab")
+
+// Restart implements Backend: OnRestart, or ErrNoRestart without one.
+func (c *Contender) Restart(ctx context.Context, persist bool) error {
+	if c.OnRestart == nil {
+		return ErrNoRestart
+	}
+	return c.OnRestart(ctx, persist)
+}
+
+// Close implements Backend: it closes the locks that are io.Closers.
+func (c *Contender) Close() error {
+	c.mu.Lock()
+	locks, onClose := c.locks, c.OnClose
+	c.locks, c.OnClose = nil, nil
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range locks {
+		if cl, ok := l.(io.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	if onClose != nil {
+		errs = append(errs, onClose())
+	}
+	return errors.Join(errs...)
+}
+
+// contenders is what the header says of the contender in each of modes
+// (each named by its mode).
+func (c *Contender) contenders(modes []history.Mode) []history.Contender {
+	var out []history.Contender
+	for _, m := range modes {
+		info := c.Info
+		info.Name = m
+		out = append(out, info)
+	}
+	return out
+}

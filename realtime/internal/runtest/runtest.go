@@ -1,0 +1,109 @@
+// Package runtest holds what the tests of the real-time runner and of its
+// adapters share: a scenario cut short, a run with its history file, and
+// the checks every real run must pass.
+package runtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
+)
+
+// Short returns builtin name cut to at most d of scenario time and
+// stretched by k, so that a real-time run takes about d*k of wall time.
+func Short(t *testing.T, name string, d time.Duration, k float64) spec.Scenario {
+	t.Helper()
+	sc, ok := spec.Builtin(name)
+	if !ok {
+		t.Fatalf("no built-in %q", name)
+	}
+	sc.Duration = min(sc.Duration, d)
+	return realtime.Scale(sc, k)
+}
+
+// recorder keeps a run's history as the file would hold it.
+type recorder struct {
+	buf bytes.Buffer
+	enc *history.Encoder
+}
+
+func (r *recorder) Event(e history.Event) { r.enc.Event(e) }
+
+// RunRecorded runs sc on setup-less options and returns the result and its
+// history file.
+func RunRecorded(t *testing.T, sc spec.Scenario, opts realtime.Options) (*realtime.Result, []byte) {
+	t.Helper()
+	rec := &recorder{}
+	opts.Subscribers = append(opts.Subscribers, rec)
+	r, err := realtime.New(sc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.enc, err = history.NewEncoder(&rec.buf, r.Header()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.enc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return res, rec.buf.Bytes()
+}
+
+// CheckRoundTrip checks that the history file gives the checker exactly
+// the run's own verdict.
+func CheckRoundTrip(t *testing.T, res *realtime.Result, file []byte) {
+	t.Helper()
+	h, events, err := history.Decode(bytes.NewReader(file), "run.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := history.Check(h, events)
+	got, _ := json.Marshal(again)
+	want, _ := json.Marshal(res.Result)
+	if !bytes.Equal(got, want) {
+		t.Errorf("the history checked again differs from the run's report:\n got %s\nwant %s", got, want)
+	}
+	if h.Backend != res.Backend {
+		t.Errorf("header backend %q, want %q", h.Backend, res.Backend)
+	}
+}
+
+// AssertInvariants fails on any violation of the fenced mode's promises.
+func AssertInvariants(t *testing.T, res *realtime.Result) {
+	t.Helper()
+	if v := res.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+		for m, rep := range res.Modes {
+			for _, cx := range rep.Counterexamples {
+				t.Logf("%s: %+v", m, cx)
+			}
+		}
+	}
+	if f, ok := res.Modes[history.Fenced]; ok {
+		if f.StaleWritesLanded != 0 || f.UnexplainedRefusals != 0 {
+			t.Errorf("fenced: %d stale writes landed, %d unexplained refusals", f.StaleWritesLanded, f.UnexplainedRefusals)
+		}
+	}
+}
+
+// EtcdSetup opens an embedded etcd of members (0: the scenario's, or 1),
+// and its gates, under a directory of the test, closed at its end. The
+// test binary must link the etcd adapter (realtime/etcdbackend).
+func EtcdSetup(t *testing.T, members int, sc spec.Scenario) *realtime.Setup {
+	t.Helper()
+	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Etcd, EtcdMembers: members, TempDir: t.TempDir()}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
