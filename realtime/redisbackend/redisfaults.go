@@ -25,14 +25,16 @@ import (
 //     failover discards.
 //
 // Each ends with the old primary back as a replica of the promoted one
-// (redisdeploy.Demote). The Sentinels do that themselves once they have
+// (redisdeploy.Demote), and the deployment settled (redisdeploy.WaitSettled). The Sentinels do that themselves once they have
 // seen it back for a few of their INFO rounds (about 8s); the run does it
 // at once, because no client of the run reaches the old primary through
 // the Sentinels meanwhile, so waiting would change nothing but the run's
 // length.
 
-// demoteTimeout bounds the old primary's resync as a replica.
-const demoteTimeout = 15 * time.Second
+// demoteTimeout bounds the old primary's resync as a replica and the
+// deployment's settling after it, below the run's own bound on a fault's
+// end (realtime's primaryFaultEnd, 30s).
+const demoteTimeout = 25 * time.Second
 
 // ErrNoTopology: a fault of the primary on a backend that is not the
 // sentinel topology.
@@ -126,6 +128,11 @@ func (f *redisFault) End(ctx context.Context) realtime.PrimaryFaultOutcome {
 		dctx, cancel := context.WithTimeout(ctx, demoteTimeout)
 		defer cancel()
 		undo = f.d.Demote(dctx, f.victim, f.promoted)
+		if undo == nil {
+			// The next fault finds Sentinels that all know the new
+			// primary and its replicas, ready to fail it over in turn.
+			undo = f.d.WaitSettled(dctx)
+		}
 	}
 	if undo != nil {
 		out.Err = fmt.Errorf("realtime: redis: %s not back as a replica: %w", f.victim.Name, undo)

@@ -206,9 +206,14 @@ func (d *Deployment) start(ctx context.Context, server, sentinel string, sentine
 }
 
 // serverConf is a data server's configuration file: loopback, persisted
-// as p says, never by RDB snapshots.
+// as p says, never by RDB snapshots. A full resync starts at once
+// (repl-diskless-sync-delay 0): by default a primary waits 5s for more
+// replicas to join a diskless transfer, and one that arrives during it
+// waits for the next, so an old primary coming back as a replica just
+// after a failover, while the other replica resyncs, took longer than a
+// fault's end allows on a loaded machine.
 func serverConf(port int, p Persistence) string {
-	return fmt.Sprintf("bind 127.0.0.1\nport %d\nprotected-mode yes\ndaemonize no\nsave \"\"\n%s", port, p.conf())
+	return fmt.Sprintf("bind 127.0.0.1\nport %d\nprotected-mode yes\ndaemonize no\nsave \"\"\nrepl-diskless-sync-delay 0\n%s", port, p.conf())
 }
 
 // sentinelConf is a Sentinel's configuration file, which the Sentinel
@@ -228,31 +233,67 @@ func sentinelConf(port, primary int, o Options) string {
 // readyTimeout bounds Start's wait for the deployment to form.
 const readyTimeout = 30 * time.Second
 
-// waitReady waits until every replica's link to the primary is up and
-// every Sentinel sees all replicas and all other Sentinels.
 func (d *Deployment) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	for _, s := range d.Servers[1:] {
-		if err := poll(ctx, func(ctx context.Context) (bool, error) {
-			info, err := s.info(ctx, "replication")
-			return info["master_link_status"] == "up", err
-		}); err != nil {
-			return fmt.Errorf("redisdeploy: replica %s did not sync with the primary: %w%s", s.Name, err, s.logTail())
+	return d.WaitSettled(ctx)
+}
+
+// WaitSettled waits until the deployment is one again: every Sentinel
+// names the same primary, which answers as one, every other data server
+// that runs is its replica with its link up, and every Sentinel knows all
+// the replicas and all the other Sentinels, and none is in a failover or
+// finds the primary down. A failover's end (WaitFailover)
+// is not that: a Sentinel may learn of the new primary, or find the old
+// one back, seconds later, and a fault struck before then may find no
+// Sentinel ready to act on it.
+func (d *Deployment) WaitSettled(ctx context.Context) error {
+	notYet := "no Sentinel answered"
+	err := poll(ctx, func(ctx context.Context) (bool, error) {
+		addr, views, err := d.agreedPrimary(ctx)
+		if err != nil || addr == "" {
+			notYet = "the Sentinels disagree: " + views
+			return false, err
 		}
-	}
-	for _, s := range d.Sentinels {
-		if err := poll(ctx, func(ctx context.Context) (bool, error) {
+		primary := d.Server(addr)
+		if primary == nil {
+			return false, fmt.Errorf("the Sentinels name %s, none of the deployment's servers", addr)
+		}
+		if !d.replicasFollow(ctx, primary) {
+			notYet = fmt.Sprintf("not every replica follows %s", primary.Name)
+			return false, nil
+		}
+		for _, s := range d.Sentinels {
 			m, err := d.sentinelMaster(ctx, s)
 			if err != nil {
 				return false, err
 			}
-			return m["num-slaves"] == strconv.Itoa(d.opts.Replicas) && m["num-other-sentinels"] == strconv.Itoa(d.opts.Sentinels-1), nil
-		}); err != nil {
-			return fmt.Errorf("redisdeploy: %s did not discover the deployment: %w%s", s.Name, err, s.logTail())
+			if m["flags"] != "master" {
+				// A failover's leader still reconfiguring the replicas
+				// (failover_in_progress), or a primary found down.
+				notYet = fmt.Sprintf("%s flags the primary %s", s.Name, m["flags"])
+				return false, nil
+			}
+			if m["num-slaves"] != strconv.Itoa(d.opts.Replicas) || m["num-other-sentinels"] != strconv.Itoa(d.opts.Sentinels-1) {
+				notYet = fmt.Sprintf("%s knows %s replicas and %s other Sentinels", s.Name, m["num-slaves"], m["num-other-sentinels"])
+				return false, nil
+			}
 		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisdeploy: the deployment did not settle; last, %s: %w%s", notYet, err, d.sentinelLogs())
 	}
 	return nil
+}
+
+// sentinelLogs is the end of every Sentinel's log, for an error.
+func (d *Deployment) sentinelLogs() string {
+	var b strings.Builder
+	for _, s := range d.Sentinels {
+		b.WriteString(s.logTail())
+	}
+	return b.String()
 }
 
 // poll calls ready every 50ms until it reports true, or ctx ends; the
@@ -361,48 +402,67 @@ func (d *Deployment) Failover(ctx context.Context) error {
 // WaitFailover waits until every Sentinel that answers names a primary
 // other than from, that server answers as a primary, and, of the other
 // servers that answer, every one is its replica; it returns the new
-// primary. A paused, killed or partitioned server is not waited for. The error wraps ErrNoFailover when ctx ends first.
+// primary. A paused, killed or partitioned server is not waited for. The
+// error wraps ErrNoFailover when ctx ends first, and says what the wait
+// last saw and what the Sentinels' logs end with.
 func (d *Deployment) WaitFailover(ctx context.Context, from string) (*Server, error) {
 	var promoted *Server
+	notYet := "no Sentinel answered"
 	err := poll(ctx, func(ctx context.Context) (bool, error) {
-		addr, err := d.agreedPrimary(ctx)
-		if err != nil || addr == from {
+		addr, views, err := d.agreedPrimary(ctx)
+		switch {
+		case err != nil:
 			return false, err
+		case addr == "":
+			notYet = "the Sentinels disagree: " + views
+			return false, nil
+		case addr == from:
+			notYet = "the Sentinels still name the old primary"
+			return false, nil
 		}
-		promoted = d.Server(addr)
-		if promoted == nil {
+		if promoted = d.Server(addr); promoted == nil {
 			return false, fmt.Errorf("the Sentinels name %s, none of the deployment's servers", addr)
 		}
 		info, err := promoted.info(ctx, "replication")
 		if err != nil || info["role"] != "master" {
+			notYet = fmt.Sprintf("the Sentinels name %s, which answers role %q", promoted.Name, info["role"])
 			return false, err
 		}
-		return d.replicasFollow(ctx, promoted), nil
+		if !d.replicasFollow(ctx, promoted) {
+			notYet = fmt.Sprintf("not every replica follows %s yet", promoted.Name)
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the primary was %s: %w", ErrNoFailover, from, err)
+		return nil, fmt.Errorf("%w: the primary was %s; last, %s: %w%s", ErrNoFailover, from, notYet, err, d.sentinelLogs())
 	}
 	return promoted, nil
 }
 
 // agreedPrimary is the primary every answering Sentinel names, or "" while
-// they disagree.
-func (d *Deployment) agreedPrimary(ctx context.Context) (string, error) {
-	agreed := ""
+// they disagree; views says what each names.
+func (d *Deployment) agreedPrimary(ctx context.Context) (agreed, views string, err error) {
+	var b strings.Builder
+	same := true
 	for _, s := range d.Sentinels {
 		if s.Paused() || !s.Running() {
 			continue
 		}
 		addr, err := d.sentinelPrimary(ctx, s)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
+		fmt.Fprintf(&b, "%s names %s; ", s.Name, addr)
 		if agreed != "" && addr != agreed {
-			return "", nil
+			same = false
 		}
 		agreed = addr
 	}
-	return agreed, nil
+	if !same {
+		return "", strings.TrimSuffix(b.String(), "; "), nil
+	}
+	return agreed, "", nil
 }
 
 // replicasFollow reports whether every running, unpaused, unpartitioned

@@ -106,7 +106,7 @@ func (d *Deployment) Demote(ctx context.Context, s, primary *Server) error {
 		info, err := s.info(ctx, "replication")
 		return info["role"] == "slave" && info["master_port"] == want && info["master_link_status"] == "up", err
 	}); err != nil {
-		return fmt.Errorf("redisdeploy: demote %s: it did not sync with %s: %w", s.Name, primary.Name, err)
+		return fmt.Errorf("redisdeploy: demote %s: it did not sync with %s: %w%s", s.Name, primary.Name, err, s.logTail())
 	}
 	return nil
 }
