@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 )
 
 // How a real-time history is kept honest: the runner serialises nothing of
@@ -123,20 +124,43 @@ func (r *Runner) assemble() error {
 // InFenceOrder makes the grants' instants follow their fences within each
 // coordinator incarnation: fences are minted in order, so a grant stamped
 // before a lower fence's (a coordinator that stamps after it minted, as
-// etcdlease does once its transaction returns) was minted after it.
+// etcdlease does once its transaction returns) was minted after it. But a
+// grant is never moved past the instant its holder had it (its Acquired):
+// a fence in the holder's hands before a lower one was stamped was minted
+// before it, by a counter that went back since (a Redis failover to a
+// replica that never saw the last fences), and the record keeps that as it
+// happened, for the checker to find.
 func InFenceOrder(events []history.Event) {
+	type token struct {
+		agent, resource int
+		fence           leasefence.Fence
+		incarnation     int32
+	}
 	var grants []*history.Event
+	had := make(map[token]time.Duration)
 	for i := range events {
-		if events[i].Kind == history.Granted {
-			grants = append(grants, &events[i])
+		e := &events[i]
+		switch e.Kind {
+		case history.Granted:
+			grants = append(grants, e)
+		case history.Acquired:
+			t := token{e.Agent, e.Resource, e.Fence, e.Incarnation}
+			if at, ok := had[t]; !ok || e.At < at {
+				had[t] = e.At
+			}
 		}
 	}
 	slices.SortStableFunc(grants, func(a, b *history.Event) int {
 		return cmp.Or(cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Fence, b.Fence))
 	})
 	for i := 1; i < len(grants); i++ {
-		if prev := grants[i-1]; prev.Incarnation == grants[i].Incarnation && grants[i].At <= prev.At {
-			grants[i].At = prev.At + 1
+		g, prev := grants[i], grants[i-1]
+		if prev.Incarnation != g.Incarnation || g.At > prev.At {
+			continue
 		}
+		if at, ok := had[token{g.Agent, g.Resource, g.Fence, g.Incarnation}]; ok && prev.At+1 > at {
+			continue
+		}
+		g.At = prev.At + 1
 	}
 }

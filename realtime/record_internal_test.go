@@ -24,6 +24,26 @@ func TestInFenceOrder(t *testing.T) {
 	}
 }
 
+// A grant is not moved past the instant its holder had it: a fence that
+// reached its holder before a lower fence was stamped was minted before
+// it, by a counter that went back (a failover's promoted replica reissuing
+// fences), and the record keeps it where it was.
+func TestInFenceOrderKeepsWhatTheHolderHad(t *testing.T) {
+	events := []history.Event{
+		{Kind: history.Granted, Agent: 0, Fence: 10, At: 1662},
+		{Kind: history.Acquired, Agent: 0, Fence: 10, At: 1663},
+		{Kind: history.Granted, Agent: 1, Fence: 9, At: 3933}, // reissued
+		{Kind: history.Granted, Agent: 2, Fence: 11, At: 3930},
+	}
+	InFenceOrder(events)
+	if events[0].At != 1662 {
+		t.Errorf("fence 10, in its holder's hands at 1663, moved to %v", events[0].At)
+	}
+	if events[2].At != 3933 || events[3].At != 3930 {
+		t.Errorf("fences 9 and 11 at %v and %v, want them as stamped (3933, 3930): the reissued 9 is the record's, for the checker", events[2].At, events[3].At)
+	}
+}
+
 // stamped is a resource whose record is given: the writes in the order it
 // applied them, with stamps that need not rise.
 type stamped struct {
