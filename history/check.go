@@ -218,6 +218,11 @@ func (c *Checker) Report() *Report {
 	return r
 }
 
+// FailoverReuseViolation follows the count of the fences reused after the
+// coordinator's store failed over: a loss of the store's, not a lie of the
+// library's.
+const FailoverReuseViolation = " reused after the coordinator's store failed over to a replica that had not seen them"
+
 // UnexplainedLandingViolation follows the count of the landings no lease
 // of the history explains in their violation.
 const UnexplainedLandingViolation = " landed under no lease the history granted the writer on that resource"
@@ -366,7 +371,7 @@ func (j *judgement) containment() {
 func (j *judgement) rules() {
 	s := &j.c.rules
 	j.r.FenceReuses = s.fenceReuses
-	j.r.UnexcusedFenceReuses = s.unexcusedReuses
+	j.r.FailoverFenceReuses, j.r.UnexcusedFenceReuses = s.failoverReuses()
 	j.r.UnexplainedRefusals = s.unexplainedRefusals
 	j.r.UnexplainedLandings = s.unexplainedLandings
 	j.r.UnexplainedReleases = s.unexplainedReleases
@@ -406,6 +411,9 @@ func (c *Checker) violations(r *Report) []string {
 	}
 	if r.UnexcusedFenceReuses > 0 {
 		v = append(v, Plural(r.UnexcusedFenceReuses, "fence", "fences")+" reused with no restart that lost the counter between the two mints")
+	}
+	if r.FailoverFenceReuses > 0 {
+		v = append(v, Plural(r.FailoverFenceReuses, "fence", "fences")+FailoverReuseViolation)
 	}
 	if r.UnexplainedRefusals > 0 {
 		v = append(v, Plural(r.UnexplainedRefusals, "refusal", "refusals")+" whose floor the history does not bear out")

@@ -49,6 +49,12 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 		// The header plans a restart that loses the counter, but none
 		// happened: the reuse is not excused.
 		{"fence_reuse_no_restart_event", want{vacuous: true, reuses: 1, violation: "1 fence reused", cx: FenceReuse, cxAt: 200}},
+		// Fence 3 minted after fence 5 before any fault: unexcused. Fence
+		// 4 during a fault of the primary that ended failed over, and
+		// fence 2 after it: the failover's. An agent's partition, which
+		// ended with no failover, explains nothing.
+		{"fence_reuse_across_failover", want{vacuous: true, reuses: 3, violation: "2 fences reused after the coordinator's store failed over",
+			cx: FenceReuse, cxAt: 120}},
 		// Fence 3 was minted after fence 5, before the restart that lost
 		// the counter; fence 1 after it is excused, fence 3 is not.
 		{"fence_reuse_before_restart", want{vacuous: true, reuses: 2, violation: "1 fence reused", cx: FenceReuse, cxAt: 120}},
@@ -118,6 +124,23 @@ func TestCheckerOnHandMadeHistories(t *testing.T) {
 				t.Errorf("counterexamples %+v, want none", r.Counterexamples)
 			}
 		})
+	}
+}
+
+// The fences a failover reissued are counted apart from the others: the
+// store's loss, named as such.
+func TestFailoverFenceReuses(t *testing.T) {
+	h, events, err := ReadFile("testdata/fence_reuse_across_failover.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(h, events).Modes[Fenced]
+	if r.FenceReuses != 3 || r.UnexcusedFenceReuses != 1 || r.FailoverFenceReuses != 2 {
+		t.Fatalf("reuses %d, unexcused %d, after the failover %d; want 3, 1, 2", r.FenceReuses, r.UnexcusedFenceReuses, r.FailoverFenceReuses)
+	}
+	if !slices.Contains(r.Violations, "1 fence reused with no restart that lost the counter between the two mints") ||
+		!slices.Contains(r.Violations, "2 fences"+FailoverReuseViolation) {
+		t.Errorf("violations %q", r.Violations)
 	}
 }
 

@@ -254,6 +254,11 @@ const (
 	OutcomeCounterLost Outcome = "counter_lost"
 	// OutcomeNotPlayed: the run could not play a fault (Detail says why).
 	OutcomeNotPlayed Outcome = "not_played"
+	// OutcomeFailedOver: a fault ended (its fault_ended) after the
+	// coordinator's store failed over to a replica, which may lack what
+	// the old primary acknowledged: fences minted since the fault began
+	// may reissue fences minted before.
+	OutcomeFailedOver Outcome = "failed_over"
 )
 
 // IsFault reports whether k is one of the fault pair, FaultBegan or

@@ -172,6 +172,12 @@ type Report struct {
 	// lost the counter (a coordinator_restarted event saying so) between
 	// the two mints: only a broken coordinator causes them.
 	UnexcusedFenceReuses int `json:"unexcused_fence_reuses,omitempty"`
+	// FailoverFenceReuses counts the fence reuses with no such restart
+	// since a fault that failed the coordinator's store over to a replica
+	// (a fault_ended with outcome failed_over) began: the store lost
+	// fences it had acknowledged, which its options may prevent
+	// (redislease's WAIT and Watermark).
+	FailoverFenceReuses int `json:"failover_fence_reuses,omitempty"`
 	// UnexplainedRefusals counts refusals whose floor the history does not
 	// bear out: a floor not above the refused fence (nor equal to it under
 	// another holder, a token conflict), or one no admitted commit and no

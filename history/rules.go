@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
@@ -26,12 +27,26 @@ type ruleState struct {
 	top, topSinceLoss leasefence.Fence
 
 	fenceReuses, unexcusedReuses int
+	// The unexcused reuses a failover explains: those since the beginning
+	// of the first fault that ended failed over (OutcomeFailedOver), whose
+	// count at its beginning is failoverFrom (-1 before any), and every
+	// one after. openFaults holds, for each fault under way, the count of
+	// unexcused reuses at its beginning.
+	failoverFrom int
+	openFaults   []openFault
 	unexplainedRefusals          int
 	unexplainedLandings          int
 	unexplainedReleases          int
 	refusedLanded                int
 	belowPush                    int
 	cx                           counterexamples
+}
+
+// openFault is a fault under way: its beginning, and the count of
+// unexcused reuses then.
+type openFault struct {
+	began  *Event
+	reuses int
 }
 
 // agentMark is an agent's last landed and last refused write, by id, so
@@ -53,7 +68,7 @@ type resourceMk struct {
 }
 
 func newRuleState(h *Header) ruleState {
-	return ruleState{agents: make([]agentMark, len(h.Agents)), res: make([]resourceMk, len(h.Resources))}
+	return ruleState{agents: make([]agentMark, len(h.Agents)), res: make([]resourceMk, len(h.Resources)), failoverFrom: -1}
 }
 
 // add judges e, which the Reader has just folded in.
@@ -67,6 +82,8 @@ func (c *Checker) rule(e *Event) {
 		if e.Outcome == OutcomeCounterLost {
 			s.topSinceLoss = 0
 		}
+	case FaultBegan, FaultEnded:
+		s.fault(e)
 	case AdmitPushed:
 		c.pushApplied(e)
 	case Expired:
@@ -98,6 +115,35 @@ func (c *Checker) mint(g *Generation, at time.Duration) {
 	}
 	s.top = max(s.top, g.Fence)
 	s.topSinceLoss = max(s.topSinceLoss, g.Fence)
+}
+
+// fault follows the faults under way, for the reuses a failover explains.
+func (s *ruleState) fault(e *Event) {
+	if e.Kind == FaultBegan {
+		if !e.Instant() {
+			b := *e
+			s.openFaults = append(s.openFaults, openFault{began: &b, reuses: s.unexcusedReuses})
+		}
+		return
+	}
+	for i := len(s.openFaults) - 1; i >= 0; i-- {
+		if f := s.openFaults[i]; f.began.Same(e) {
+			if e.Outcome == OutcomeFailedOver && s.failoverFrom < 0 {
+				s.failoverFrom = f.reuses
+			}
+			s.openFaults = slices.Delete(s.openFaults, i, i+1)
+			return
+		}
+	}
+}
+
+// failoverReuses splits the unexcused reuses into those a failover
+// explains and the others.
+func (s *ruleState) failoverReuses() (failover, others int) {
+	if s.failoverFrom < 0 {
+		return 0, s.unexcusedReuses
+	}
+	return s.unexcusedReuses - s.failoverFrom, s.failoverFrom
 }
 
 // release judges a release the coordinator granted: of a generation it

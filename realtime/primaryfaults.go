@@ -145,6 +145,11 @@ func (r *Runner) recordPrimaryFault(rec PrimaryFaultRecord, began bool) {
 	case !began:
 		e = e.Ended()
 		e.Detail = rec.String()
+		if rec.Promoted != "" {
+			// The checker reads it: fences minted since the fault began
+			// may reissue some the old primary minted and no replica saw.
+			e.Outcome = history.OutcomeFailedOver
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -335,17 +335,24 @@ func (a *app) closeOutputs(cfg *runConfig, out *runOutputs, res *history.Result,
 // reportBug says, loudly and on stderr (so --json output stays
 // parseable), that the library broke a promise, and how to reproduce it.
 func (a *app) reportBug(res *history.Result, reproduce string) {
-	whose, wrong := "LEASEFENCE", "the library"
-	if slices.ContainsFunc(res.Violations(), func(v string) bool { return strings.Contains(v, history.UnreadableViolation) }) {
+	headline := fmt.Sprintf("BUG IN LEASEFENCE: %s.\n!!  This is not a problem with your scenario: the library is wrong.", bugSummary(res))
+	switch violations := res.Violations(); {
+	case slices.ContainsFunc(violations, func(v string) bool { return strings.Contains(v, history.UnreadableViolation) }):
 		// The runner recorded what no history may hold: the lab is wrong,
 		// whatever the library did.
-		whose, wrong = "THE LAB", "the runner"
+		headline = fmt.Sprintf("BUG IN THE LAB: %s.\n!!  This is not a problem with your scenario: the runner is wrong.", bugSummary(res))
+	case !slices.ContainsFunc(violations, func(v string) bool { return !strings.HasSuffix(v, history.FailoverReuseViolation) }):
+		// Every violation is a fence the store lost in a failover: the
+		// configuration's, which the library documents, not a lie of its.
+		headline = "THE FAILOVER LOST FENCES: the coordinator's store failed over to a replica that had not\n" +
+			"!!  seen the last fences, and the fenced mode was granted them again. Not a bug of the library's:\n" +
+			"!!  on Redis, redislease's defaults do not survive a failover; WAIT and a watermark\n" +
+			"!!  (--redis-wait-replicas N --redis-watermark) keep the fences."
 	}
 	fmt.Fprintf(a.stderr, `
 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
-!!  BUG IN %s: %s.
-!!  This is not a problem with your scenario: %s is wrong.
-`, whose, bugSummary(res), wrong)
+!!  %s
+`, headline)
 	for _, v := range res.Violations() {
 		fmt.Fprintf(a.stderr, "!!    - %s\n", v)
 	}
