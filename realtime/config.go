@@ -266,7 +266,8 @@ func (s *Setup) Close() error {
 
 // OpenContenders brings up the lock of each of modes that is a library
 // contender (one the registry names with an opener, such as redsync or
-// etcd-mutex), each on the server it needs, for the runs of the setup to
+// etcd-mutex), each on the server it needs (the backend's own, where the
+// contender can share it: ContenderBeside), for the runs of the setup to
 // run in that mode in place of the backend's coordinator; the lab's own
 // modes stay on the backend. Their servers' directories go under the
 // setup's Config.TempDir. Close stops them. On an error it stops those it
@@ -276,13 +277,9 @@ func (s *Setup) OpenContenders(ctx context.Context, modes []history.Mode) error 
 		if slices.Contains(registry.Modes(), m) {
 			continue
 		}
-		open, ok := registry.Opener[ContenderOpener](registry.Contenders, string(m))
-		if !ok {
-			return errors.Join(fmt.Errorf("%w: contender %s", ErrNotLinked, m), s.closeContenders())
-		}
-		c, err := open(ctx, s.Config.TempDir)
+		c, err := s.openContender(ctx, m)
 		if err != nil {
-			return errors.Join(fmt.Errorf("realtime: contender %s: %w", m, err), s.closeContenders())
+			return errors.Join(err, s.closeContenders())
 		}
 		if s.Contenders == nil {
 			s.Contenders = make(map[history.Mode]*Contender)
@@ -290,6 +287,30 @@ func (s *Setup) OpenContenders(ctx context.Context, modes []history.Mode) error 
 		s.Contenders[m] = c
 	}
 	return nil
+}
+
+// openContender brings up contender m: on the setup's backend where it
+// can run there (ContenderBeside), else on a server of its own
+// (ContenderOpener).
+func (s *Setup) openContender(ctx context.Context, m history.Mode) (*Contender, error) {
+	if beside, ok := registry.Opener[ContenderBeside](registry.Contenders, string(m)); ok && s.Backend != nil {
+		c, ok, err := beside(ctx, s.Backend)
+		if err != nil {
+			return nil, fmt.Errorf("realtime: contender %s on backend %s: %w", m, s.Backend.Name(), err)
+		}
+		if ok {
+			return c, nil
+		}
+	}
+	open, ok := registry.Opener[ContenderOpener](registry.Contenders, string(m))
+	if !ok {
+		return nil, fmt.Errorf("%w: contender %s", ErrNotLinked, m)
+	}
+	c, err := open(ctx, s.Config.TempDir)
+	if err != nil {
+		return nil, fmt.Errorf("realtime: contender %s: %w", m, err)
+	}
+	return c, nil
 }
 
 func (s *Setup) closeContenders() error {

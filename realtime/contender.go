@@ -245,6 +245,16 @@ func (c *Contender) Open(ctx context.Context, mode history.Mode, clock leasefenc
 // (registry.SetOpener). Closing the contender stops what it started.
 type ContenderOpener func(ctx context.Context, dir string) (*Contender, error)
 
+// ContenderBeside opens a contender on the run's own backend's server in
+// place of one of its own, when backend has one its lock can use (redsync
+// on the Redis backend's Redis, its Sentinel topology included): the
+// backend's faults then strike the contender's lock as they strike the
+// lab's. ok is false when backend has none; the contender's
+// ContenderOpener then starts its own. A library contender's adapter
+// registers one beside its ContenderOpener (registry.SetOpener). Closing
+// the contender closes what it opened, never the backend's server.
+type ContenderBeside func(ctx context.Context, backend Backend) (c *Contender, ok bool, err error)
+
 // ErrNoRestart: a contender's lock is not the lab's to restart (it has no
 // OnRestart).
 var ErrNoRestart = errors.New("realtime: a contender's lock cannot be restarted by the lab")

@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 )
 
 func TestParseContenders(t *testing.T) {
@@ -69,6 +71,24 @@ func TestCheckContenders(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "the contenders that can: naive, fenced, redlock") {
 			t.Errorf("%s: %v: want the contenders that can play it", name, err)
+		}
+	}
+	// A failover of the Redis primary strikes the locks on the backend's
+	// Redis: the lab's, and redsync's and redislock's, which share it; the
+	// others' servers are their own, and never fail over.
+	failover := builtin(t, "overlap")
+	failover.Redis.Faults = []spec.RedisFault{{At: time.Second, Do: spec.FaultPartitionPrimary, Duration: 4 * time.Second}}
+	sharesRedis := func(name string) bool {
+		return !registry.Library(history.Mode(name)) || name == registry.Redsync || name == registry.Redislock
+	}
+	can := slices.DeleteFunc(registry.Names(registry.Contenders), func(n string) bool { return !sharesRedis(n) })
+	for _, name := range registry.Names(registry.Contenders) {
+		err := registry.CheckContenders([]history.Mode{history.Mode(name)}, registry.Redis, failover)
+		if sharesRedis(name) != (err == nil) {
+			t.Errorf("%s on a scenario with a failover of the Redis primary: %v", name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "the contenders that can: "+strings.Join(can, ", ")) {
+			t.Errorf("%s: %v: want the contenders that can play it, %v", name, err, can)
 		}
 	}
 }

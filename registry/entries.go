@@ -91,14 +91,16 @@ var table = []*Entry{
 		"etcd's locks cannot by themselves guarantee mutual exclusion (Jepsen, etcd 3.4.3), a fence checked at the resource is the remedy",
 		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Fence: true, Discipline: DisciplineFenced,
 		Needs: Needs{Server: "etcd", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
-	{Kind: Contenders, Name: Redsync, Doc: "go-redsync/redsync's Mutex on one redis-server of its own, written to as most code does: " +
+	{Kind: Contenders, Name: Redsync, Doc: "go-redsync/redsync's Mutex on one Redis, written to as most code does: " +
+		"on --backend redis the backend's own (its Sentinel topology too, whose failovers strike it), else a redis-server of its own; " +
 		"the holder checks Until(); generations in the order the lab saw the grants",
 		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: DisciplineNaive,
-		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
-	{Kind: Contenders, Name: Redislock, Doc: "bsm/redislock on one redis-server of its own, written to as most code does: " +
+		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: besideRedisRefuses},
+	{Kind: Contenders, Name: Redislock, Doc: "bsm/redislock on one Redis, written to as most code does: " +
+		"on --backend redis the backend's own (its Sentinel topology too, whose failovers strike it), else a redis-server of its own; " +
 		"the holder checks the TTL it asked for; generations in the order the lab saw the grants",
 		Library: "github.com/bsm/redislock", Version: ModuleVersion("github.com/bsm/redislock"), Discipline: DisciplineNaive,
-		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
+		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: besideRedisRefuses},
 	{Kind: Contenders, Name: Redlock, Doc: "go-redsync/redsync's Redlock: one Mutex over 3 independent redis-servers of its own, held on a majority, written to as most code does: " +
 		"the holder checks Until(); a scenario's restarts restart the first server (redis-1), the other two stay healthy; generations in the order the lab saw the grants",
 		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: DisciplineNaive,
@@ -139,13 +141,21 @@ func (d *Entry) Shares(e *Entry) error {
 
 // libraryRefuses are the faults a library contender cannot play: they
 // are faults of the lab's own coordinator (a restart, a push of its
-// fences, its etcd members'), and the library's lock is on a server of
-// its own.
-var libraryRefuses = slices.Concat([]*Feature{Restarts, Push}, MemberFaults)
+// fences, its etcd members', its Redis primary's), and the library's lock
+// is on a server of its own.
+var libraryRefuses = slices.Concat([]*Feature{Restarts, Push}, MemberFaults, PrimaryFaults)
 
-// redlockRefuses are those but restarts: a scenario's restarts restart
-// one of redlock's own servers (redis-1), the fault its quorum is for.
-var redlockRefuses = slices.Concat([]*Feature{Push}, MemberFaults)
+// besideRedisRefuses are those but the faults of the Redis primary: on
+// the Redis backend, a contender on one Redis (redsync, redislock) runs
+// on the backend's own (realtime.ContenderBeside), its Sentinel topology
+// included, so the primary's faults strike its lock as they strike the
+// lab's.
+var besideRedisRefuses = slices.Concat([]*Feature{Restarts, Push}, MemberFaults)
+
+// redlockRefuses are libraryRefuses but restarts: a scenario's restarts
+// restart one of redlock's own servers (redis-1), the fault its quorum is
+// for.
+var redlockRefuses = slices.Concat([]*Feature{Push}, MemberFaults, PrimaryFaults)
 
 // ModuleVersion is the version of module path linked into this program,
 // as its build information says it ("" if it is not linked, or the

@@ -64,6 +64,10 @@ var Features = []*Feature{OverTheWire, PartitionMember, PauseMember, PauseLeader
 // MemberFaults are the features of the etcd member faults (spec.MemberFaults).
 var MemberFaults = []*Feature{PartitionMember, PauseMember, PauseLeader}
 
+// PrimaryFaults are the features of the Redis primary's faults
+// (spec.RedisFaults).
+var PrimaryFaults = []*Feature{PausePrimary, KillPrimary, PartitionPrimary}
+
 // FaultFeature is the feature of fault kind f; it panics on a kind
 // spec.Faults does not list or Features has no feature for, so that a new
 // kind without its registry statement fails the first test.

@@ -223,6 +223,28 @@ func (r *Redis) Prefix() string { return r.prefix }
 // Client is the client of the server in use.
 func (r *Redis) Client() *redis.Client { return r.cli.Load() }
 
+// NewClient is a new client of the backend's Redis, as an application
+// makes one: through the Sentinels on the sentinel topology, so that it
+// follows a failover as the run's own client does, and to the server
+// otherwise. bounded: each call is bounded by its context's deadline too
+// (go-redis's ContextTimeoutEnabled). Closing it is the caller's.
+func (r *Redis) NewClient(bounded bool) (*redis.Client, error) {
+	switch {
+	case r.deploy != nil:
+		o := r.deploy.FailoverOptions()
+		o.ContextTimeoutEnabled = bounded
+		return redis.NewFailoverClient(o), nil
+	case r.opts.URL != "":
+		o, err := redis.ParseURL(r.opts.URL)
+		if err != nil {
+			return nil, fmt.Errorf("realtime: redis: %w", err)
+		}
+		o.ContextTimeoutEnabled = bounded
+		return redis.NewClient(o), nil
+	}
+	return redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: bounded}), nil
+}
+
 // Describe implements realtime.Describer: where the leases live, for a
 // report.
 func (r *Redis) Describe() string {

@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/internal/scratch"
 	"github.com/leasefence/lab/leasefence/redislease/redisdeploy"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/redisbackend"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -28,8 +29,20 @@ type adapter struct {
 }
 
 // register registers contender name's opener, which starts its servers,
-// and its attacher, which reaches them from an agent's process.
+// and its attacher, which reaches them from an agent's process; and, for
+// a lock on one Redis, the opener that puts it on the Redis backend's own
+// (beside).
 func register(name string, a adapter) {
+	if a.servers == 1 {
+		registry.SetOpener(registry.Contenders, name, realtime.ContenderBeside(func(ctx context.Context, b realtime.Backend) (*realtime.Contender, bool, error) {
+			r, ok := b.(*redisbackend.Redis)
+			if !ok {
+				return nil, false, nil
+			}
+			c, err := beside(name, a, r)
+			return c, err == nil, err
+		}))
+	}
 	registry.SetOpener(registry.Contenders, name, realtime.ContenderOpener(func(ctx context.Context, dir string) (*realtime.Contender, error) {
 		c, _, err := open(ctx, dir, name, a)
 		return c, err
@@ -101,20 +114,42 @@ func closeAll(rdbs []*redis.Client) error {
 	return errors.Join(errs...)
 }
 
-// share is how an agent's process reaches a contender's servers.
+// share is how an agent's process reaches a contender's servers, and the
+// prefix its keys are under ("" on servers of its own).
 type share struct {
-	Addrs []string `json:"addrs"`
+	Addrs  []string `json:"addrs"`
+	Prefix string   `json:"prefix,omitempty"`
 }
 
-// contender is contender name's lock on rdbs, with their keys under a
-// prefix of each mode's.
-func contender(name string, a adapter, rdbs []*redis.Client) *realtime.Contender {
+// beside is contender name's lock on the Redis backend r's own Redis, its
+// keys under the run's prefix (so that the backend's Close deletes them),
+// through a client of its own as an application has one (through the
+// Sentinels on the sentinel topology): the faults the run plays on r's
+// servers strike it. An agent's process reaches it as it reaches the
+// backend, at the server's address. Closing it closes its client only.
+func beside(name string, a adapter, r *redisbackend.Redis) (*realtime.Contender, error) {
+	rdb, err := r.NewClient(a.bounded)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(share{Addrs: []string{r.Addr()}, Prefix: r.Prefix()})
+	if err != nil {
+		return nil, errors.Join(err, rdb.Close())
+	}
+	c := contender(name, a, r.Prefix(), []*redis.Client{rdb})
+	c.Share, c.OnClose = string(b), rdb.Close
+	return c, nil
+}
+
+// contender is contender name's lock on rdbs, with their keys under base
+// and a prefix of each mode's.
+func contender(name string, a adapter, base string, rdbs []*redis.Client) *realtime.Contender {
 	e := registry.Must(registry.Contenders, name)
 	return &realtime.Contender{
 		Info: history.Contender{Name: history.Mode(name), Library: e.Library, Version: e.Version, Fence: e.Fence, Discipline: history.Discipline(e.Discipline),
 			Generations: realtime.GenerationsObserved},
 		New: func(_ context.Context, mode history.Mode) (realtime.Lock, error) {
-			return a.newLock(rdbs, name+":"+string(mode)+":"), nil
+			return a.newLock(rdbs, base+name+":"+string(mode)+":"), nil
 		},
 	}
 }
@@ -134,7 +169,7 @@ func open(ctx context.Context, dir, name string, a adapter) (*realtime.Contender
 	if err != nil {
 		return nil, nil, errors.Join(err, s.close())
 	}
-	c := contender(name, a, s.rdb)
+	c := contender(name, a, "", s.rdb)
 	c.Share, c.OnClose = string(b), s.close
 	if a.opened != nil {
 		a.opened(c, s)
@@ -156,7 +191,7 @@ func attach(name string, a adapter, sh string) (*realtime.Contender, error) {
 	for i, addr := range s.Addrs {
 		rdbs[i] = newClient(addr, a.bounded)
 	}
-	c := contender(name, a, rdbs)
+	c := contender(name, a, s.Prefix, rdbs)
 	c.OnClose = func() error { return closeAll(rdbs) }
 	return c, nil
 }
