@@ -39,6 +39,8 @@ type RealFigures struct {
 	Faults FaultCounts `json:"faults"`
 	// MemberFaults are the etcd member faults played, in order.
 	MemberFaults []MemberFault `json:"member_faults,omitempty"`
+	// PrimaryFaults are the faults of the Redis primary played, in order.
+	PrimaryFaults []PrimaryFault `json:"primary_faults,omitempty"`
 	// Agents is how the agents ran: "in-process" (goroutines) or
 	// "process" (each an OS process of its own, one per agent and mode).
 	Agents string `json:"agents,omitempty"`
@@ -93,6 +95,7 @@ func (r Runner) write(w io.Writer) {
 		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
 		x.Faults.Partitioned, history.Plural(x.Faults.RepliesDropped, "reply", "replies"), x.Faults.Duplicated)
 	writeMemberFaults(w, x.MemberFaults)
+	writePrimaryFaults(w, x.PrimaryFaults)
 	if len(x.Processes) == 0 {
 		return
 	}

@@ -23,6 +23,10 @@ func TestRunnerLines(t *testing.T) {
 	procs := *real
 	procs.Agents, procs.Processes = "process", map[history.Mode]report.ProcessCounts{
 		history.Fenced: {Started: 5, Paused: 7, Killed: 1}, history.Naive: {Started: 4, Paused: 9}}
+	failover := *real
+	failover.Where, failover.PrimaryFaults = "redis (sentinel topology)", []report.PrimaryFault{
+		{AtMS: 1500, Fault: "partition_primary", Victim: "redis-0", DurationMS: 4000, Promoted: "redis-2", AfterMS: 2231},
+		{AtMS: 7000, Fault: "pause_primary", Victim: "redis-2", DurationMS: 400, Error: "no replica was promoted during the fault"}}
 	for _, tc := range []struct {
 		name      string
 		run       report.Runner
@@ -34,6 +38,10 @@ func TestRunnerLines(t *testing.T) {
 			"backend etcd (embedded, 1 member, min ttl 1s) · resource etcd · 15.001s of wall time at time scale 1x\n",
 			"fault layer: 10 calls, 2 requests dropped (1 cut by a partition), 4 replies dropped, 3 duplicated\n",
 		}, []string{"agents as processes"}},
+		{"failover", report.Runner{Backend: "redis", Real: &failover}, []string{
+			"redis fault at 1.500s: partition_primary of redis-0 for 4.000s, redis-2 promoted 2.231s after\n",
+			"redis fault at 7.000s: pause_primary of redis-2 for 400ms: no replica was promoted during the fault\n",
+		}, nil},
 		{"processes", report.Runner{Backend: "etcd", Real: &procs}, []string{
 			"agents as processes: fenced 5 processes started, 7 paused (SIGSTOP), 1 killed (SIGKILL); naive 4 processes started, 9 paused (SIGSTOP), 0 killed (SIGKILL)\n",
 		}, nil},
@@ -69,11 +77,14 @@ func TestRunnerLines(t *testing.T) {
 	}
 }
 
-// sameFigures compares two runs' figures, an empty list of member faults
-// being the same as none.
+// sameFigures compares two runs' figures, an empty list of member or
+// primary faults being the same as none.
 func sameFigures(a, b report.RealFigures) bool {
 	if len(a.MemberFaults) == 0 && len(b.MemberFaults) == 0 {
 		a.MemberFaults, b.MemberFaults = nil, nil
+	}
+	if len(a.PrimaryFaults) == 0 && len(b.PrimaryFaults) == 0 {
+		a.PrimaryFaults, b.PrimaryFaults = nil, nil
 	}
 	return reflect.DeepEqual(a, b)
 }

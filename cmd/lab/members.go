@@ -14,3 +14,14 @@ func memberFaults(res *realtime.Result) []report.MemberFault {
 	}
 	return out
 }
+
+// primaryFaults are the run's faults of the Redis primary, as the report
+// says them.
+func primaryFaults(res *realtime.Result) []report.PrimaryFault {
+	var out []report.PrimaryFault
+	for _, f := range res.PrimaryFaults {
+		out = append(out, report.PrimaryFault{AtMS: f.At.Milliseconds(), Fault: string(f.Kind), Victim: f.Victim,
+			DurationMS: f.Duration.Milliseconds(), Promoted: f.Promoted, AfterMS: f.After.Milliseconds(), Error: f.Error})
+	}
+	return out
+}
