@@ -45,7 +45,14 @@ func checkFile(t *testing.T, data []byte) *history.Result {
 // report, for every built-in over 50 seeds: the run's report is nothing but
 // the checker's verdict on what it emitted, and the file loses nothing.
 func TestRoundTripEveryBuiltin(t *testing.T) {
-	const seeds, block = 50, 10 // blocks of seeds share the cores evenly
+	const block = 10 // blocks of seeds share the cores evenly
+	seeds := uint64(50)
+	if raceEnabled {
+		// The simulator is single-threaded and the race detector slows
+		// it tenfold: one block of seeds checks the encoder and the
+		// checker under it, the plain run all five.
+		seeds = block
+	}
 	for _, name := range spec.BuiltinNames() {
 		for first := uint64(1); first <= seeds; first += block {
 			t.Run(fmt.Sprintf("%s/seeds=%d-%d", name, first, first+block-1), func(t *testing.T) {
