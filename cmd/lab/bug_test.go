@@ -9,7 +9,8 @@ import (
 )
 
 // A run whose history holds an event the checker could not read blames the
-// runner, not the library; a broken invariant blames the library.
+// runner, not the library; a broken invariant blames the library; fences
+// lost in a failover blame the failover.
 func TestReportBugBlames(t *testing.T) {
 	for _, tc := range []struct {
 		violation, want, not string
@@ -17,6 +18,9 @@ func TestReportBugBlames(t *testing.T) {
 		{"1 event" + history.UnreadableViolation + " (the first: bad history: check_failed event names no agent)",
 			"BUG IN THE LAB: the run recorded events the checker could not read.", "LEASEFENCE"},
 		{"1 stale write landed through the gate", "BUG IN LEASEFENCE: the fenced mode broke a safety invariant it promises.", "THE LAB"},
+		// Fences the store lost in a failover are the store's, and the
+		// banner says what keeps them.
+		{"8 fences" + history.FailoverReuseViolation, "THE FAILOVER LOST FENCES", "BUG IN"},
 	} {
 		var stderr bytes.Buffer
 		a := &app{stdout: &bytes.Buffer{}, stderr: &stderr}
