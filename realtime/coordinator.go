@@ -147,9 +147,12 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 		return false, w.incarnation
 	}
 	cur := &w.gens[ri]
-	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation {
+	if cur.known && cur.fence == g.Token.Fence && cur.incarnation == w.incarnation && cur.agent == holder {
 		return false, cur.incarnation // a replayed grant: minted once, already in the history
 	}
+	// The same fence to another holder is no replay: a counter that went
+	// back (a failover's promoted replica) minted it again, and the
+	// history must show the second grant for the checker to judge it.
 	// The instant the coordinator minted the fence, as it stamped it.
 	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
 	guessed := cur.guessed

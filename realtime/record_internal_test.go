@@ -3,8 +3,10 @@ package realtime
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 )
 
 // Grants are listed in fence order within an incarnation, whatever their
@@ -73,5 +75,36 @@ func TestLandingsFromTheRecord(t *testing.T) {
 	w.resources = []Resource{stamped{record: []Landing{{ID: 42, At: 1}}}}
 	if _, err := w.landings(context.Background(), 50); err == nil {
 		t.Error("a record naming a write never sent was taken")
+	}
+}
+
+// A grant of the fence the resource's newest generation has is a replay
+// (a retried request answered again) only for the same holder: to another
+// holder it is the fence minted again, by a counter that went back, and a
+// generation of its own in the history.
+func TestGrantedReplayIsTheSameHolders(t *testing.T) {
+	start := time.Now()
+	r := &Runner{h: history.Header{Agents: []string{"agent-1", "agent-2"}, Resources: []string{"res-1"}}, start: start, emitted: map[history.Mode][]history.Event{}}
+	w := &world{r: r, mode: history.Fenced, gens: make([]genState, 1), clock: newCoordClock(start, 0)}
+	grant := func(holder string) leasefence.Grant {
+		now, _ := w.clock.Now()
+		return leasefence.Grant{Token: leasefence.Token{Resource: "res-1", Holder: holder, Fence: 10}, TTL: time.Second, CoordinatorExpiresAt: now.Add(time.Second)}
+	}
+	for _, tc := range []struct {
+		holder int
+		fresh  bool
+	}{{0, true}, {0, false}, {1, true}} {
+		if fresh, _ := w.granted(tc.holder, 0, grant(r.h.Agents[tc.holder])); fresh != tc.fresh {
+			t.Errorf("fence 10 to %s: fresh %v, want %v", r.h.Agents[tc.holder], fresh, tc.fresh)
+		}
+	}
+	var grants int
+	for _, e := range r.emitted[history.Fenced] {
+		if e.Kind == history.Granted {
+			grants++
+		}
+	}
+	if grants != 2 {
+		t.Errorf("%d grants in the history, want 2: agent-1's and agent-2's", grants)
 	}
 }
