@@ -42,6 +42,7 @@ type guessedEnd struct {
 	fence       leasefence.Fence
 	incarnation int32
 	replacedAt  time.Duration
+	event       int // the index of its expired event in the mode's emitted events, or -1
 }
 
 // coordClock is the coordinator's clock: true time since the run began,
@@ -160,9 +161,13 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 		// The coordinator granted the resource again: the previous lease
 		// had expired there, unrenewed (a release would be known, unless
 		// its answer is still on its way: guessed).
+		event := -1
+		if !r.stopped {
+			event = len(r.emitted[w.mode])
+		}
 		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
 			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
-		guessed = append(guessed, guessedEnd{fence: cur.fence, incarnation: cur.incarnation, replacedAt: at})
+		guessed = append(guessed, guessedEnd{fence: cur.fence, incarnation: cur.incarnation, replacedAt: at, event: event})
 		guessed = guessed[max(0, len(guessed)-maxGuessed):]
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
@@ -219,6 +224,14 @@ func (w *world) releasedOther(ri int, t leasefence.Token, sent time.Duration) {
 	defer r.mu.Unlock()
 	for _, g := range w.gens[ri].guessed {
 		if g.fence == t.Fence && g.incarnation == w.incarnation && sent <= g.replacedAt {
+			// The release, sent before the next grant, was what let the
+			// lease go: the expiry guessed at that grant becomes the
+			// release, dated at its send (it reached the coordinator
+			// between then and the grant). Left an expiry, it would claim
+			// the lease ran to its deadline, past the next grant.
+			if ev := r.emitted[w.mode]; g.event >= 0 && g.event < len(ev) && ev[g.event].Kind == history.Expired && ev[g.event].Fence == t.Fence {
+				ev[g.event].Kind, ev[g.event].At, ev[g.event].Deadline = history.Released, sent, 0
+			}
 			return
 		}
 	}

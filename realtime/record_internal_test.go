@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,5 +107,35 @@ func TestGrantedReplayIsTheSameHolders(t *testing.T) {
 	}
 	if grants != 2 {
 		t.Errorf("%d grants in the history, want 2: agent-1's and agent-2's", grants)
+	}
+}
+
+// A release whose answer comes back after the next grant, sent before it,
+// is what let the lease go: the expiry the runner guessed at the grant
+// becomes that release, dated at its send, so the history does not claim
+// the lease ran to its deadline past the next grant (a mutual-exclusion
+// violation of the runner's making).
+func TestReleaseInFlightReplacesTheGuessedExpiry(t *testing.T) {
+	start := time.Now()
+	r := &Runner{h: history.Header{Agents: []string{"agent-1", "agent-2"}, Resources: []string{"res-1"}}, start: start, emitted: map[history.Mode][]history.Event{}}
+	w := &world{r: r, mode: history.Naive, gens: make([]genState, 1), clock: newCoordClock(start, 0)}
+	grant := func(holder string, f leasefence.Fence) leasefence.Grant {
+		now, _ := w.clock.Now()
+		return leasefence.Grant{Token: leasefence.Token{Resource: "res-1", Holder: holder, Fence: f}, TTL: time.Minute, CoordinatorExpiresAt: now.Add(time.Minute)}
+	}
+	w.granted(0, 0, grant("agent-1", 1))
+	sent := r.now()
+	time.Sleep(time.Millisecond)
+	w.granted(1, 0, grant("agent-2", 2)) // the release of fence 1 is on its way
+	w.releasedOther(0, leasefence.Token{Resource: "res-1", Holder: "agent-1", Fence: 1}, sent)
+	var kinds []history.Kind
+	for _, e := range r.emitted[history.Naive] {
+		kinds = append(kinds, e.Kind)
+		if e.Kind == history.Released && (e.Fence != 1 || e.At != sent) {
+			t.Errorf("release %+v, want fence 1 at its send, %v", e, sent)
+		}
+	}
+	if want := []history.Kind{history.Granted, history.Released, history.Granted}; !slices.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
 	}
 }
