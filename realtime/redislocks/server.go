@@ -13,7 +13,6 @@ import (
 	"github.com/leasefence/lab/internal/scratch"
 	"github.com/leasefence/lab/leasefence/redislease/redisdeploy"
 	"github.com/leasefence/lab/realtime"
-	"github.com/leasefence/lab/realtime/redisbackend"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -35,7 +34,7 @@ type adapter struct {
 func register(name string, a adapter) {
 	if a.servers == 1 {
 		registry.SetOpener(registry.Contenders, name, realtime.ContenderBeside(func(ctx context.Context, b realtime.Backend) (*realtime.Contender, bool, error) {
-			r, ok := b.(*redisbackend.Redis)
+			r, ok := b.(redisBackend)
 			if !ok {
 				return nil, false, nil
 			}
@@ -121,13 +120,23 @@ type share struct {
 	Prefix string   `json:"prefix,omitempty"`
 }
 
+// redisBackend is the Redis backend (redisbackend.Redis), as this package
+// reaches it without importing a sibling adapter: its Redis, the address
+// another process reaches it at, and the run's key prefix.
+type redisBackend interface {
+	realtime.Backend
+	NewClient(bounded bool) (*redis.Client, error)
+	Addr() string
+	Prefix() string
+}
+
 // beside is contender name's lock on the Redis backend r's own Redis, its
 // keys under the run's prefix (so that the backend's Close deletes them),
 // through a client of its own as an application has one (through the
 // Sentinels on the sentinel topology): the faults the run plays on r's
 // servers strike it. An agent's process reaches it as it reaches the
 // backend, at the server's address. Closing it closes its client only.
-func beside(name string, a adapter, r *redisbackend.Redis) (*realtime.Contender, error) {
+func beside(name string, a adapter, r redisBackend) (*realtime.Contender, error) {
 	rdb, err := r.NewClient(a.bounded)
 	if err != nil {
 		return nil, err
