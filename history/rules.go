@@ -32,14 +32,14 @@ type ruleState struct {
 	// count at its beginning is failoverFrom (-1 before any), and every
 	// one after. openFaults holds, for each fault under way, the count of
 	// unexcused reuses at its beginning.
-	failoverFrom int
-	openFaults   []openFault
-	unexplainedRefusals          int
-	unexplainedLandings          int
-	unexplainedReleases          int
-	refusedLanded                int
-	belowPush                    int
-	cx                           counterexamples
+	failoverFrom        int
+	openFaults          []openFault
+	unexplainedRefusals int
+	unexplainedLandings int
+	unexplainedReleases int
+	refusedLanded       int
+	belowPush           int
+	cx                  counterexamples
 }
 
 // openFault is a fault under way: its beginning, and the count of
