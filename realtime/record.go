@@ -122,14 +122,18 @@ func (r *Runner) assemble() error {
 }
 
 // InFenceOrder makes the grants' instants follow their fences within each
-// coordinator incarnation: fences are minted in order, so a grant stamped
-// before a lower fence's (a coordinator that stamps after it minted, as
-// etcdlease does once its transaction returns) was minted after it. But a
-// grant is never moved past the instant its holder had it (its Acquired):
-// a fence in the holder's hands before a lower one was stamped was minted
-// before it, by a counter that went back since (a Redis failover to a
-// replica that never saw the last fences), and the record keeps that as it
-// happened, for the checker to find.
+// coordinator incarnation: fences are minted in order, so of two grants
+// stamped against their fences' order one stamp is off. The later fence's
+// stamp may be early (a coordinator that stamps after it minted, as
+// etcdlease does once its transaction returns): it is moved after the
+// lower fence's, but never past the instant its holder had it (its
+// Acquired). Else the lower fence's stamp may be late (a process paused
+// between its lock's return and the record): it is moved before the
+// higher's, but never before its request was sent. When neither fits, the
+// lower fence was minted after the higher one had reached its holder, by a
+// counter that went back (a Redis failover to a replica that never saw the
+// last fences), and the record keeps it as it happened, for the checker to
+// find.
 func InFenceOrder(events []history.Event) {
 	type token struct {
 		agent, resource int
@@ -138,6 +142,7 @@ func InFenceOrder(events []history.Event) {
 	}
 	var grants []*history.Event
 	had := make(map[token]time.Duration)
+	sent := make(map[string]time.Duration)
 	for i := range events {
 		e := &events[i]
 		switch e.Kind {
@@ -147,6 +152,10 @@ func InFenceOrder(events []history.Event) {
 			t := token{e.Agent, e.Resource, e.Fence, e.Incarnation}
 			if at, ok := had[t]; !ok || e.At < at {
 				had[t] = e.At
+			}
+		case history.RequestSent:
+			if e.RequestID != "" {
+				sent[e.RequestID] = e.At
 			}
 		}
 	}
@@ -158,9 +167,14 @@ func InFenceOrder(events []history.Event) {
 		if prev.Incarnation != g.Incarnation || g.At > prev.At {
 			continue
 		}
-		if at, ok := had[token{g.Agent, g.Resource, g.Fence, g.Incarnation}]; ok && prev.At+1 > at {
+		if at, ok := had[token{g.Agent, g.Resource, g.Fence, g.Incarnation}]; !ok || prev.At+1 <= at {
+			g.At = prev.At + 1
 			continue
 		}
-		g.At = prev.At + 1
+		earliest, known := sent[prev.RequestID]
+		before := i < 2 || grants[i-2].Incarnation != prev.Incarnation || grants[i-2].At < g.At-1
+		if (!known || earliest <= g.At-1) && before {
+			prev.At = g.At - 1
+		}
 	}
 }

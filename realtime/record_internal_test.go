@@ -35,15 +35,31 @@ func TestInFenceOrderKeepsWhatTheHolderHad(t *testing.T) {
 	events := []history.Event{
 		{Kind: history.Granted, Agent: 0, Fence: 10, At: 1662},
 		{Kind: history.Acquired, Agent: 0, Fence: 10, At: 1663},
-		{Kind: history.Granted, Agent: 1, Fence: 9, At: 3933}, // reissued
-		{Kind: history.Granted, Agent: 2, Fence: 11, At: 3930},
+		{Kind: history.RequestSent, Agent: 1, RequestID: "r9", At: 3925},
+		{Kind: history.Granted, Agent: 1, Fence: 9, At: 3933, RequestID: "r9"}, // reissued
+		{Kind: history.RequestSent, Agent: 2, RequestID: "r11", At: 3920},
+		{Kind: history.Granted, Agent: 2, Fence: 11, At: 3930, RequestID: "r11"},
 	}
 	InFenceOrder(events)
 	if events[0].At != 1662 {
 		t.Errorf("fence 10, in its holder's hands at 1663, moved to %v", events[0].At)
 	}
-	if events[2].At != 3933 || events[3].At != 3930 {
-		t.Errorf("fences 9 and 11 at %v and %v, want them as stamped (3933, 3930): the reissued 9 is the record's, for the checker", events[2].At, events[3].At)
+	if events[3].At != 3933 || events[5].At != 3930 {
+		t.Errorf("fences 9 and 11 at %v and %v, want them as stamped (3933, 3930): the reissued 9, asked for after 10 was held, is the record's, for the checker", events[3].At, events[5].At)
+	}
+	// A lower fence recorded late, its request sent before the higher one
+	// was held (a process paused between its lock's return and the
+	// record: etcd's revisions are never reissued), is moved before it.
+	late := []history.Event{
+		{Kind: history.RequestSent, Agent: 0, RequestID: "r9", At: 50},
+		{Kind: history.Granted, Agent: 1, Fence: 10, At: 100, RequestID: "r10"},
+		{Kind: history.Acquired, Agent: 1, Fence: 10, At: 101},
+		{Kind: history.Granted, Agent: 0, Fence: 9, At: 150, RequestID: "r9"},
+		{Kind: history.Acquired, Agent: 0, Fence: 9, At: 151},
+	}
+	InFenceOrder(late)
+	if late[3].At != 99 || late[1].At != 100 {
+		t.Errorf("fence 9 at %v, fence 10 at %v: want 9 moved before 10 (99), 10 as stamped", late[3].At, late[1].At)
 	}
 }
 
