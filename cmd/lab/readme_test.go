@@ -12,14 +12,24 @@ import (
 )
 
 // TestReadmeReport checks the README's sample report is what `lab run gap`
-// prints, byte for byte; -update rewrites it.
+// prints, byte for byte but for the guide to reading it that ends every
+// report (the README says so); -update rewrites it.
 func TestReadmeReport(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	a := &app{stdout: &stdout, stderr: &stderr, dashboard: nil}
 	if code := a.main(context.Background(), []string{"run", "gap"}); code != exitOK {
 		t.Fatalf("lab run gap: exit %d\n%s", code, stderr.String())
 	}
-	readmetest.Check(t, "lab run gap", stdout.String(), *update)
+	var kept []string
+	for _, block := range strings.Split(stdout.String(), "\n\n") {
+		if !strings.HasPrefix(block, "How to read this:") {
+			kept = append(kept, block)
+		}
+	}
+	if len(kept) == len(strings.Split(stdout.String(), "\n\n")) {
+		t.Fatalf("lab run gap: no paragraph \"How to read this:\" to cut from the README's capture:\n%s", stdout.String())
+	}
+	readmetest.Check(t, "lab run gap", strings.Join(kept, "\n\n"), *update)
 }
 
 // TestDocsValues checks the counts the guides quote in prose ("24 refused
@@ -50,11 +60,12 @@ func TestDocsValues(t *testing.T) {
 	readmetest.CheckValues(t, "lab.", values, *update)
 }
 
-// TestReadmeContenders checks the README's comparison of contenders: the
-// table and the verdicts of lab check on a recorded run of the
+// TestReadmeContenders checks the comparison of contenders in the README
+// and docs/contenders.md: the table and the verdicts of lab check on a recorded run of the
 // redis-locks-paused-holder fixture (redsync, redislock and the fenced
 // lease, the real libraries on real redis-servers), the counterexamples
-// and the guide to reading cut; -update rewrites it.
+// and the guide to reading cut, and the counts the README quotes from it;
+// -update rewrites them.
 func TestReadmeContenders(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	a := &app{stdout: &stdout, stderr: &stderr, dashboard: nil}
@@ -70,4 +81,29 @@ func TestReadmeContenders(t *testing.T) {
 		}
 	}
 	readmetest.Check(t, "lab check "+file, strings.Join(kept, "\n\n")+"\n", *update)
+
+	// The README quotes the run's counts in prose: values check.<contender>.<counter>.
+	stdout.Reset()
+	if code := a.main(context.Background(), []string{"check", strings.TrimPrefix(file, "cmd/lab/"), "--json"}); code != exitOK {
+		t.Fatalf("lab check %s --json: exit %d\n%s", file, code, stderr.String())
+	}
+	var run struct {
+		Modes map[string]map[string]any `json:"modes"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{}
+	for _, q := range []struct{ contender, counter string }{
+		{"redsync", "stale_writes_landed"},
+		{"redislock", "stale_writes_landed"},
+		{"fenced", "commits_refused"},
+	} {
+		v, ok := run.Modes[q.contender][q.counter].(float64)
+		if !ok {
+			t.Fatalf("lab check %s --json: no %s %s", file, q.contender, q.counter)
+		}
+		values["check."+q.contender+"."+q.counter] = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	readmetest.CheckValues(t, "check.", values, *update)
 }
