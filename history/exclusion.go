@@ -38,8 +38,9 @@ func MutualExclusion(h *Header, events []Event) (int, []Counterexample) {
 // exclusion is the mutual-exclusion rule's fold: per resource, the newest
 // grant's lease and what the history has said of its end.
 type exclusion struct {
-	h    *Header
-	prev map[int]*exclusiveLease
+	h *Header
+	// prev is by the header's resource index: every event reads it.
+	prev []exclusiveLease
 	n    int
 	cx   []Counterexample
 	// real: the history's times are the runner's records of replies, not
@@ -57,6 +58,7 @@ type renewKey struct {
 }
 
 type exclusiveLease struct {
+	granted   bool // a grant on the resource has been seen
 	agent     int
 	fence     leasefence.Fence
 	end       time.Duration
@@ -65,7 +67,7 @@ type exclusiveLease struct {
 }
 
 func newExclusion(h *Header) *exclusion {
-	return &exclusion{h: h, prev: make(map[int]*exclusiveLease), real: h.Backend != "" && h.Backend != simBackend,
+	return &exclusion{h: h, prev: make([]exclusiveLease, len(h.Resources)), real: h.Backend != "" && h.Backend != simBackend,
 		sent: make(map[string]time.Duration), renewed: make(map[renewKey]time.Duration)}
 }
 
@@ -89,9 +91,18 @@ func (x *exclusion) earliestEnd(end, at, sent time.Duration, ok bool) time.Durat
 	return end - (at - sent)
 }
 
+// lease returns the resource's record, nil before its first grant (and for
+// an event that names no resource).
+func (x *exclusion) lease(resource int) *exclusiveLease {
+	if resource < 0 || resource >= len(x.prev) || !x.prev[resource].granted {
+		return nil
+	}
+	return &x.prev[resource]
+}
+
 // add folds in the next event of the mode.
 func (x *exclusion) add(e *Event) {
-	p := x.prev[e.Resource]
+	p := x.lease(e.Resource)
 	mine := p != nil && p.fence == e.Fence
 	switch e.Kind {
 	case RequestSent:
@@ -126,12 +137,11 @@ func (x *exclusion) add(e *Event) {
 		if p != nil {
 			delete(x.renewed, renewKey{e.Resource, p.fence})
 		}
-		if p == nil {
-			p = new(exclusiveLease)
-			x.prev[e.Resource] = p
+		if uint(e.Resource) >= uint(len(x.prev)) {
+			return // a resource the header does not name: no record to keep
 		}
 		// The resource's record is reused: one a resource, not one a grant.
-		*p = exclusiveLease{agent: e.Agent, fence: e.Fence, end: x.earliestEnd(e.Deadline, e.At, sent, ok), expiredAt: -1}
+		x.prev[e.Resource] = exclusiveLease{granted: true, agent: e.Agent, fence: e.Fence, end: x.earliestEnd(e.Deadline, e.At, sent, ok), expiredAt: -1}
 	case Extended:
 		if mine {
 			k := renewKey{e.Resource, e.Fence}
