@@ -184,7 +184,7 @@ func (bf *backendFlags) validate() error {
 		return fmt.Errorf("--redis-wait-timeout: must be whole milliseconds >= 1ms, got %v", d)
 	}
 	if err := registry.Choice(registry.Drivers, bf.agents); bf.agents != "" && err != nil {
-		return fmt.Errorf("%s: %w", bf.agentsFlag(), err)
+		return fmt.Errorf("--agents-as: %w", err)
 	}
 	if math.IsNaN(bf.timeScale) || bf.timeScale < 0 || bf.timeScale > realtime.MaxTimeScale {
 		return fmt.Errorf("--time-scale: must be in (0, %d], got %v", realtime.MaxTimeScale, bf.timeScale)
@@ -228,7 +228,7 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		case bf.processes():
-			return nil, fmt.Errorf("%s: the simulator's agents are its own; %s process needs --backend %s", bf.agentsFlag(), bf.agentsFlag(),
+			return nil, fmt.Errorf("%s: the simulator's agents are its own; agents as processes need --backend %s", bf.agentsAs(),
 				strings.Join(registry.Must(registry.Drivers, registry.Process).RunsOn, " or "))
 		}
 		return nil, nil
@@ -256,20 +256,20 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 	}
 	if bf.processes() {
 		if err := procdriver.Check(*c, sc); err != nil {
-			return nil, fmt.Errorf("%s process: %s", bf.agentsFlag(), strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
+			return nil, fmt.Errorf("%s: %s", bf.agentsAs(), strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
 		}
 	}
 	return c, nil
 }
 
-// agentsFlag is the flag that said how the agents run, as it was spelled
-// on the command line, for errors to name it: --agents-as, or --agents
-// when it came as --agents process.
-func (bf *backendFlags) agentsFlag() string {
+// agentsAs names the choice of how the agents run for an error: as the
+// command line spelled it and, when that was --agents process, as the
+// --agents-as flag it stands for, whose help says what it takes.
+func (bf *backendFlags) agentsAs() string {
 	if bf.agentsSpelled != "" {
-		return bf.agentsSpelled
+		return fmt.Sprintf("%s %s (--agents-as %s)", bf.agentsSpelled, bf.agents, bf.agents)
 	}
-	return "--agents-as"
+	return "--agents-as " + bf.agents
 }
 
 // processes reports whether the flags run each agent as a process.

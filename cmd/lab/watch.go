@@ -79,7 +79,7 @@ func (a *app) watch(ctx context.Context, args []string) int {
 		case *save != "":
 			return a.badInput("watch", fmt.Errorf("--save: --backend %s records no interventions to replay; the simulator does", cfg.real.config.Backend))
 		case bf.processes():
-			return a.badInput("watch", fmt.Errorf("%s process: the dashboard runs its agents in-process; lab run runs them as processes", bf.agentsFlag()))
+			return a.badInput("watch", fmt.Errorf("%s: the dashboard runs its agents in-process; lab run runs them as processes", bf.agentsAs()))
 		}
 	}
 	// The run that reproduces this one is a lab run of the same scenario,
