@@ -202,6 +202,9 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	} else {
 		report.Text(a.stdout, &rn.header, res, stop, rn.info)
 	}
+	if note := noRetryNote(cfg.sc); note != "" {
+		fmt.Fprintln(a.stderr, "lab run: "+note)
+	}
 	switch {
 	case res.Failed():
 		a.reportBug(res, commandLine(cfg.command...))
@@ -216,6 +219,23 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+// noRetryNote is a note for a scenario that loses messages and resends
+// none, or "": its report counts lost messages and 0 retries, which reads
+// as a lab that forgot to retry unless it is said why.
+func noRetryNote(sc spec.Scenario) string {
+	n := sc.Network
+	if (n.DropRequests == 0 && n.DropReplies == 0) || (n.RetryAfter > 0 && n.MaxRetries > 0) {
+		return ""
+	}
+	wait := 4 * sc.TTL // the agent's wait when it does not retry
+	if n.RetryAfter > 0 {
+		wait = n.RetryAfter
+	}
+	return fmt.Sprintf("note: %s loses messages but resends none (retry_after %s, max_retries %d): an agent whose acquire or its reply is lost "+
+		"gives up after %s; --retry-after 200ms --max-retries 3 resends it under the same request id",
+		sc.Name, history.FormatDuration(n.RetryAfter), n.MaxRetries, history.FormatDuration(wait))
 }
 
 // runner is the runner a run goes on: the simulator, or a real-time runner
