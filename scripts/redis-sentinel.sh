@@ -239,14 +239,19 @@ cmd_status() {
 	local n port pid ok=0 primary=""
 	for n in $(names); do
 		port="$(port_of "$n")"
-		if answers "$port"; then
+		# A port answers for this deployment only while its own process
+		# runs: another clone's server may have taken a dead one's port.
+		if ! pid="$(pid_of "$n")" || ! running "$pid"; then
+			echo "  $n $HOST:$port: not running (see $DIR/$n/server.log)"
+			ok=1
+		elif answers "$port"; then
 			if [[ "$n" == sentinel-* ]]; then
 				[[ -n "$primary" ]] || primary="$(cli "$port" sentinel get-master-addr-by-name "$MASTER" | paste -sd: -)"
 				echo "  $n $HOST:$port: sentinel"
 			else
 				echo "  $n $HOST:$port: $(cli "$port" role | head -n1)"
 			fi
-		elif pid="$(pid_of "$n")" && [[ -r "/proc/$pid/status" ]] && grep -q '^State:[[:space:]]*T' "/proc/$pid/status"; then
+		elif [[ -r "/proc/$pid/status" ]] && grep -q '^State:[[:space:]]*T' "/proc/$pid/status"; then
 			echo "  $n $HOST:$port: paused (SIGSTOP), not answering"
 			ok=1
 		else

@@ -91,12 +91,14 @@ cmd_start() {
 	local st dir port
 	if st="$(state)"; then
 		read -r dir port <<<"$st"
-		if answers "$port"; then
-			log "already running"
-			print_info "$dir" "$port"
-			return 0
-		fi
+		# Only the recorded process is this clone's server: another clone's
+		# may have taken the port since this one's died.
 		if pid_alive "$dir"; then
+			if answers "$port"; then
+				log "already running"
+				print_info "$dir" "$port"
+				return 0
+			fi
 			die "a server in $dir on port $port is running but does not answer; see $dir/server.log or run '$0 stop'"
 		fi
 		# The recorded server is gone (killed, or the machine restarted):
@@ -135,8 +137,10 @@ cmd_stop() {
 		return 0
 	fi
 	read -r dir port <<<"$st"
-	if answers "$port"; then
-		redis-cli -h "$HOST" -p "$port" shutdown nosave >/dev/null 2>&1 || true
+	# Shut down only this clone's own server, known by its pid file: when it
+	# is gone, whatever answers on its old port is someone else's.
+	if pid_alive "$dir"; then
+		redis-cli -h "$HOST" -p "$port" shutdown nosave >/dev/null 2>&1 || kill "$(<"$dir/redis.pid")" 2>/dev/null || true
 	fi
 	# Wait for the process to go before deleting what it writes to.
 	if [[ -f "$dir/redis.pid" ]]; then
