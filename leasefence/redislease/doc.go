@@ -9,6 +9,30 @@
 // It needs Redis 7.0 or later, and a client (redis.UniversalClient) allowed
 // to run EVAL, EVALSHA, WATCH, MULTI and EXEC.
 //
+// # Taking a lock
+//
+// Lock is the one call: it makes a Coordinator and a Client with defaults
+// (DefaultLockTTL, leasefence.DefaultHolder, leasefence.DefaultLockSkew) and holds the lease in the background until Release; a
+// write goes through a Gate with the session's token, in the MULTI/EXEC
+// that checks the fence:
+//
+//	session, err := redislease.Lock(ctx, rdb, "deploy-slot", redislease.LockOptions{})
+//	if err != nil { ... }
+//	defer session.Release(context.Background())
+//	gate, err := redislease.NewGate(rdb, "deploy-slot", redislease.GateOptions{})
+//	err = gate.Commit(ctx, session.Token(), func(ctx context.Context, pipe redis.Pipeliner) error {
+//		return pipe.Set(ctx, "{leasefence:}app:version", "v42", 0).Err()
+//	})
+//	if errors.Is(err, leasefence.ErrStaleFence) { /* a newer holder has written: stop */ }
+//
+// ExampleLock is that program; Example takes the same steps with the
+// explicit pieces (New, leasefence.NewClient, leasefence.Hold), for a
+// coordinator shared by many sessions or a Client of your own;
+// ExampleReplication keeps fences across a Sentinel failover. They need a
+// Redis server and so are not run as examples: TestLock and the failover
+// tests run the same steps on the servers of scripts/redis.sh and of
+// package redisdeploy.
+//
 // # Keys
 //
 // Every key of one prefix (Options.Prefix, GateOptions.Prefix; default
