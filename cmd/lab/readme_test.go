@@ -107,3 +107,15 @@ func TestReadmeContenders(t *testing.T) {
 	}
 	readmetest.CheckValues(t, "check.", values, *update)
 }
+
+// TestReadmeContendersList checks the list of contenders docs/contenders.md
+// shows is what `lab contenders` prints, the versions linked into this
+// binary included; -update rewrites it.
+func TestReadmeContendersList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, dashboard: nil}
+	if code := a.main(context.Background(), []string{"contenders"}); code != exitOK {
+		t.Fatalf("lab contenders: exit %d\n%s", code, stderr.String())
+	}
+	readmetest.Check(t, "lab contenders", stdout.String(), *update)
+}
