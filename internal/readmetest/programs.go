@@ -3,26 +3,31 @@ package readmetest
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
 	"go/doc"
 	"go/format"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// programRE matches a program's or an output's marker: its kind, the
-// directory of the Example and its function name.
-var programRE = regexp.MustCompile(`<!-- (program|output) ([^ ]+) (Example[A-Za-z0-9_]*) -->`)
+// programRE matches a program's, an output's or a fragment's marker: its
+// kind, the directory of the Example and its function name.
+var programRE = regexp.MustCompile(`<!-- (program|output|fragment) ([^ ]+) (Example[A-Za-z0-9_]*) -->`)
 
-// Programs checks every program and output marker of the README and the
-// guides against the Example it names, rewriting them under update, and
-// that every go block that begins with "package main" follows a program
-// marker.
+// Programs checks every program, output and fragment marker of the README
+// and the guides against the Example it names, and that every go block
+// that begins with "package main" follows a program marker. A program is
+// the complete program go/doc makes of the Example and an output its
+// Output, both rewritten under update; a fragment is lines of code that
+// must appear, one after another, in the Example's body, so that the
+// lines a reader copies compile and run in go test (update cannot write
+// them: the Example is their source).
 func Programs(t *testing.T, update bool) {
 	t.Helper()
 	docs, err := Docs()
@@ -38,6 +43,10 @@ func Programs(t *testing.T, update bool) {
 		changed := false
 		for _, m := range programRE.FindAllSubmatch(d.Text, -1) {
 			kind, dir, name := string(m[1]), string(m[2]), string(m[3])
+			if kind == "fragment" {
+				checkFragment(t, d, string(m[0]), filepath.Join(root, dir), name)
+				continue
+			}
 			want, err := exampleText(filepath.Join(root, dir), name, kind == "output")
 			if err != nil {
 				t.Errorf("%s: %s %s %s: %v", d.Rel, kind, dir, name, err)
@@ -85,42 +94,94 @@ func checkUnmarked(t *testing.T, d *Doc) {
 	}
 }
 
+// checkFragment reports the fragment after marker in d unless its lines
+// are a run of consecutive lines of the body of the Example name in dir
+// (indentation aside).
+func checkFragment(t *testing.T, d *Doc, marker, dir, name string) {
+	t.Helper()
+	start, end, err := blockAfter(d.Text, marker)
+	if err != nil {
+		t.Errorf("%s: %v", d.Rel, err)
+		return
+	}
+	ex, fset, err := findExample(dir, name)
+	if err != nil {
+		t.Errorf("%s: fragment of %s: %v", d.Rel, name, err)
+		return
+	}
+	var b bytes.Buffer
+	if err := format.Node(&b, fset, &printer.CommentedNode{Node: ex.Code, Comments: ex.Comments}); err != nil {
+		t.Errorf("%s: fragment of %s: %v", d.Rel, name, err)
+		return
+	}
+	body := trimmedLines(b.String())
+	frag := trimmedLines(string(d.Text[start:end]))
+	if len(frag) == 0 {
+		t.Errorf("%s: the fragment of %s is empty", d.Rel, name)
+		return
+	}
+	for i := 0; i+len(frag) <= len(body); i++ {
+		if slices.Equal(body[i:i+len(frag)], frag) {
+			return
+		}
+	}
+	t.Errorf("%s: the fragment of %s is not in its body (its lines must be consecutive lines of the Example):\n--- %s\n%s\n--- %s\n%s",
+		d.Rel, name, d.Rel, strings.Join(frag, "\n"), name, strings.Join(body, "\n"))
+}
+
+// trimmedLines returns the lines of s without their indentation, empty
+// lines left out.
+func trimmedLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // exampleText returns the complete program go/doc makes of the Example
 // name among dir's test files, formatted, or its Output.
 func exampleText(dir, name string, output bool) (string, error) {
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	ex, fset, err := findExample(dir, name)
 	if err != nil {
 		return "", err
 	}
-	var files []*ast.File
+	if output {
+		if ex.Output == "" {
+			return "", fmt.Errorf("it has no Output")
+		}
+		return ex.Output, nil
+	}
+	if ex.Play == nil {
+		return "", fmt.Errorf("go/doc makes no program of it (an Example of an external _test package, using nothing of the test package but itself)")
+	}
+	var b bytes.Buffer
+	if err := format.Node(&b, fset, ex.Play); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// findExample returns the Example name among dir's test files, as go/doc
+// reads it, with the file set its positions are in.
+func findExample(dir, name string) (*doc.Example, *token.FileSet, error) {
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, p := range paths {
 		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
 		if err != nil {
-			return "", err
+			return nil, nil, err
 		}
-		files = append(files, f)
-	}
-	for _, f := range files {
 		for _, ex := range doc.Examples(f) {
-			if "Example"+ex.Name != name {
-				continue
+			if "Example"+ex.Name == name {
+				return ex, fset, nil
 			}
-			if output {
-				if ex.Output == "" {
-					return "", fmt.Errorf("it has no Output")
-				}
-				return ex.Output, nil
-			}
-			if ex.Play == nil {
-				return "", fmt.Errorf("go/doc makes no program of it (an Example of an external _test package, using nothing of the test package but itself)")
-			}
-			var b bytes.Buffer
-			if err := format.Node(&b, fset, ex.Play); err != nil {
-				return "", err
-			}
-			return b.String(), nil
 		}
 	}
-	return "", fmt.Errorf("no such Example in %s's test files", dir)
+	return nil, nil, fmt.Errorf("no such Example in %s's test files", dir)
 }
