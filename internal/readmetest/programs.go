@@ -97,7 +97,7 @@ func checkUnmarked(t *testing.T, d *Doc) {
 // checkFragment reports the fragment after marker in d unless its lines
 // are a run of consecutive lines of the body of the Example name in dir
 // (indentation aside).
-func checkFragment(t *testing.T, d *Doc, marker, dir, name string) {
+func checkFragment(t testing.TB, d *Doc, marker, dir, name string) {
 	t.Helper()
 	start, end, err := blockAfter(d.Text, marker)
 	if err != nil {

@@ -1,7 +1,10 @@
 package readmetest
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -69,3 +72,71 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// maxReadmeLines is how long the README may grow: a front door that fits
+// a few screens, the rest in docs/ and the packages' documentation.
+const maxReadmeLines = 300
+
+// TestReadmeFits keeps the README at most maxReadmeLines long.
+func TestReadmeFits(t *testing.T) {
+	docs, err := Docs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if d.Rel != "README.md" {
+			continue
+		}
+		if n := bytes.Count(d.Text, []byte("\n")); n > maxReadmeLines {
+			t.Errorf("README.md is %d lines, more than %d: move a section to docs/ and link it from the map", n, maxReadmeLines)
+		}
+		return
+	}
+	t.Fatal("no README.md among the docs")
+}
+
+// TestFragmentMustBeConsecutiveLinesOfTheExample: a fragment passes only
+// as a run of its Example's lines, so an edited, reordered or invented
+// line fails.
+func TestFragmentMustBeConsecutiveLinesOfTheExample(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := root + "/leasefence/leaseotel"
+	const marker = "<!-- fragment leasefence/leaseotel Example_service -->"
+	good := "gate := leasefence.NewFenceGate(\"deploy-slot\", leasefence.WithGateTrace(hooks.Gate))\n" +
+		"svc := leaseotel.NewService(leasefence.Local(coord), leaseotel.WithTracerProvider(tp)) // each call a span in the caller's trace\n"
+	lines := strings.SplitAfter(good, "\n")
+	for name, tc := range map[string]struct {
+		block string
+		ok    bool
+	}{
+		"a run of the body":  {good, true},
+		"reordered":          {lines[1] + lines[0], false},
+		"a changed argument": {strings.Replace(good, "deploy-slot", "other-slot", 1), false},
+		"a line not in it":   {"fmt.Println(\"hello\")\n", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			d := &Doc{Rel: "test.md", Text: []byte(marker + "\n```go\n" + tc.block + "```\n")}
+			checkFragment(rec, d, marker, dir, "Example_service")
+			if rec.failed == tc.ok {
+				t.Errorf("checkFragment on %q: failed %v, want %v (%s)", tc.block, rec.failed, !tc.ok, rec.msg)
+			}
+		})
+	}
+}
+
+// recorder is a testing.TB that keeps an error instead of failing.
+type recorder struct {
+	testing.TB
+	failed bool
+	msg    string
+}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+}
+
+func (r *recorder) Helper() {}
