@@ -49,6 +49,24 @@ type Config struct {
 	// Lossy says whether the network can lose a message when the run
 	// begins; see SetLossy.
 	Lossy bool
+	// Batch is where the agent writes the outputs of each input; nil gives
+	// it one of its own. Agents fed by one goroutine, one input at a time
+	// (the simulator's), may share one: an input's outputs are then valid
+	// only until any of them takes the next input, and the few lines they
+	// are written to stay in the cache across a crowd of agents.
+	Batch *Batch
+}
+
+// Batch holds the outputs of one input and what they point to. Its zero
+// value is ready to use.
+type Batch struct {
+	out     []Output
+	events  [batchEvents]history.Event // what the outputs' Events point to
+	reqs    [batchRequests]Request     // what the outputs' Requests point to
+	nev     int
+	nreq    int
+	wr      WriteOp // what a Write output points to
+	failure Failure // what a Failed output points to
 }
 
 // phase is where an agent is in its loop.
@@ -66,7 +84,8 @@ const (
 // network fate are the same in both modes and on every driver.
 //
 // An Agent is not safe for concurrent use: a driver feeds it one input at a
-// time. The Outputs an input returns are valid until the next input.
+// time. The Outputs an input returns are valid until the next input (to any
+// agent that shares its Batch).
 type Agent struct {
 	sc         *spec.Scenario
 	mode       history.Mode
@@ -107,13 +126,7 @@ type Agent struct {
 	checked    bool          // the last validity check passed
 	stallUntil time.Duration // a live stall
 
-	out     []Output
-	events  [batchEvents]history.Event // what the outputs' Events point to
-	reqs    [batchRequests]Request     // what the outputs' Requests point to
-	nev     int
-	nreq    int
-	wr      WriteOp // what a Write output points to
-	failure Failure // what a Failed output points to
+	b *Batch // the outputs of the input being taken
 }
 
 // streamSeed mixes a scenario seed with a purpose: every agent draws each
@@ -147,8 +160,13 @@ func (a *Agent) Init(cfg Config) error {
 	i := cfg.Index
 	*a = Agent{
 		sc: sc, mode: cfg.Mode, naive: naive(cfg), idx: i, name: spec.AgentName(i), scripted: cfg.Scripted,
-		resources: cfg.Resources, agentIndex: cfg.AgentIndex, lossy: cfg.Lossy, resource: -1,
-		out: make([]Output, 0, maxBatch),
+		resources: cfg.Resources, agentIndex: cfg.AgentIndex, lossy: cfg.Lossy, resource: -1, b: cfg.Batch,
+	}
+	if a.b == nil {
+		a.b = new(Batch)
+	}
+	if a.b.out == nil {
+		a.b.out = make([]Output, 0, maxBatch)
 	}
 	a.rngThink, a.rngStall, a.rngNet, a.rngPick = stream(sc.Seed, 1, i), stream(sc.Seed, 2, i), stream(sc.Seed, 3, i), stream(sc.Seed, 4, i)
 	clockRNG := stream(sc.Seed, 5, i)
@@ -227,39 +245,41 @@ func (a *Agent) Belief() time.Duration { return a.until }
 func (a *Agent) Event(kind history.Kind) history.Event { return a.leaseEvent(kind, 0) }
 
 // begin starts a batch of outputs.
-func (a *Agent) begin() { a.out, a.nev, a.nreq = a.out[:0], 0, 0 }
+func (a *Agent) begin() { b := a.b; b.out, b.nev, b.nreq = b.out[:0], 0, 0 }
 
 func (a *Agent) emit(e history.Event) {
+	b := a.b
 	var p *history.Event
-	if a.nev < len(a.events) {
-		p = &a.events[a.nev]
-		a.nev++
+	if b.nev < len(b.events) {
+		p = &b.events[b.nev]
+		b.nev++
 	} else {
 		p = new(history.Event)
 	}
 	*p = e
-	a.out = append(a.out, Output{Kind: Emit, Event: p})
+	b.out = append(b.out, Output{Kind: Emit, Event: p})
 }
 
 func (a *Agent) arm(t Timer, at time.Duration, gen uint32) {
-	a.out = append(a.out, Output{Kind: Arm, Timer: t, At: at, Gen: gen})
+	a.b.out = append(a.b.out, Output{Kind: Arm, Timer: t, At: at, Gen: gen})
 }
 
 func (a *Agent) send(r Request) {
+	b := a.b
 	var p *Request
-	if a.nreq < len(a.reqs) {
-		p = &a.reqs[a.nreq]
-		a.nreq++
+	if b.nreq < len(b.reqs) {
+		p = &b.reqs[b.nreq]
+		b.nreq++
 	} else {
 		p = new(Request)
 	}
 	*p = r
-	a.out = append(a.out, Output{Kind: Send, Request: p})
+	b.out = append(b.out, Output{Kind: Send, Request: p})
 }
 
 func (a *Agent) failed(op string, err error) {
-	a.failure = Failure{Op: op, Err: err}
-	a.out = append(a.out, Output{Kind: Failed, Failure: &a.failure})
+	a.b.failure = Failure{Op: op, Err: err}
+	a.b.out = append(a.b.out, Output{Kind: Failed, Failure: &a.b.failure})
 }
 
 // leaseEvent is an event of kind about the agent and the lease it holds, if

@@ -18,7 +18,7 @@ func (a *Agent) Start(now time.Duration) []Output {
 	if !a.scripted {
 		a.arm(TimerStep, now+a.sc.Agent.Think.Sample(a.rngThink), a.gen)
 	}
-	return a.out
+	return a.b.out
 }
 
 // Fire is a timer the agent armed firing.
@@ -40,7 +40,7 @@ func (a *Agent) Fire(now time.Duration, t Timer, gen uint32) []Output {
 	case TimerStallEnd:
 		a.stallEnd(gen)
 	}
-	return a.out
+	return a.b.out
 }
 
 // AcquireReplied is the coordinator's reply to the acquire with request id
@@ -49,21 +49,21 @@ func (a *Agent) Fire(now time.Duration, t Timer, gen uint32) []Output {
 func (a *Agent) AcquireReplied(now time.Duration, id string, out leasefence.AcquireOutcome, epoch int32) []Output {
 	a.begin()
 	if a.phase != phAcquiring || id != a.acq.RequestID {
-		return a.out
+		return a.b.out
 	}
 	if out.OK {
 		a.acquired(now, out.Grant, epoch)
 	} else {
 		a.deny(now, out)
 	}
-	return a.out
+	return a.b.out
 }
 
 // RenewReplied is the coordinator's reply to the renewal with request id id.
 func (a *Agent) RenewReplied(now time.Duration, id string, out leasefence.RenewOutcome) []Output {
 	a.begin()
 	if !a.renewing || id != a.renew.RequestID {
-		return a.out
+		return a.b.out
 	}
 	a.renewing = false
 	if out.OK {
@@ -71,7 +71,7 @@ func (a *Agent) RenewReplied(now time.Duration, id string, out leasefence.RenewO
 	} else {
 		a.renewRefused(now, out.Reason)
 	}
-	return a.out
+	return a.b.out
 }
 
 // Committed is the outcome of the Write the agent asked for: whether it
@@ -80,31 +80,31 @@ func (a *Agent) RenewReplied(now time.Duration, id string, out leasefence.RenewO
 func (a *Agent) Committed(now time.Duration, landed bool) []Output {
 	a.begin()
 	if !a.writing {
-		return a.out
+		return a.b.out
 	}
 	a.writing = false
 	if a.scripted {
-		return a.out // a script says what comes next
+		return a.b.out // a script says what comes next
 	}
 	switch {
 	case !landed:
 		a.giveUp(now, history.OutcomeCommitRefused)
-		return a.out
+		return a.b.out
 	case a.lost:
 		a.giveUp(now, history.OutcomeRenewRefused)
-		return a.out
+		return a.b.out
 	}
 	a.writes++
 	if a.writes >= a.sc.Agent.WritesPerLease {
 		a.finish(now) // a renewal that came due is moot: the lease is done
-		return a.out
+		return a.b.out
 	}
 	if a.renewLater {
 		a.renewLater = false
 		a.renewDue(now)
 	}
 	a.arm(TimerStep, now+a.sc.Agent.WorkGap.Sample(a.rngStall), a.gen)
-	return a.out
+	return a.b.out
 }
 
 // WriteFailed is the outcome of a Write the store failed: call is the
@@ -115,17 +115,17 @@ func (a *Agent) Committed(now time.Duration, landed bool) []Output {
 func (a *Agent) WriteFailed(now time.Duration, call string, err error) []Output {
 	a.begin()
 	if !a.writing {
-		return a.out
+		return a.b.out
 	}
 	a.writing = false
 	e := a.leaseEvent(history.WriteFailed, 0)
 	e.Detail = call + ": " + err.Error()
 	a.emit(e)
 	if a.scripted {
-		return a.out
+		return a.b.out
 	}
 	a.giveUp(now, history.OutcomeWriteFailed)
-	return a.out
+	return a.b.out
 }
 
 // Script is a scripted action coming due.
@@ -149,7 +149,7 @@ func (a *Agent) Script(now time.Duration, act spec.Action) []Output {
 	case spec.ActWrite:
 		if a.lease == nil || !a.checked {
 			a.emit(a.leaseEvent(history.WriteSkipped, 0))
-			return a.out
+			return a.b.out
 		}
 		a.write()
 	case spec.ActRenew:
@@ -161,7 +161,7 @@ func (a *Agent) Script(now time.Duration, act spec.Action) []Output {
 			a.release(now)
 		}
 	}
-	return a.out
+	return a.b.out
 }
 
 // Stall is a live intervention: the agent stalls for d from now, doing
@@ -171,7 +171,7 @@ func (a *Agent) Stall(now, d time.Duration) []Output {
 	a.stallUntil = max(a.stallUntil, now+d)
 	a.emit(a.leaseEvent(history.StallBegan, d))
 	a.arm(TimerStallEnd, a.stallUntil, 1)
-	return a.out
+	return a.b.out
 }
 
 // SetLossy tells the agent whether the network can now lose a message (a
@@ -186,7 +186,7 @@ func (a *Agent) SetLossy(now time.Duration, lossy bool) []Output {
 	if !was && lossy && a.phase == phAcquiring && !a.scripted {
 		a.arm(TimerRetry, now+a.retryWait(), a.gen)
 	}
-	return a.out
+	return a.b.out
 }
 
 // step is an unscripted agent's next step.
@@ -217,8 +217,8 @@ func (a *Agent) step(now time.Duration) {
 // write asks the driver for the write under the lease held.
 func (a *Agent) write() {
 	a.writing = true
-	a.wr = WriteOp{Token: a.lease.Token, Resource: a.resource}
-	a.out = append(a.out, Output{Kind: Write, Write: &a.wr})
+	a.b.wr = WriteOp{Token: a.lease.Token, Resource: a.resource}
+	a.b.out = append(a.b.out, Output{Kind: Write, Write: &a.b.wr})
 }
 
 // pick chooses the resource of the agent's next attempt.

@@ -45,6 +45,7 @@ func (s *Sim) initAgent(i int, scripted bool) error {
 	err := a.ag.Init(agent.Config{
 		Scenario: &s.sc, Mode: s.mode, Discipline: s.header.Contender(s.mode).Discipline, Index: i, Scripted: scripted,
 		Resources: s.header.Resources, AgentIndex: s.agentIndexOf, Lossy: s.mayLose(),
+		Batch: &s.batch, // one goroutine feeds every agent, one input at a time
 		Clock: func(name string, d agent.Drift) agent.Clock {
 			c := &simClock{d: d}
 			c.Clock = leasefence.NewClock(leasefence.Domain(name), func() time.Duration { return c.reading(s.now) })

@@ -42,6 +42,7 @@ type Sim struct {
 	checker *history.Checker
 
 	agents    []actor
+	batch     agent.Batch // every agent's outputs: one input at a time
 	resources []resource
 	msgs      []message
 	freeMsgs  []int32
