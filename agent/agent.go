@@ -129,7 +129,7 @@ type Agent struct {
 	b *Batch // the outputs of the input being taken
 }
 
-// streamSeed mixes a scenario seed with a purpose: every agent draws each
+// stream mixes a scenario seed with a purpose: every agent draws each
 // purpose from its own stream.
 func stream(seed, purpose uint64, i int) *rand.Rand {
 	return rand.New(rand.NewPCG(seed^purpose*0x9e3779b97f4a7c15, uint64(i)+1))
