@@ -348,8 +348,9 @@ func (s *Sim) newMessage(kind history.Request, agent int32) int32 {
 	return i
 }
 
+// freeMessage returns slot i to the free list. The slot keeps what it
+// held until newMessage clears it for its next message.
 func (s *Sim) freeMessage(i int32) {
-	s.msgs[i] = message{}
 	s.freeMsgs = append(s.freeMsgs, i)
 }
 
@@ -417,15 +418,20 @@ func (m *message) token() leasefence.Token {
 
 // deliverReply is a reply reaching its agent.
 func (s *Sim) deliverReply(m int32) {
-	msg := s.msgs[m]
-	s.freeMessage(m)
+	// The agent takes the reply before the slot is freed, and its outputs
+	// are carried out after, so that what they send may reuse the slot: a
+	// message is read in place, not copied (it is over 500 bytes).
+	msg := &s.msgs[m]
 	a := &s.agents[msg.agent]
+	var out []agent.Output
 	switch msg.kind {
 	case history.RequestAcquire:
-		s.drive(a, a.ag.AcquireReplied(s.now, msg.acquire.RequestID, msg.acqOut, msg.epoch))
+		out = a.ag.AcquireReplied(s.now, msg.acquire.RequestID, msg.acqOut, msg.epoch)
 	case history.RequestRenew:
-		s.drive(a, a.ag.RenewReplied(s.now, msg.renew.RequestID, msg.renOut))
+		out = a.ag.RenewReplied(s.now, msg.renew.RequestID, msg.renOut)
 	}
+	s.freeMessage(m)
+	s.drive(a, out)
 }
 
 // deliverRequest is the coordinator processing a message.
