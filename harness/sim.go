@@ -36,10 +36,10 @@ type Sim struct {
 	subs   []history.Subscriber
 	done   bool
 
-	// header and checker: the simulation's report is the checker's verdict
-	// on the events it emits, folded as they are emitted.
-	header  history.Header
-	checker *history.Checker
+	// header and fold: the simulation's report is the checker's verdict
+	// on the events it emits, folded beside the engine in their order.
+	header history.Header
+	fold   *folder
 
 	agents    []actor
 	batch     agent.Batch // every agent's outputs: one input at a time
@@ -129,7 +129,7 @@ func NewSim(sc spec.Scenario, mode history.Mode, subs ...history.Subscriber) (*S
 		return time.Duration(float64(s.now) * s.coordRate)
 	})
 	s.naive = !s.header.Fenced(mode)
-	s.checker = history.NewChecker(&s.header, mode)
+	s.fold = newFolder(history.NewChecker(&s.header, mode))
 	if err := s.startCoordinator(0); err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (s *Sim) fireAgent(t timer, at agent.Timer) {
 	s.drive(a, a.ag.Fire(s.now, at, t.gen))
 }
 
-// emit stamps an event, hands it to the checker and publishes it.
+// emit stamps an event, hands it to the checker's fold and publishes it.
 func (s *Sim) emit(e history.Event) { s.emitOwned(&e) }
 
 // emitOwned is emit of an event the caller lets it stamp in place (an
@@ -308,20 +308,20 @@ func (s *Sim) emitOwned(e *history.Event) {
 	e.Seq = s.events
 	e.At = s.now
 	e.Mode = s.mode
-	s.checker.Add(e)
+	s.fold.add(e)
 	for _, sub := range s.subs {
 		sub.Event(*e)
 	}
 }
 
 // Digest returns the hash of the history so far, as 16 hex digits.
-func (s *Sim) Digest() string { return s.checker.Digest() }
+func (s *Sim) Digest() string { return s.fold.checked().Digest() }
 
 // Header returns the history header of this simulation's run.
 func (s *Sim) Header() history.Header { return s.header }
 
 // Report is the checker's verdict on the history emitted so far.
-func (s *Sim) Report() *history.Report { return s.checker.Report() }
+func (s *Sim) Report() *history.Report { return s.fold.checked().Report() }
 
 // libraryError ends the run on an error the library should never have
 // returned: it is recorded in the history, and the checker reports it as a
