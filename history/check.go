@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // Checker judges one mode's history as it is told it, event by event. It
@@ -293,31 +294,39 @@ func staleDetail(w *Write) string {
 // true instant, from completing the acquire to the later of their believed
 // deadline and their last write.
 //
-// It needs 4 bytes a believed generation while it runs, and nothing after.
+// It needs 16 bytes a believed generation while it runs, and nothing after:
+// each generation's sort key beside its index, so that sorting reads
+// neither the generations' records nor calls back into the Reader.
 func (j *judgement) overlaps() {
 	rd := j.rd
-	var ids []int32 // the believed generations, by resource, then by start, then in mint order
+	type key struct {
+		start    time.Duration
+		resource int32
+		id       int32 // mint order: ties on start keep it
+	}
+	var keys []key // the believed generations, by resource, then by start, then in mint order
 	for i := range int32(rd.GenerationCount()) {
-		if rd.Generation(i).Believed() {
-			ids = append(ids, i)
+		if g := rd.Generation(i); g.Believed() {
+			keys = append(keys, key{start: g.Start, resource: g.Resource, id: i})
 		}
 	}
-	slices.SortStableFunc(ids, func(a, b int32) int {
-		ga, gb := rd.Generation(a), rd.Generation(b)
-		if ga.Resource != gb.Resource {
-			return int(ga.Resource - gb.Resource)
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.resource != b.resource {
+			return cmp.Compare(a.resource, b.resource)
 		}
-		return cmp.Compare(ga.Start, gb.Start)
+		if a.start != b.start {
+			return cmp.Compare(a.start, b.start)
+		}
+		return cmp.Compare(a.id, b.id)
 	})
-	for x, i := range ids {
-		li := rd.Generation(i)
-		for _, k := range ids[x+1:] {
-			lk := rd.Generation(k)
-			if lk.Resource != li.Resource || lk.Start >= li.Acting() {
+	for x, ki := range keys {
+		li := rd.Generation(ki.id)
+		for _, kk := range keys[x+1:] {
+			if kk.resource != ki.resource || kk.start >= li.Acting() {
 				break
 			}
-			if lk.Agent != li.Agent {
-				j.overlap(li.Resource, i, k)
+			if lk := rd.Generation(kk.id); lk.Agent != li.Agent {
+				j.overlap(li.Resource, ki.id, kk.id)
 			}
 		}
 	}
