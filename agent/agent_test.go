@@ -325,3 +325,18 @@ func TestScript(t *testing.T) {
 		{600 * time.Millisecond, act(spec.ActRelease, 0), "lease_abandoned(released), send release"},
 	})
 }
+
+// TestRetryWait checks the wait the agent arms when its network may lose
+// an acquire (the tables above arm it at 4.1s and 400ms): retry_after when
+// set, else 4 x the TTL.
+func TestRetryWait(t *testing.T) {
+	for _, tc := range []struct {
+		retryAfter, want time.Duration
+	}{{0, 4 * time.Second}, {300 * time.Millisecond, 300 * time.Millisecond}} {
+		sc := scenario()
+		sc.Network.RetryAfter = tc.retryAfter
+		if got := agent.RetryWait(&sc); got != tc.want {
+			t.Errorf("retry_after %v: RetryWait %v, want %v", tc.retryAfter, got, tc.want)
+		}
+	}
+}

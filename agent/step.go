@@ -250,14 +250,16 @@ func (a *Agent) startAcquire(now time.Duration, ri int, reqDelay, repDelay *time
 	}
 }
 
-// retryWait is how long an agent waits for an acquire's reply before it
-// resends the request, or gives up when it does not retry: the scenario's
-// retry_after, or 4 x the TTL.
-func (a *Agent) retryWait() time.Duration {
-	if a.sc.Network.RetryAfter > 0 {
-		return a.sc.Network.RetryAfter
+func (a *Agent) retryWait() time.Duration { return RetryWait(a.sc) }
+
+// RetryWait is how long an agent of sc waits for an acquire's reply before
+// it resends the request, or gives up when it does not retry: the
+// scenario's retry_after, or 4 x the TTL.
+func RetryWait(sc *spec.Scenario) time.Duration {
+	if sc.Network.RetryAfter > 0 {
+		return sc.Network.RetryAfter
 	}
-	return 4 * a.sc.TTL
+	return 4 * sc.TTL
 }
 
 // acquireTimeout resends the pending acquire under the same request id, or

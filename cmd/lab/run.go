@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/registry"
@@ -229,13 +230,9 @@ func noRetryNote(sc spec.Scenario) string {
 	if (n.DropRequests == 0 && n.DropReplies == 0) || (n.RetryAfter > 0 && n.MaxRetries > 0) {
 		return ""
 	}
-	wait := 4 * sc.TTL // the agent's wait when it does not retry
-	if n.RetryAfter > 0 {
-		wait = n.RetryAfter
-	}
 	return fmt.Sprintf("note: %s loses messages but resends none (retry_after %s, max_retries %d): an agent whose acquire or its reply is lost "+
 		"gives up after %s; --retry-after 200ms --max-retries 3 resends it under the same request id",
-		sc.Name, history.FormatDuration(n.RetryAfter), n.MaxRetries, history.FormatDuration(wait))
+		sc.Name, history.FormatDuration(n.RetryAfter), n.MaxRetries, history.FormatDuration(agent.RetryWait(&sc)))
 }
 
 // runner is the runner a run goes on: the simulator, or a real-time runner
