@@ -38,23 +38,9 @@ func TestReadmeReport(t *testing.T) {
 func TestDocsValues(t *testing.T) {
 	values := map[string]string{}
 	for _, sc := range []string{"overlap", "restart-lost"} {
-		var stdout, stderr bytes.Buffer
-		a := &app{stdout: &stdout, stderr: &stderr, dashboard: nil}
-		if code := a.main(context.Background(), []string{"run", sc, "--json"}); code != exitOK {
-			t.Fatalf("lab run %s --json: exit %d\n%s", sc, code, stderr.String())
-		}
-		var run struct {
-			Modes map[string]map[string]any `json:"modes"`
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-			t.Fatal(err)
-		}
+		modes := labModes(t, "run", sc, "--json")
 		for _, counter := range []string{"commits_refused", "refused_overlaps"} {
-			v, ok := run.Modes["fenced"][counter].(float64)
-			if !ok {
-				t.Fatalf("lab run %s --json: no fenced %s", sc, counter)
-			}
-			values["lab."+sc+"."+counter] = strconv.FormatFloat(v, 'f', -1, 64)
+			values["lab."+sc+"."+counter] = counterOf(t, modes, "fenced", counter)
 		}
 	}
 	readmetest.CheckValues(t, "lab.", values, *update)
@@ -83,29 +69,44 @@ func TestReadmeContenders(t *testing.T) {
 	readmetest.Check(t, "lab check "+file, strings.Join(kept, "\n\n")+"\n", *update)
 
 	// The README quotes the run's counts in prose: values check.<contender>.<counter>.
-	stdout.Reset()
-	if code := a.main(context.Background(), []string{"check", strings.TrimPrefix(file, "cmd/lab/"), "--json"}); code != exitOK {
-		t.Fatalf("lab check %s --json: exit %d\n%s", file, code, stderr.String())
-	}
-	var run struct {
-		Modes map[string]map[string]any `json:"modes"`
-	}
-	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		t.Fatal(err)
-	}
+	modes := labModes(t, "check", strings.TrimPrefix(file, "cmd/lab/"), "--json")
 	values := map[string]string{}
 	for _, q := range []struct{ contender, counter string }{
 		{"redsync", "stale_writes_landed"},
 		{"redislock", "stale_writes_landed"},
 		{"fenced", "commits_refused"},
 	} {
-		v, ok := run.Modes[q.contender][q.counter].(float64)
-		if !ok {
-			t.Fatalf("lab check %s --json: no %s %s", file, q.contender, q.counter)
-		}
-		values["check."+q.contender+"."+q.counter] = strconv.FormatFloat(v, 'f', -1, 64)
+		values["check."+q.contender+"."+q.counter] = counterOf(t, modes, q.contender, q.counter)
 	}
 	readmetest.CheckValues(t, "check.", values, *update)
+}
+
+// labModes runs lab with args, a --json run or check, and returns its
+// report's counters by mode and name.
+func labModes(t *testing.T, args ...string) map[string]map[string]any {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, dashboard: nil}
+	if code := a.main(context.Background(), args); code != exitOK {
+		t.Fatalf("lab %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	var report struct {
+		Modes map[string]map[string]any `json:"modes"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("lab %s: %v", strings.Join(args, " "), err)
+	}
+	return report.Modes
+}
+
+// counterOf is a numeric counter of mode in modes, as the docs print it.
+func counterOf(t *testing.T, modes map[string]map[string]any, mode, counter string) string {
+	t.Helper()
+	v, ok := modes[mode][counter].(float64)
+	if !ok {
+		t.Fatalf("no %s counter %s among %d modes", mode, counter, len(modes))
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // TestReadmeContendersList checks the list of contenders docs/contenders.md
