@@ -60,9 +60,14 @@ func (w world) scenario() (spec.Scenario, error) {
 func BenchmarkSimulatorAgents(b *testing.B)    { simulate(b, agentSweep) }
 func BenchmarkSimulatorResources(b *testing.B) { simulate(b, resourceSweep) }
 
-// BenchmarkSimulatorCeiling is the reference load twice, by turns: the
-// simulator in fenced mode (impl=sim), and the bare event loop of the same
-// crowd (impl=bare, bareCrowd), the ceiling of its speed.
+// BenchmarkSimulatorCeiling is the reference load on the simulator in
+// fenced mode (impl=sim) and on the bare event loop of the same crowd
+// (impl=bare, bareCrowd), the ceiling of its speed; impl=turns runs one of
+// each by turns and reports the simulator's rate over the bare loop's
+// (sim/bare), the median of its turns. The turns are the figure to read:
+// both sides of a turn see the machine within a few seconds of each other,
+// where the two sub-benchmarks alone are seconds apart and a shared
+// machine's speed moves by a third between them.
 //
 //	benchstat -filter .name:SimulatorCeiling -col /impl new.txt
 func BenchmarkSimulatorCeiling(b *testing.B) {
@@ -71,17 +76,13 @@ func BenchmarkSimulatorCeiling(b *testing.B) {
 		b.Fatal(err)
 	}
 	name := fmt.Sprintf("agents=%d/resources=%d", reference.agents, reference.resources)
-	b.Run(name+"/impl=bare", func(b *testing.B) {
-		measureRuns(b, sc, func() (run, finish func(), events func() uint64) {
-			c := newBareCrowd(&sc)
-			return c.run, func() {}, func() uint64 { return c.events }
-		})
-	})
-	b.Run(name+"/impl=sim", func(b *testing.B) { measureSim(b, sc) })
+	b.Run(name+"/impl=bare", func(b *testing.B) { measureRuns(b, sc, bareRuns(&sc)) })
+	b.Run(name+"/impl=sim", func(b *testing.B) { measureRuns(b, sc, simRuns(b, sc)) })
+	b.Run(name+"/impl=turns", func(b *testing.B) { measureTurns(b, bareRuns(&sc), simRuns(b, sc)) })
 }
 
 // simulate runs each world in fenced mode, to its end, with no subscriber
-// (measureSim).
+// (simRuns).
 func simulate(b *testing.B, worlds []world) {
 	for _, w := range worlds {
 		b.Run(fmt.Sprintf("agents=%d/resources=%d", w.agents, w.resources), func(b *testing.B) {
@@ -89,15 +90,19 @@ func simulate(b *testing.B, worlds []world) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			measureSim(b, sc)
+			measureRuns(b, sc, simRuns(b, sc))
 		})
 	}
 }
 
-// measureSim measures fenced runs of sc on the simulator, each to its end
-// and its report.
-func measureSim(b *testing.B, sc spec.Scenario) {
-	measureRuns(b, sc, func() (func(), func(), func() uint64) {
+// runs builds one run of a load (not timed): run steps it to its end,
+// finish ends it with its final check, events counts what it made.
+type runs func() (run, finish func(), events func() uint64)
+
+// simRuns builds fenced runs of sc on the simulator, each to its end and
+// its report, with no subscriber.
+func simRuns(b *testing.B, sc spec.Scenario) runs {
+	return func() (func(), func(), func() uint64) {
 		sim, err := harness.NewSim(sc, history.Fenced)
 		if err != nil {
 			b.Fatal(err)
@@ -110,7 +115,58 @@ func measureSim(b *testing.B, sc spec.Scenario) {
 					b.Fatal("no report")
 				}
 			}, sim.Events
-	})
+	}
+}
+
+// bareRuns builds runs of sc's crowd on the bare event loop.
+func bareRuns(sc *spec.Scenario) runs {
+	return func() (func(), func(), func() uint64) {
+		c := newBareCrowd(sc)
+		return c.run, func() {}, func() uint64 { return c.events }
+	}
+}
+
+// timed is one run's events, the heap allocations of its stepping, and
+// the wall time of its stepping and final check.
+type timed struct {
+	events, stepAllocs uint64
+	wall               time.Duration
+}
+
+func timeRun(build runs) timed {
+	var before, after runtime.MemStats
+	run, finish, count := build()
+	start := time.Now()
+	runtime.ReadMemStats(&before)
+	run()
+	runtime.ReadMemStats(&after)
+	finish()
+	return timed{events: count(), stepAllocs: after.Mallocs - before.Mallocs, wall: time.Since(start)}
+}
+
+func (t timed) rate() float64 { return float64(t.events) / t.wall.Seconds() }
+
+// measureTurns runs a run of base and one of other by turns, and reports
+// other's rate over base's (sim/bare), the median of the turns, and each
+// side's median rate.
+func measureTurns(b *testing.B, base, other runs) {
+	var ratios, baseRates, otherRates []float64
+	for b.Loop() {
+		x, y := timeRun(base), timeRun(other)
+		ratios = append(ratios, y.rate()/x.rate())
+		baseRates, otherRates = append(baseRates, x.rate()), append(otherRates, y.rate())
+	}
+	b.ReportMetric(median(ratios), "sim/bare")
+	b.ReportMetric(median(baseRates), "bare-events/s")
+	b.ReportMetric(median(otherRates), "sim-events/s")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 // measureRuns measures runs of sc, each built by build (not timed), run
@@ -123,28 +179,19 @@ func measureSim(b *testing.B, sc spec.Scenario) {
 //   - allocs/event: heap allocations per event while stepping (the steady
 //     state: neither building the world nor the final check);
 //   - events/op: the size of a run, to read the other figures by.
-func measureRuns(b *testing.B, sc spec.Scenario, build func() (run, finish func(), events func() uint64)) {
+func measureRuns(b *testing.B, sc spec.Scenario, build runs) {
 	b.ReportAllocs()
-	var (
-		events, stepAllocs uint64
-		wall               time.Duration
-		before, after      runtime.MemStats
-	)
+	var sum timed
 	for b.Loop() {
-		run, finish, count := build()
-		start := time.Now()
-		runtime.ReadMemStats(&before)
-		run()
-		runtime.ReadMemStats(&after)
-		finish()
-		wall += time.Since(start)
-		events += count()
-		stepAllocs += after.Mallocs - before.Mallocs
+		t := timeRun(build)
+		sum.events += t.events
+		sum.stepAllocs += t.stepAllocs
+		sum.wall += t.wall
 	}
-	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
-	b.ReportMetric(harness.Compression(sc.Duration*time.Duration(b.N), wall), "virtual-s/s")
-	b.ReportMetric(float64(stepAllocs)/float64(events), "allocs/event")
-	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+	b.ReportMetric(sum.rate(), "events/s")
+	b.ReportMetric(harness.Compression(sc.Duration*time.Duration(b.N), sum.wall), "virtual-s/s")
+	b.ReportMetric(float64(sum.stepAllocs)/float64(sum.events), "allocs/event")
+	b.ReportMetric(float64(sum.events)/float64(b.N), "events/op")
 }
 
 // TestWorlds checks the sweeps: every world is a valid scenario, the agents
