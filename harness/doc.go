@@ -12,7 +12,10 @@
 // the same run, event for event. It emits every state change as a history.Event and
 // obtains its Report by running history's checker on that history, so its
 // verdict is exactly what `lab check` finds in the history file; it never
-// hands the checker its own records. A library error does not crash it: the
+// hands the checker its own records. The checker folds the events on a
+// goroutine beside the engine's, in batches, in their order (fold.go): a
+// spare core takes the fold's tenth of the work, and a run reads the same
+// digest and report an inline fold gives. A library error does not crash it: the
 // run ends with a library_error event, which the checker reports as a
 // violation.
 //
