@@ -62,12 +62,16 @@ type Coordinator struct {
 	prover Prover
 
 	mu     sync.Mutex
-	fence  Fence                  // highest fence issued, over all resources
-	leases map[string]leaseState  // by resource: the latest lease issued
-	replay map[string]replayEntry // by request id: acquire grants for retries
-	order  []string               // ring of request ids in replay: grows to limit, then oldest at next
-	limit  int                    // the replay cache's size
-	next   int                    // where the next request id goes in order, once it is full
+	fence  Fence                 // highest fence issued, over all resources
+	leases map[string]leaseState // by resource: the latest lease issued
+	// The replay cache: the last limit acquire grants, for retries. The
+	// index holds positions in the ring, not grants, so that its slots
+	// stay small: every acquire looks its request id up in it, and every
+	// grant evicts one entry and adds one.
+	replay  map[string]int32 // by request id: the grant's position in granted
+	granted []Grant          // ring of grants in replay: grows to limit, then oldest at next
+	limit   int              // the replay cache's size
+	next    int              // where the next grant goes in granted, once it is full
 }
 
 type leaseState struct {
@@ -75,10 +79,6 @@ type leaseState struct {
 	expiry   Instant
 	released bool
 	proof    string
-}
-
-type replayEntry struct {
-	grant Grant
 }
 
 // NewCoordinator returns a coordinator, or an error wrapping
@@ -103,7 +103,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		prover: opts.Prover,
 		fence:  opts.StartFence,
 		leases: make(map[string]leaseState),
-		replay: make(map[string]replayEntry),
+		replay: make(map[string]int32, min(n, DefaultReplayCache)),
 		limit:  n,
 	}, nil
 }
@@ -153,13 +153,14 @@ func (c *Coordinator) Acquire(req AcquireRequest) (AcquireOutcome, error) {
 }
 
 func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out AcquireOutcome, replayed bool, err error) {
-	if e, ok := c.replay[req.RequestID]; ok {
-		t := e.grant.Token
+	if i, ok := c.replay[req.RequestID]; ok {
+		g := &c.granted[i]
+		t := g.Token
 		if t.Holder != req.Holder || t.Resource != req.Resource {
 			return AcquireOutcome{Reason: ReasonRequestConflict}, false, nil
 		}
 		if st := c.leases[t.Resource]; st.token == t && st.liveAt(now) {
-			return AcquireOutcome{OK: true, Grant: e.grant}, true, nil
+			return AcquireOutcome{OK: true, Grant: *g}, true, nil
 		}
 		return AcquireOutcome{Reason: ReasonStaleRequest}, false, nil
 	}
@@ -206,14 +207,16 @@ func (c *Coordinator) expiryAt(now Instant) (Instant, error) {
 
 // remember puts g in the replay cache, evicting the oldest entry when full.
 func (c *Coordinator) remember(g Grant) {
-	if len(c.order) < c.limit {
-		c.order = append(c.order, g.RequestID)
+	i := c.next
+	if len(c.granted) < c.limit {
+		i = len(c.granted)
+		c.granted = append(c.granted, g)
 	} else {
-		delete(c.replay, c.order[c.next])
-		c.order[c.next] = g.RequestID
+		delete(c.replay, c.granted[i].RequestID)
+		c.granted[i] = g
 		c.next = (c.next + 1) % c.limit
 	}
-	c.replay[g.RequestID] = replayEntry{grant: g}
+	c.replay[g.RequestID] = int32(i)
 }
 
 // atReading runs f under the coordinator's lock with one reading of its

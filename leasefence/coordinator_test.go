@@ -436,6 +436,36 @@ func TestCoordinatorReplayCacheDefault(t *testing.T) {
 	}
 }
 
+// TestCoordinatorReplayCacheWraps checks the replay cache after its ring
+// has wrapped more than once: each remembered request id replays its own
+// grant, and each evicted one is a fresh acquire again.
+func TestCoordinatorReplayCacheWraps(t *testing.T) {
+	clock := leasefence.NewManualClock("coordinator")
+	c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: testTTL, ReplayCache: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const grants = 8
+	for n := range grants {
+		id := fmt.Sprint("id-", n)
+		if out, err := c.Acquire(leasefence.AcquireRequest{RequestID: id, Holder: "a", Resource: id}); err != nil || !out.OK {
+			t.Fatalf("Acquire %d = %+v, %v", n, out, err)
+		}
+	}
+	for n := range grants {
+		id := fmt.Sprint("id-", n)
+		out, err := c.Acquire(leasefence.AcquireRequest{RequestID: id, Holder: "a", Resource: id})
+		switch {
+		case err != nil:
+			t.Fatalf("retry of %s: %v", id, err)
+		case n >= grants-3 && (!out.OK || out.Grant.RequestID != id || out.Grant.Token.Fence != leasefence.Fence(n+1)):
+			t.Errorf("retry of remembered %s = %+v, want its grant with fence %d", id, out, n+1)
+		case n < grants-3 && out != refused(leasefence.ReasonAlreadyHeld, "a", testTTL):
+			t.Errorf("retry of evicted %s = %+v, want already-held", id, out)
+		}
+	}
+}
+
 // backwardsClock reads 10s, then 5s: the second reading is refused.
 func backwardsClock() leasefence.Clock {
 	return leasefence.NewClock("coordinator", steppingSource(10*time.Second, 5*time.Second))
