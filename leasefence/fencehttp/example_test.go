@@ -23,9 +23,7 @@ import (
 // commits through its gate, and a stale holder's write comes back as the
 // gate's *leasefence.StaleFenceError.
 func Example() {
-	// The coordinators' signing key. The service is given only the public
-	// half and the key id.
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	pub, priv, err := ed25519.GenerateKey(rand.Reader) // the coordinators' key; the service gets pub
 	if err != nil {
 		log.Fatal(err)
 	}
