@@ -40,38 +40,50 @@ func Programs(t *testing.T, update bool) {
 	}
 	for _, d := range docs {
 		checkUnmarked(t, d)
-		changed := false
-		for _, m := range programRE.FindAllSubmatch(d.Text, -1) {
-			kind, dir, name := string(m[1]), string(m[2]), string(m[3])
-			if kind == "fragment" {
-				checkFragment(t, d, string(m[0]), filepath.Join(root, dir), name)
-				continue
-			}
-			want, err := exampleText(filepath.Join(root, dir), name, kind == "output")
-			if err != nil {
-				t.Errorf("%s: %s %s %s: %v", d.Rel, kind, dir, name, err)
-				continue
-			}
-			start, end, err := blockAfter(d.Text, string(m[0]))
-			if err != nil {
-				t.Errorf("%s: %v", d.Rel, err)
-				continue
-			}
-			if have := string(d.Text[start:end]); have != want {
-				if update {
-					d.Text = splice(d.Text, start, end, want)
-					changed = true
-					continue
-				}
-				t.Errorf("%s: the %s of %s.%s is stale (go test ./internal/readmetest -update rewrites it):\n--- %s\n%s--- %s\n%s", d.Rel, kind, dir, name, d.Rel, have, dir, want)
-			}
-		}
-		if changed {
+		if checkMarkers(t, d, root, update) {
 			if err := os.WriteFile(d.Path, d.Text, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+}
+
+// checkMarkers checks each program, output and fragment marker of d
+// against the block after that marker (a marker may repeat: each checks
+// its own block), and reports whether it rewrote d.Text under update. It
+// goes from the last marker to the first, so that rewriting a block moves
+// no marker still to be checked.
+func checkMarkers(t testing.TB, d *Doc, root string, update bool) (changed bool) {
+	t.Helper()
+	locs := programRE.FindAllSubmatchIndex(d.Text, -1)
+	for _, loc := range slices.Backward(locs) {
+		at := loc[0]
+		marker := string(d.Text[loc[0]:loc[1]])
+		kind, dir, name := string(d.Text[loc[2]:loc[3]]), string(d.Text[loc[4]:loc[5]]), string(d.Text[loc[6]:loc[7]])
+		if kind == "fragment" {
+			checkFragment(t, d, at, marker, filepath.Join(root, dir), name)
+			continue
+		}
+		want, err := exampleText(filepath.Join(root, dir), name, kind == "output")
+		if err != nil {
+			t.Errorf("%s: %s %s %s: %v", d.Rel, kind, dir, name, err)
+			continue
+		}
+		start, end, err := blockAt(d.Text, at, marker)
+		if err != nil {
+			t.Errorf("%s: %v", d.Rel, err)
+			continue
+		}
+		if have := string(d.Text[start:end]); have != want {
+			if update {
+				d.Text = splice(d.Text, start, end, want)
+				changed = true
+				continue
+			}
+			t.Errorf("%s: the %s of %s.%s is stale (go test ./internal/readmetest -update rewrites it):\n--- %s\n%s--- %s\n%s", d.Rel, kind, dir, name, d.Rel, have, dir, want)
+		}
+	}
+	return changed
 }
 
 // checkUnmarked reports a go block that is a program but names no Example.
@@ -94,12 +106,12 @@ func checkUnmarked(t *testing.T, d *Doc) {
 	}
 }
 
-// checkFragment reports the fragment after marker in d unless its lines
-// are a run of consecutive lines of the body of the Example name in dir
-// (indentation aside).
-func checkFragment(t testing.TB, d *Doc, marker, dir, name string) {
+// checkFragment reports the fragment after the marker at offset at in d
+// unless its lines are a run of consecutive lines of the body of the
+// Example name in dir (indentation aside).
+func checkFragment(t testing.TB, d *Doc, at int, marker, dir, name string) {
 	t.Helper()
-	start, end, err := blockAfter(d.Text, marker)
+	start, end, err := blockAt(d.Text, at, marker)
 	if err != nil {
 		t.Errorf("%s: %v", d.Rel, err)
 		return

@@ -180,6 +180,12 @@ func blockAfter(data []byte, marker string) (start, end int, err error) {
 	if i < 0 {
 		return 0, 0, fmt.Errorf("no %q marker", marker)
 	}
+	return blockAt(data, i, marker)
+}
+
+// blockAt returns where the content of the fenced block after the marker
+// at offset i of data starts and ends.
+func blockAt(data []byte, i int, marker string) (start, end int, err error) {
 	rest := data[i:]
 	open := bytes.Index(rest, []byte("\n```"))
 	if open < 0 {

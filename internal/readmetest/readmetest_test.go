@@ -120,9 +120,39 @@ func TestFragmentMustBeConsecutiveLinesOfTheExample(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rec := &recorder{TB: t}
 			d := &Doc{Rel: "test.md", Text: []byte(marker + "\n```go\n" + tc.block + "```\n")}
-			checkFragment(rec, d, marker, dir, "Example_service")
+			checkFragment(rec, d, 0, marker, dir, "Example_service")
 			if rec.failed == tc.ok {
 				t.Errorf("checkFragment on %q: failed %v, want %v (%s)", tc.block, rec.failed, !tc.ok, rec.msg)
+			}
+		})
+	}
+}
+
+// TestRepeatedMarkersCheckTheirOwnBlocks checks that a marker written twice
+// (one Example shown in two fragments, with prose between) checks each
+// block after itself: a wrong second block fails though the first is right.
+func TestRepeatedMarkersCheckTheirOwnBlocks(t *testing.T) {
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- fragment leasefence/leaseotel Example_service -->"
+	good := "gate := leasefence.NewFenceGate(\"deploy-slot\", leasefence.WithGateTrace(hooks.Gate))\n"
+	for name, tc := range map[string]struct {
+		second string
+		ok     bool
+	}{
+		"both in the body":     {good, true},
+		"the second not in it": {"fmt.Println(\"hello\")\n", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := &recorder{TB: t}
+			d := &Doc{Rel: "test.md", Text: []byte(marker + "\n```go\n" + good + "```\n\nThen:\n\n" + marker + "\n```go\n" + tc.second + "```\n")}
+			if checkMarkers(rec, d, root, false) {
+				t.Errorf("checkMarkers rewrote a doc without update")
+			}
+			if rec.failed == tc.ok {
+				t.Errorf("second block %q: failed %v, want %v (%s)", tc.second, rec.failed, !tc.ok, rec.msg)
 			}
 		})
 	}
