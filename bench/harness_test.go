@@ -133,9 +133,13 @@ type timed struct {
 	wall               time.Duration
 }
 
+// timeRun builds a run and times it. It collects the garbage first, so
+// that no run pays for the one before it (a simulator run leaves about
+// 70 MB), whichever side of a turn that was.
 func timeRun(build runs) timed {
 	var before, after runtime.MemStats
 	run, finish, count := build()
+	runtime.GC()
 	start := time.Now()
 	runtime.ReadMemStats(&before)
 	run()
