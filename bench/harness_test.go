@@ -150,19 +150,18 @@ func timeRun(build runs) timed {
 
 func (t timed) rate() float64 { return float64(t.events) / t.wall.Seconds() }
 
-// measureTurns runs a run of base and one of other by turns, and reports
-// other's rate over base's (sim/bare), the median of the turns, and each
-// side's median rate.
-func measureTurns(b *testing.B, base, other runs) {
-	var ratios, baseRates, otherRates []float64
+// measureTurns runs a bare run and a simulator run by turns, and reports
+// the simulator's rate over the bare loop's (sim/bare), the median of the
+// turns, and each side's median rate.
+func measureTurns(b *testing.B, bare, sim runs) {
+	var ratios, bareRates, simRates []float64
 	for b.Loop() {
-		x, y := timeRun(base), timeRun(other)
-		ratios = append(ratios, y.rate()/x.rate())
-		baseRates, otherRates = append(baseRates, x.rate()), append(otherRates, y.rate())
+		x, y := timeRun(bare).rate(), timeRun(sim).rate()
+		ratios, bareRates, simRates = append(ratios, y/x), append(bareRates, x), append(simRates, y)
 	}
 	b.ReportMetric(median(ratios), "sim/bare")
-	b.ReportMetric(median(baseRates), "bare-events/s")
-	b.ReportMetric(median(otherRates), "sim-events/s")
+	b.ReportMetric(median(bareRates), "bare-events/s")
+	b.ReportMetric(median(simRates), "sim-events/s")
 }
 
 func median(xs []float64) float64 {
