@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/internal/peakrss"
 	"github.com/leasefence/lab/leasefence"
 )
 
@@ -19,9 +18,10 @@ const runAsLab = "LAB_TEST_RUN_AS_LAB"
 
 // lab check folds a history as it reads it and keeps no event: checking a
 // history ten times as long costs the memory of its lease generations (80
-// bytes each) and nothing per event. Each history is checked in a child
-// process, whose peak resident memory (the kernel's high-water mark) is
-// compared: were the events kept (450,000 more in the longer history), the
+// bytes each) and nothing per event. Each history is checked in a lab
+// process of its own, a grandchild of this one (peakrss, so that this
+// process's memory is not counted in it), whose peak resident memory (the
+// kernel's high-water mark) is compared: were the events kept (450,000 more in the longer history), the
 // longer would need over 300 MB more.
 func TestCheckMemoryIsFlatInHistoryLength(t *testing.T) {
 	if raceEnabled {
@@ -33,17 +33,11 @@ func TestCheckMemoryIsFlatInHistoryLength(t *testing.T) {
 	peak := func(gens int) (mb float64) {
 		path := filepath.Join(dir, fmt.Sprintf("h%d.jsonl", gens))
 		writeLongHistory(t, path, gens)
-		cmd := exec.Command(os.Args[0], "check", "--json", path)
-		cmd.Env = append(os.Environ(), runAsLab+"=1")
-		out, err := cmd.CombinedOutput()
+		kb, err := peakrss.Of([]string{runAsLab + "=1"}, os.Args[0], "check", "--json", path)
 		if err != nil {
-			t.Fatalf("lab check of %d events: %v\n%.2000s", gens*perGeneration, err, out)
+			t.Fatalf("lab check of %d events: %v", gens*perGeneration, err)
 		}
-		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		if !ok || ru.Maxrss == 0 {
-			t.Skip("no peak resident memory of a child process here")
-		}
-		return float64(ru.Maxrss) / 1024 // kilobytes on Linux
+		return float64(kb) / 1024 // kilobytes on Linux
 	}
 	a, b := peak(short), peak(long)
 	t.Logf("peak RSS of lab check: %.1f MB for %d events, %.1f MB for %d", a, short*perGeneration, b, long*perGeneration)

@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/internal/peakrss"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime/etcdcluster"
 )
@@ -23,6 +24,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files: the cmp targets of testdata/script")
 
 func TestMain(m *testing.M) {
+	peakrss.ServeIfAsked() // the fresh process between a test and the lab it measures
 	if os.Getenv(runAsLab) == "1" {
 		os.Exit(Main()) // a child that is lab itself: see labChild
 	}
