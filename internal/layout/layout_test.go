@@ -58,6 +58,7 @@ var arrows = map[string][]string{
 	"internal/readmetest":  {},
 	"internal/installtest": {"internal/readmetest"},
 	"internal/layout":      {},
+	"internal/peakrss":     {}, // peak memory of a command, for tests and benchmarks
 	// Directories marked with their owner, removed once the owner is dead.
 	"internal/scratch": {},
 }
