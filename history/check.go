@@ -294,39 +294,41 @@ func staleDetail(w *Write) string {
 // true instant, from completing the acquire to the later of their believed
 // deadline and their last write.
 //
-// It needs 16 bytes a believed generation while it runs, and nothing after:
-// each generation's sort key beside its index, so that sorting reads
-// neither the generations' records nor calls back into the Reader.
+// It goes resource by resource, along each resource's chain of
+// generations, so that it needs 16 bytes for each believed generation of
+// one resource while it runs, and nothing after: each generation's sort
+// key beside its index, so that sorting reads neither the generations'
+// records nor calls back into the Reader. A long history's many
+// generations cost it nothing more than a short one's.
 func (j *judgement) overlaps() {
 	rd := j.rd
 	type key struct {
-		start    time.Duration
-		resource int32
-		id       int32 // mint order: ties on start keep it
+		start time.Duration
+		id    int32 // mint order: ties on start keep it
 	}
-	var keys []key // the believed generations, by resource, then by start, then in mint order
-	for i := range int32(rd.GenerationCount()) {
-		if g := rd.Generation(i); g.Believed() {
-			keys = append(keys, key{start: g.Start, resource: g.Resource, id: i})
-		}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.resource != b.resource {
-			return cmp.Compare(a.resource, b.resource)
-		}
-		if a.start != b.start {
-			return cmp.Compare(a.start, b.start)
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	for x, ki := range keys {
-		li := rd.Generation(ki.id)
-		for _, kk := range keys[x+1:] {
-			if kk.resource != ki.resource || kk.start >= li.Acting() {
-				break
+	var keys []key // one resource's believed generations, by start, then in mint order
+	for ri := range j.per {
+		keys = keys[:0]
+		for i := rd.Latest(ri); i >= 0; i = rd.Generation(i).prev {
+			if g := rd.Generation(i); g.Believed() {
+				keys = append(keys, key{start: g.Start, id: i})
 			}
-			if lk := rd.Generation(kk.id); lk.Agent != li.Agent {
-				j.overlap(li.Resource, ki.id, kk.id)
+		}
+		slices.SortFunc(keys, func(a, b key) int {
+			if a.start != b.start {
+				return cmp.Compare(a.start, b.start)
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		for x, ki := range keys {
+			li := rd.Generation(ki.id)
+			for _, kk := range keys[x+1:] {
+				if kk.start >= li.Acting() {
+					break
+				}
+				if lk := rd.Generation(kk.id); lk.Agent != li.Agent {
+					j.overlap(li.Resource, ki.id, kk.id)
+				}
 			}
 		}
 	}
