@@ -138,10 +138,17 @@ func BenchmarkEtcdAcquireRelease(b *testing.B) {
 	})
 }
 
-// BenchmarkEtcdRenew is one renewal of a live lease: impl=keepalive is
-// etcd's KeepAliveOnce alone (the baseline), impl=etcdlease the
-// coordinator's Renew (a read of the holder key, the keep-alive, a read
-// again to confirm the key was not released meanwhile).
+// BenchmarkEtcdRenew is one renewal of a live lease against its floors:
+//
+//   - impl=keepalive: etcd's KeepAliveOnce alone (the baseline);
+//   - impl=read: a linearizable read of one key alone, the other half of a
+//     renewal: together with the keep-alive, the least a renewal that
+//     answers truthfully can send;
+//   - impl=etcdlease: the coordinator's Renew of a grant it made (the
+//     keep-alive and a read of the holder key, sent together);
+//   - impl=etcdlease-elsewhere: Renew by a coordinator that did not make the
+//     grant and does not remember it (a read for its etcd lease, the
+//     keep-alive, a read again), forgotten again before each renewal.
 func BenchmarkEtcdRenew(b *testing.B) {
 	member, cli := etcdtest.NewMember(b)
 	ctx := b.Context()
@@ -162,36 +169,67 @@ func BenchmarkEtcdRenew(b *testing.B) {
 		lat.report(b, "renewal")
 	})
 
-	b.Run("impl=etcdlease", func(b *testing.B) {
-		coord, client := benchCoordinator(b, cli)
-		req, _ := client.BeginAcquire("renewed")
-		out, err := coord.Acquire(ctx, req)
-		if err != nil || !out.OK {
-			b.Fatalf("Acquire = %+v, %v", out, err)
-		}
-		lease, err := client.CompleteAcquire(req, out.Grant)
-		if err != nil {
+	b.Run("impl=read", func(b *testing.B) {
+		if _, err := cli.Put(ctx, "/bench/read", "v"); err != nil {
 			b.Fatal(err)
 		}
 		lat := startLatencies(member)
 		for b.Loop() {
 			lat.time(func() {
-				req, err := client.BeginRenewal(lease)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, err := coord.Renew(ctx, req)
-				if err != nil || !out.OK {
-					b.Fatalf("Renew = %+v, %v", out, err)
-				}
-				if lease, err = client.CompleteRenewal(req, out.Grant); err != nil {
+				if _, err := cli.Get(ctx, "/bench/read"); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}
 		lat.report(b, "renewal")
-		_, _ = coord.Release(context.WithoutCancel(ctx), lease.Token)
 	})
+
+	for _, elsewhere := range []bool{false, true} {
+		name := "impl=etcdlease"
+		if elsewhere {
+			name += "-elsewhere"
+		}
+		b.Run(name, func(b *testing.B) {
+			coord, client := benchCoordinator(b, cli)
+			req, _ := client.BeginAcquire("renewed")
+			out, err := coord.Acquire(ctx, req)
+			if err != nil || !out.OK {
+				b.Fatalf("Acquire = %+v, %v", out, err)
+			}
+			lease, err := client.CompleteAcquire(req, out.Grant)
+			if err != nil {
+				b.Fatal(err)
+			}
+			renewer := coord
+			lat := startLatencies(member)
+			for b.Loop() {
+				if elsewhere {
+					b.StopTimer()
+					if renewer != coord {
+						_ = renewer.Close()
+					}
+					renewer, _ = benchCoordinator(b, cli)
+					b.StartTimer()
+				}
+				lat.time(func() {
+					req, err := client.BeginRenewal(lease)
+					if err != nil {
+						b.Fatal(err)
+					}
+					out, err := renewer.Renew(ctx, req)
+					if err != nil || !out.OK {
+						b.Fatalf("Renew = %+v, %v", out, err)
+					}
+					if lease, err = client.CompleteRenewal(req, out.Grant); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+			lat.report(b, "renewal")
+			_ = renewer.Close()
+			_, _ = coord.Release(context.WithoutCancel(ctx), lease.Token)
+		})
+	}
 }
 
 func benchCoordinator(b *testing.B, cli *clientv3.Client) (*etcdlease.Coordinator, *leasefence.Client) {

@@ -86,6 +86,7 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			if err != nil {
 				return leasefence.AcquireOutcome{}, err
 			}
+			c.remember(grantKey{resource: req.Resource, holder: req.Holder, fence: resp.Header.Revision}, lease, sent)
 			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 				RequestID:            req.RequestID,
 				Token:                token,

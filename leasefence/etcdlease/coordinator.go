@@ -77,6 +77,11 @@ type Coordinator struct {
 	spares    []spareLease
 	refilling bool
 	burst     int // leases the next refill grants: 1 to spareLeases
+	// granted is the etcd lease of each grant the coordinator made or
+	// renewed, until it is released or refused (see remember); pruneAt
+	// is its size at which remember next forgets the oldest.
+	granted map[grantKey]grantLease
+	pruneAt int
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)

@@ -52,11 +52,14 @@
 //     grant's path with a spare, two without. A lease a refusal did not use
 //     has nothing attached and becomes a spare (or is revoked); a spare
 //     never used expires with nothing attached.
-//   - Renew is one keep-alive of that grant's etcd lease, after checking
-//     that the holder key's create revision is the token's fence. One etcd
-//     lease belongs to one grant, so a stale token can never extend a newer
-//     holder's lease. An expired etcd lease cannot be kept alive: it is
-//     never resurrected.
+//   - Renew is one keep-alive of that grant's etcd lease, with a read that
+//     checks the holder key's create revision is the token's fence. One
+//     etcd lease belongs to one grant, so a stale token can never extend a
+//     newer holder's lease. An expired etcd lease cannot be kept alive: it
+//     is never resurrected. A coordinator remembers the etcd lease of each
+//     grant it made or renewed, so it sends that grant's keep-alive and
+//     read together (one round trip); for any other grant it reads the key
+//     for its lease first (three).
 //   - Release deletes the holder key in a transaction that compares its
 //     create revision with the token's fence (never the key name alone), and
 //     records the release. The grant's etcd lease, with nothing attached,

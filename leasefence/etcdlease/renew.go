@@ -19,6 +19,9 @@ import (
 // key is attached to, which belongs to this grant alone, so a stale token
 // can never extend a newer holder's lease. The grant keeps the fence and
 // reports the TTL etcd restarted the lease with.
+//
+// A renewal of a grant this coordinator made or renewed before is one
+// round trip (renewKnown); any other is three (renewRead).
 func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
 	if ctx == nil {
 		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew with a nil context", leasefence.ErrInvalidRequest)
@@ -26,12 +29,27 @@ func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 	if err := leasefence.ValidateRenew(req); err != nil {
 		return leasefence.RenewOutcome{}, err
 	}
+	k, ok := keyOf(req.Token)
+	if !ok {
+		return leasefence.RenewOutcome{Reason: leasefence.ReasonUnknown}, nil
+	}
+	if lease, ok := c.recall(k); ok {
+		return c.renewKnown(ctx, req, k, lease)
+	}
+	return c.renewRead(ctx, req, k)
+}
+
+// renewRead renews a grant whose etcd lease the coordinator does not know:
+// it reads the holder key for it, keeps it alive, and reads the key again.
+func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest, k grantKey) (leasefence.RenewOutcome, error) {
 	t := req.Token
 	reason, hkv, err := c.classify(ctx, t)
 	if err != nil || reason != "" {
 		return leasefence.RenewOutcome{Reason: reason}, err
 	}
-	ka, err := c.cli.KeepAliveOnce(ctx, clientv3.LeaseID(hkv.Lease))
+	lease := clientv3.LeaseID(hkv.Lease)
+	sent := time.Now()
+	ka, err := c.cli.KeepAliveOnce(ctx, lease)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		return c.renewRefused(ctx, t)
 	}
@@ -45,13 +63,84 @@ func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 	if err != nil || reason != "" {
 		return leasefence.RenewOutcome{Reason: reason}, err
 	}
+	c.remember(k, lease, sent)
+	return c.renewed(req, ka.TTL)
+}
+
+// renewKnown renews grant k, whose holder key the coordinator remembers is
+// attached to etcd lease lease: it sends the keep-alive and a read of the
+// holder key together, one round trip, and answers from both. The renewal
+// holds when the keep-alive found the lease and the read found the key of
+// t's fence and holder, attached to that lease.
+//
+// Why that is as safe as a read, the keep-alive and a read in sequence.
+// The lease belongs to this grant alone, so the keep-alive extends no other
+// grant's lease, whatever the read finds. If the keep-alive found the lease,
+// the lease was never revoked or expired before it (etcd never resurrects
+// one), and a key attached to a live lease is deleted only by a release of
+// that key; the read found the key, at its own instant before or after the
+// keep-alive. So at the later of the two the key was still t's, unless the
+// holder released it in between: a renewal racing the holder's own release
+// may answer either way, as a renewal sent just before the release would.
+// And the keep-alive restarted the lease after the request was sent, so
+// etcd's expiry is never before the holder's deadline, as in renewRead.
+// When either answer is not that, the grant is forgotten and the keys say
+// why.
+func (c *Coordinator) renewKnown(ctx context.Context, req leasefence.RenewRequest, k grantKey, lease clientv3.LeaseID) (leasefence.RenewOutcome, error) {
+	t := req.Token
+	type keptAlive struct {
+		resp *clientv3.LeaseKeepAliveResponse
+		err  error
+	}
+	sent := time.Now()
+	kept := make(chan keptAlive, 1)
+	go func() {
+		resp, err := c.cli.KeepAliveOnce(ctx, lease)
+		kept <- keptAlive{resp, err}
+	}()
+	get, err := c.cli.Get(ctx, c.keys.holder(t.Resource))
+	ka := <-kept
+	switch {
+	case err != nil:
+		return leasefence.RenewOutcome{}, err
+	case errors.Is(ka.err, rpctypes.ErrLeaseNotFound):
+		c.forget(k)
+		return c.renewRefused(ctx, t)
+	case ka.err != nil:
+		return leasefence.RenewOutcome{}, ka.err
+	case len(get.Kvs) == 0:
+		// Released while the lease lives on; the last-grant key says so.
+		c.forget(k)
+		reason, _, err := c.classify(ctx, t)
+		if err != nil || reason != "" {
+			return leasefence.RenewOutcome{Reason: reason}, err
+		}
+		return c.renewRead(ctx, req, k)
+	}
+	hkv := get.Kvs[0]
+	if reason, err := judge(t, hkv, nil); err != nil || reason != "" {
+		c.forget(k)
+		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	if clientv3.LeaseID(hkv.Lease) != lease {
+		// t's key on another lease than remembered: never written so, but
+		// the key decides, not the memory.
+		c.forget(k)
+		return c.renewRead(ctx, req, k)
+	}
+	c.remember(k, lease, sent)
+	return c.renewed(req, ka.resp.TTL)
+}
+
+// renewed is the outcome of a renewal that etcd restarted with ttl seconds.
+func (c *Coordinator) renewed(req leasefence.RenewRequest, ttl int64) (leasefence.RenewOutcome, error) {
 	now, err := c.clock.Now()
 	if err != nil {
 		return leasefence.RenewOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 	}
-	ttl := time.Duration(ka.TTL) * time.Second
+	d := time.Duration(ttl) * time.Second
 	return leasefence.RenewOutcome{OK: true, Grant: leasefence.Grant{
-		RequestID: req.RequestID, Token: t, TTL: ttl, CoordinatorExpiresAt: now.Add(ttl),
+		RequestID: req.RequestID, Token: req.Token, TTL: d, CoordinatorExpiresAt: now.Add(d),
 	}}, nil
 }
 
@@ -81,25 +170,27 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 	if err := leasefence.ValidateToken(t); err != nil {
 		return leasefence.ReleaseOutcome{}, err
 	}
-	fence, ok := fenceInt64(t.Fence)
+	k, ok := keyOf(t)
 	if !ok {
 		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
 	}
 	hk, lk := c.keys.holder(t.Resource), c.keys.last(t.Resource)
 	resp, err := c.cli.Txn(ctx).If(
-		clientv3.Compare(clientv3.CreateRevision(hk), "=", fence),
+		clientv3.Compare(clientv3.CreateRevision(hk), "=", k.fence),
 		clientv3.Compare(clientv3.Value(hk), "=", t.Holder),
 	).Then(
 		clientv3.OpDelete(hk),
-		clientv3.OpPut(lk, mustJSON(lastValue{Holder: t.Holder, Fence: fence, Released: true})),
+		clientv3.OpPut(lk, mustJSON(lastValue{Holder: t.Holder, Fence: k.fence, Released: true})),
 	).Else(clientv3.OpGet(hk), clientv3.OpGet(lk)).Commit()
 	if err != nil {
 		return leasefence.ReleaseOutcome{}, err
 	}
 	if resp.Succeeded {
+		c.forget(k)
 		return leasefence.ReleaseOutcome{OK: true}, nil
 	}
 	// The keys in the same revision say why not.
+	c.forget(k)
 	reason, err := judge(t, firstKV(resp, 0), firstKV(resp, 1))
 	if err == nil && reason == "" {
 		err = fmt.Errorf("etcdlease: release %v: the transaction's comparison failed on a key that matches it", t)

@@ -74,11 +74,18 @@ func cancellingClient(t *testing.T) (c *clientv3.Client, arm func(cancel context
 // closed when t ends.
 func interceptedClient(t *testing.T, intercept grpc.UnaryClientInterceptor) *clientv3.Client {
 	t.Helper()
+	return dialledClient(t, grpc.WithChainUnaryInterceptor(intercept))
+}
+
+// dialledClient is a client of the test member with the dial options opts,
+// connected before it is returned, and closed when t ends.
+func dialledClient(t *testing.T, opts ...grpc.DialOption) *clientv3.Client {
+	t.Helper()
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{member.Endpoint()},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(intercept)},
+		DialOptions: opts,
 	})
 	if err != nil {
 		t.Fatal(err)
