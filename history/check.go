@@ -298,8 +298,9 @@ func staleDetail(w *Write) string {
 // generations, so that it needs 16 bytes for each believed generation of
 // one resource while it runs, and nothing after: each generation's sort
 // key beside its index, so that sorting reads neither the generations'
-// records nor calls back into the Reader. A long history's many
-// generations cost it nothing more than a short one's.
+// records nor calls back into the Reader. It grows with the busiest
+// resource's generations, not with all of the run's: a long run over many
+// resources needs a fraction of what one sort of them all would.
 func (j *judgement) overlaps() {
 	rd := j.rd
 	type key struct {

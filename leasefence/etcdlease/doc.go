@@ -57,9 +57,9 @@
 //     etcd lease belongs to one grant, so a stale token can never extend a
 //     newer holder's lease. An expired etcd lease cannot be kept alive: it
 //     is never resurrected. A coordinator remembers the etcd lease of each
-//     grant it made or renewed, so it sends that grant's keep-alive and
-//     read together (one round trip); for any other grant it reads the key
-//     for its lease first (three).
+//     grant it made or renewed, and within a TTL of that sends the grant's
+//     keep-alive and read together (one round trip); for any other grant
+//     it reads the key for its lease first (three).
 //   - Release deletes the holder key in a transaction that compares its
 //     create revision with the token's fence (never the key name alone), and
 //     records the release. The grant's etcd lease, with nothing attached,

@@ -64,12 +64,18 @@ func (c *Coordinator) remember(k grantKey, id clientv3.LeaseID, sent time.Time) 
 	c.pruneAt = 2 * len(c.granted)
 }
 
-// recall returns the etcd lease remembered for grant k.
+// recall returns the etcd lease remembered for grant k, unless the
+// coordinator last started it a TTL or more ago: by then it has expired
+// unless it was renewed elsewhere, and renewKnown, which sends the
+// keep-alive before it knows the key, is kept to leases last known alive.
 func (c *Coordinator) recall(k grantKey) (clientv3.LeaseID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gl, ok := c.granted[k]
-	return gl.id, ok
+	if !ok || time.Since(gl.sent) >= time.Duration(c.ttl)*time.Second {
+		return 0, false
+	}
+	return gl.id, true
 }
 
 // forget drops what is remembered of grant k: it was released, or is no

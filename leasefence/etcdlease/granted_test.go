@@ -10,7 +10,8 @@ import (
 
 // The coordinator's memory of its grants stays in proportion to the
 // grants it keeps alive: grants last kept alive long ago are forgotten
-// once there are enough of them, and live ones never are.
+// once there are enough of them, and live ones never are; and a grant is
+// recalled only within a TTL of its last keep-alive.
 func TestRememberForgetsOldGrants(t *testing.T) {
 	c := &Coordinator{ttl: 2}
 	long := time.Now().Add(-time.Hour)
@@ -32,6 +33,13 @@ func TestRememberForgetsOldGrants(t *testing.T) {
 	}
 	if n := len(c.granted); n > live+minPrune {
 		t.Errorf("%d remembered for %d live grants", n, live)
+	}
+	// A grant last kept alive a TTL ago is not recalled, even before a
+	// prune forgets it: its lease is not known to be alive.
+	lapsed := grantKey{resource: "lapsed", holder: "a", fence: 1}
+	c.remember(lapsed, 7, time.Now().Add(-2*time.Second))
+	if id, ok := c.recall(lapsed); ok {
+		t.Errorf("a grant last kept alive a TTL ago is recalled: %x", id)
 	}
 	c.forget(grantKey{resource: "live-0", holder: "a", fence: 0})
 	if _, ok := c.recall(grantKey{resource: "live-0", holder: "a", fence: 0}); ok {

@@ -20,8 +20,9 @@ import (
 // can never extend a newer holder's lease. The grant keeps the fence and
 // reports the TTL etcd restarted the lease with.
 //
-// A renewal of a grant this coordinator made or renewed before is one
-// round trip (renewKnown); any other is three (renewRead).
+// A renewal of a grant this coordinator made or renewed within the last
+// TTL is one round trip (renewKnown); any other (a grant made elsewhere, or
+// answered to a retried request) is three (renewRead), and remembered.
 func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
 	if ctx == nil {
 		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew with a nil context", leasefence.ErrInvalidRequest)
@@ -78,7 +79,8 @@ func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest
 // grant's lease, whatever the read finds. If the keep-alive found the lease,
 // the lease was never revoked or expired before it (etcd never resurrects
 // one), and a key attached to a live lease is deleted only by a release of
-// that key; the read found the key, at its own instant before or after the
+// that key (or by Acquire withdrawing a grant it could not prove, which
+// no holder was ever given); the read found the key, at its own instant before or after the
 // keep-alive. So at the later of the two the key was still t's, unless the
 // holder released it in between: a renewal racing the holder's own release
 // may answer either way, as a renewal sent just before the release would.

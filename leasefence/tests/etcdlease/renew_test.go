@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
@@ -13,10 +14,40 @@ import (
 	"github.com/leasefence/lab/leasefence/etcdlease"
 )
 
-// rpcCounter counts the calls and streams a client starts, by gRPC method.
+// rpcCounter counts the calls and streams a client starts, by gRPC method,
+// and the etcd leases it sends keep-alives of.
 type rpcCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu        sync.Mutex
+	n         map[string]int
+	keptAlive []clientv3.LeaseID
+}
+
+func (c *rpcCounter) keepAlive(id clientv3.LeaseID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keptAlive = append(c.keptAlive, id)
+}
+
+// leasesKeptAlive returns the leases kept alive since the last call.
+func (c *rpcCounter) leasesKeptAlive() []clientv3.LeaseID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.keptAlive
+	c.keptAlive = nil
+	return ids
+}
+
+// countedStream tells its counter the lease of every keep-alive it sends.
+type countedStream struct {
+	grpc.ClientStream
+	counter *rpcCounter
+}
+
+func (s countedStream) SendMsg(m any) error {
+	if req, ok := m.(*pb.LeaseKeepAliveRequest); ok {
+		s.counter.keepAlive(clientv3.LeaseID(req.ID))
+	}
+	return s.ClientStream.SendMsg(m)
 }
 
 func (c *rpcCounter) add(method string) {
@@ -44,7 +75,8 @@ func countingClient(t *testing.T) (*clientv3.Client, *rpcCounter) {
 	}
 	stream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		counter.add(method)
-		return streamer(ctx, desc, cc, method, opts...)
+		st, err := streamer(ctx, desc, cc, method, opts...)
+		return countedStream{ClientStream: st, counter: counter}, err
 	}
 	c := dialledClient(t, grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 	counter.take() // the warm-up read
@@ -112,28 +144,55 @@ func TestRenewRoundTrips(t *testing.T) {
 	}
 }
 
-// A coordinator that remembers a grant still refuses its renewal once it
-// was released through another coordinator, and once a newer holder has
-// the resource; the newer holder's lease is never the one it keeps alive.
+// A coordinator that remembers a grant refuses its renewal once a newer
+// holder has the resource, and once it was released, both through another
+// coordinator: it keeps alive only the grant's own lease, never the newer
+// holder's.
 func TestRenewAfterReleaseElsewhere(t *testing.T) {
 	prefix := newPrefix()
-	maker := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 5 * time.Second})
-	releaser := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 5 * time.Second})
-	g := acquireOK(t, maker, "r", "a")
-	renewOK(t, maker, g)
-	old := holderLease(t, prefix, "r")
-	if out, err := releaser.Release(t.Context(), g.Token); err != nil || !out.OK {
-		t.Fatalf("Release = %+v, %v", out, err)
+	makerCli, counter := countingClient(t)
+	maker, err := etcdlease.New(makerCli, etcdlease.Options{Prefix: prefix, TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	renewRefused(t, maker, g.Token, leasefence.ReasonReleased)
-	renewRefused(t, maker, g.Token, leasefence.ReasonReleased)
+	t.Cleanup(func() { _ = maker.Close() })
+	other := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 5 * time.Second})
 
-	g2 := acquireOK(t, releaser, "r", "b")
-	if lease := holderLease(t, prefix, "r"); lease == old {
-		t.Fatalf("the newer grant is on the older grant's lease %x", old)
+	for _, tc := range []struct {
+		name string
+		take bool // a newer holder takes the resource after the release
+		want leasefence.Reason
+	}{
+		{"superseded", true, leasefence.ReasonSuperseded},
+		{"released", false, leasefence.ReasonReleased},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resource := "r-" + tc.name
+			g := acquireOK(t, maker, resource, "a")
+			renewOK(t, maker, g)
+			own := holderLease(t, prefix, resource)
+			if out, err := other.Release(t.Context(), g.Token); err != nil || !out.OK {
+				t.Fatalf("Release = %+v, %v", out, err)
+			}
+			var newer clientv3.LeaseID
+			if tc.take {
+				acquireOK(t, other, resource, "b")
+				newer = holderLease(t, prefix, resource)
+			}
+			counter.leasesKeptAlive()
+			renewRefused(t, maker, g.Token, tc.want)
+			renewRefused(t, maker, g.Token, tc.want)
+			kept := counter.leasesKeptAlive()
+			if len(kept) == 0 {
+				t.Fatal("the first refused renewal sent no keep-alive: it never took the remembered path")
+			}
+			for _, id := range kept {
+				if id != own {
+					t.Errorf("a refused renewal kept lease %x alive; the grant's own is %x, the newer holder's %x", id, own, newer)
+				}
+			}
+		})
 	}
-	renewRefused(t, maker, g.Token, leasefence.ReasonSuperseded)
-	renewOK(t, maker, g2)
 }
 
 // A token with the live grant's resource and fence but another holder is
