@@ -77,6 +77,10 @@ type Coordinator struct {
 	spares    []spareLease
 	refilling bool
 	burst     int // leases the next refill grants: 1 to spareLeases
+
+	// grantedMu guards granted and pruneAt, apart from mu, so that a
+	// prune of many grants never holds up the spare leases.
+	grantedMu sync.Mutex
 	// granted is the etcd lease of each grant the coordinator made or
 	// renewed, until it is released or refused (see remember); pruneAt
 	// is its size at which remember next forgets the oldest.

@@ -46,8 +46,8 @@ const minPrune = 256
 // it kept before looking again: the record stays in proportion to the
 // grants it keeps alive.
 func (c *Coordinator) remember(k grantKey, id clientv3.LeaseID, sent time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.grantedMu.Lock()
+	defer c.grantedMu.Unlock()
 	if c.granted == nil {
 		c.granted = make(map[grantKey]grantLease)
 	}
@@ -69,8 +69,8 @@ func (c *Coordinator) remember(k grantKey, id clientv3.LeaseID, sent time.Time) 
 // unless it was renewed elsewhere, and renewKnown, which sends the
 // keep-alive before it knows the key, is kept to leases last known alive.
 func (c *Coordinator) recall(k grantKey) (clientv3.LeaseID, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.grantedMu.Lock()
+	defer c.grantedMu.Unlock()
 	gl, ok := c.granted[k]
 	if !ok || time.Since(gl.sent) >= time.Duration(c.ttl)*time.Second {
 		return 0, false
@@ -81,7 +81,7 @@ func (c *Coordinator) recall(k grantKey) (clientv3.LeaseID, bool) {
 // forget drops what is remembered of grant k: it was released, or is no
 // longer the resource's live lease.
 func (c *Coordinator) forget(k grantKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.grantedMu.Lock()
+	defer c.grantedMu.Unlock()
 	delete(c.granted, k)
 }
