@@ -326,6 +326,24 @@ func TestScript(t *testing.T) {
 	})
 }
 
+// A scripted acquire while an acquire is still on its way is that acquire:
+// the agent sends nothing new, and the first request's grant, however late,
+// is the agent's lease.
+func TestScriptedAcquireWhileAcquiring(t *testing.T) {
+	sc := scenario()
+	sc.Script = []spec.Action{{At: 0, Agent: "agent-1", Do: spec.ActAcquire}}
+	b := newBench(t, sc, history.Fenced, true)
+	acquire := func(b *bench) []agent.Output {
+		return b.ag.Script(b.now, spec.Action{At: b.now, Agent: "agent-1", Do: spec.ActAcquire})
+	}
+	run(t, b, []step{
+		{0, start, ""},
+		{0, acquire, "send acquire"},
+		{time.Second, acquire, ""},
+		{1500 * time.Millisecond, reply, "acquired"},
+	})
+}
+
 // TestRetryWait checks the wait the agent arms when its network may lose
 // an acquire (the tables above arm it at 4.1s and 400ms): retry_after when
 // set, else 4 x the TTL.

@@ -133,6 +133,14 @@ func (a *Agent) Script(now time.Duration, act spec.Action) []Output {
 	a.begin()
 	switch act.Do {
 	case spec.ActAcquire:
+		if a.phase == phAcquiring {
+			// An acquire is still on its way: the script's next acquire is
+			// that one. Starting another would drop it unanswered, and a
+			// grant it was given later would go to nobody (a reply slower
+			// than the script's gap between its acquires, on a loaded
+			// machine).
+			break
+		}
 		ri := 0
 		if act.Resource != "" {
 			ri, _ = a.sc.ResourceIndex(act.Resource)

@@ -197,7 +197,7 @@ type ActionKind string
 
 // The scripted actions.
 const (
-	ActAcquire ActionKind = "acquire" // send an acquire for Resource
+	ActAcquire ActionKind = "acquire" // send an acquire for Resource, unless one is still unanswered
 	ActCheck   ActionKind = "check"   // the validity check (HasExpired, or the naive now < expiresAt)
 	ActStall   ActionKind = "stall"   // stalled for Duration (a GC pause, a model call)
 	ActWrite   ActionKind = "write"   // write, if the last check passed
