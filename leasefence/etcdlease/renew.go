@@ -75,19 +75,19 @@ func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest
 // t's fence and holder, attached to that lease.
 //
 // Why that is as safe as a read, the keep-alive and a read in sequence.
-// The lease belongs to this grant alone, so the keep-alive extends no other
-// grant's lease, whatever the read finds. If the keep-alive found the lease,
-// the lease was never revoked or expired before it (etcd never resurrects
-// one), and a key attached to a live lease is deleted only by a release of
-// that key (or by Acquire withdrawing a grant it could not prove, which
-// no holder was ever given); the read found the key, at its own instant before or after the
-// keep-alive. So at the later of the two the key was still t's, unless the
-// holder released it in between: a renewal racing the holder's own release
-// may answer either way, as a renewal sent just before the release would.
-// And the keep-alive restarted the lease after the request was sent, so
-// etcd's expiry is never before the holder's deadline, as in renewRead.
-// When either answer is not that, the grant is forgotten and the keys say
-// why.
+// The lease belongs to this grant alone, so the keep-alive extends no
+// other grant's lease, whatever the read finds. If the keep-alive found
+// the lease, the lease was never revoked or expired before it (etcd never
+// resurrects one), and a key attached to a live lease is deleted only by a
+// release of that key (or by Acquire withdrawing a grant it could not
+// prove, which no holder was ever given); the read found the key, at its
+// own instant before or after the keep-alive. So at the later of the two
+// the key was still t's, unless the holder released it in between: a
+// renewal racing the holder's own release may answer either way, as a
+// renewal sent just before the release would. And the keep-alive restarted
+// the lease after the request was sent, so etcd's expiry is never before
+// the holder's deadline, as in renewRead. When either answer is not that,
+// the grant is forgotten and the keys say why.
 func (c *Coordinator) renewKnown(ctx context.Context, req leasefence.RenewRequest, k grantKey, lease clientv3.LeaseID) (leasefence.RenewOutcome, error) {
 	t := req.Token
 	type keptAlive struct {
@@ -187,12 +187,11 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 	if err != nil {
 		return leasefence.ReleaseOutcome{}, err
 	}
+	c.forget(k) // released now, or not this coordinator's live grant
 	if resp.Succeeded {
-		c.forget(k)
 		return leasefence.ReleaseOutcome{OK: true}, nil
 	}
 	// The keys in the same revision say why not.
-	c.forget(k)
 	reason, err := judge(t, firstKV(resp, 0), firstKV(resp, 1))
 	if err == nil && reason == "" {
 		err = fmt.Errorf("etcdlease: release %v: the transaction's comparison failed on a key that matches it", t)
