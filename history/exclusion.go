@@ -20,13 +20,18 @@ import (
 // Checker's Report counts as MutualExclusionViolations.
 //
 // In a real-time history (a header's Backend other than the simulator's)
-// the runner dates a grant when its reply came back, and a server's
+// the runner may date a grant when its reply came back, and a server's
 // expiry from then: late, each by its own call's time on the wire. So the
 // rule judges a grant by the earliest its predecessor can have expired,
-// its expiry less the time from the request that won it (RequestSent, by
-// RequestID; for a renewal, the renewal's request) to its record: a
-// violation is a grant recorded before any instant the earlier lease can
-// have ended, never one a slow reply made look early.
+// its expiry less the time from the arrival of the request that won it
+// to its record. The request arrived no earlier than it was sent
+// (RequestSent, by RequestID; for a renewal, the renewal's request) plus
+// the network delay the event states (Dur): the server cannot have acted
+// before that, so the delay on the way there is no uncertainty and is not
+// forgiven. Of a request sent more than once, the copy that can have
+// arrived first counts. A violation is a grant recorded before any instant
+// the earlier lease can have ended, never one a slow reply made look
+// early.
 func MutualExclusion(h *Header, events []Event) (int, []Counterexample) {
 	x := newExclusion(h)
 	for i := range events {
@@ -44,9 +49,9 @@ type exclusion struct {
 	n    int
 	cx   []Counterexample
 	// real: the history's times are the runner's records of replies, not
-	// the server's own instants; then sent holds when each pending
-	// acquire (by request id) and renewal (by resource and fence) was
-	// first sent.
+	// the server's own instants; then sent holds the earliest instant
+	// each pending acquire (by request id) and renewal (by resource and
+	// fence) can have reached the server.
 	real    bool
 	sent    map[string]time.Duration
 	renewed map[renewKey]time.Duration
@@ -83,12 +88,21 @@ const simBackend = "sim"
 
 // earliestEnd is the earliest instant a lease recorded at at, with the
 // expiry end, can have ended: end, less (in a real-time history) the time
-// since the request that won it was sent.
-func (x *exclusion) earliestEnd(end, at, sent time.Duration, ok bool) time.Duration {
-	if !x.real || !ok || sent > at {
+// since the request that won it can have arrived.
+func (x *exclusion) earliestEnd(end, at, arrived time.Duration, ok bool) time.Duration {
+	if !x.real || !ok || arrived > at {
 		return end
 	}
-	return end - (at - sent)
+	return end - (at - arrived)
+}
+
+// arrived keeps in m[k] the earliest instant a request can have reached
+// the server: of every copy sent, its send plus its network delay.
+func arrived[K comparable](m map[K]time.Duration, k K, e *Event) {
+	at := e.At + max(e.Dur, 0)
+	if was, seen := m[k]; !seen || at < was {
+		m[k] = at
+	}
 }
 
 // lease returns the resource's record, nil before its first grant (and for
@@ -111,14 +125,9 @@ func (x *exclusion) add(e *Event) {
 		}
 		switch e.Request {
 		case RequestAcquire:
-			if _, seen := x.sent[e.RequestID]; !seen {
-				x.sent[e.RequestID] = e.At
-			}
+			arrived(x.sent, e.RequestID, e)
 		case RequestRenew:
-			k := renewKey{e.Resource, e.Fence}
-			if _, seen := x.renewed[k]; !seen {
-				x.renewed[k] = e.At
-			}
+			arrived(x.renewed, renewKey{e.Resource, e.Fence}, e)
 		}
 	case Denied, AcquireAbandoned:
 		delete(x.sent, e.RequestID) // the request won nothing: forget it

@@ -8,10 +8,11 @@ import (
 	"github.com/leasefence/lab/leasefence"
 )
 
-// exclusionEvents: agent-1's acquire is sent at 0 and granted at grantAt
-// until grantAt+1s; agent-2's is sent at 1s and granted at second. A
-// history of one mode, "lock", on one resource.
-func exclusionEvents(grantAt, second time.Duration) []history.Event {
+// exclusionEvents: agent-1's acquire is sent at 0 with a network delay
+// of delay and granted at grantAt until grantAt+1s; agent-2's is sent at
+// 1s and granted at second. A history of one mode, "lock", on one
+// resource.
+func exclusionEvents(delay, grantAt, second time.Duration) []history.Event {
 	ev := func(at time.Duration, k history.Kind, agent int, f uint64, id string) history.Event {
 		e := history.Event{At: at, Mode: "lock", Kind: k, Agent: agent, Resource: 0, Other: -1, Fence: leasefence.Fence(f), RequestID: id}
 		if k == history.RequestSent {
@@ -22,8 +23,10 @@ func exclusionEvents(grantAt, second time.Duration) []history.Event {
 		}
 		return e
 	}
+	sent := ev(0, history.RequestSent, 0, 0, "a")
+	sent.Dur = delay
 	return []history.Event{
-		ev(0, history.RequestSent, 0, 0, "a"),
+		sent,
 		ev(grantAt, history.Granted, 0, 1, "a"),
 		ev(time.Second, history.RequestSent, 1, 0, "b"),
 		ev(second, history.Granted, 1, 2, "b"),
@@ -38,22 +41,28 @@ func TestMutualExclusionInReport(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		backend  string
+		delay    time.Duration // agent-1's request's time on the way to the server
 		grantAt  time.Duration // agent-1's grant, recorded when its reply came
 		second   time.Duration // agent-2's grant
 		violates bool
 	}{
-		{"sim: granted before the lease ran out", "sim", 0, 900 * time.Millisecond, true},
-		{"sim: granted after", "sim", 0, 1100 * time.Millisecond, false},
+		{"sim: granted before the lease ran out", "sim", 0, 0, 900 * time.Millisecond, true},
+		{"sim: granted after", "sim", 0, 0, 1100 * time.Millisecond, false},
 		// agent-1's reply took 50ms: its lease may have ended at 1s.
-		{"real: granted inside the reply's uncertainty", "memory", 50 * time.Millisecond, 1020 * time.Millisecond, false},
-		{"real: granted before any end the record allows", "memory", 50 * time.Millisecond, 980 * time.Millisecond, true},
+		{"real: granted inside the reply's uncertainty", "memory", 0, 50 * time.Millisecond, 1020 * time.Millisecond, false},
+		{"real: granted before any end the record allows", "memory", 0, 50 * time.Millisecond, 980 * time.Millisecond, true},
+		// agent-1's request took 40ms to reach the server, which cannot
+		// have granted it before: the lease ran until 1040ms at the
+		// earliest, and a grant at 1020ms broke it.
+		{"real: the request's own delay is no uncertainty", "memory", 40 * time.Millisecond, 50 * time.Millisecond, 1020 * time.Millisecond, true},
+		{"real: granted after the earliest end from the arrival", "memory", 40 * time.Millisecond, 50 * time.Millisecond, 1045 * time.Millisecond, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := contenderHeader("lock")
 			h.Backend = tc.backend
 			h.Agents = []string{"agent-1", "agent-2"}
 			h.Contenders = []history.Contender{{Name: "lock", Discipline: history.DisciplineNaive}}
-			events := exclusionEvents(tc.grantAt, tc.second)
+			events := exclusionEvents(tc.delay, tc.grantAt, tc.second)
 			rep := history.Check(h, events).Modes["lock"]
 			n, xs := history.MutualExclusion(&h, events)
 			if rep.MutualExclusionViolations != n || (n > 0) != tc.violates {
