@@ -344,6 +344,17 @@ type SwarmResult struct {
 	FirstCounterexample map[history.Mode]*SwarmFirst `json:"first_counterexample"`
 }
 
+// Share is how many seeds r was to run: its shard's share of the swarm's
+// seeds, or all of them for a whole swarm. A result with fewer Seeds than
+// its Share was interrupted.
+func (r *SwarmResult) Share() int {
+	all := int(r.LastSeed-r.FirstSeed) + 1
+	if r.Shard != nil {
+		return r.Shard.Len(all)
+	}
+	return all
+}
+
 // EventsPerSecond is the swarm's throughput over all its jobs.
 func (r *SwarmResult) EventsPerSecond() float64 {
 	if r.Elapsed <= 0 {
@@ -455,7 +466,9 @@ func swarmBase(base spec.Scenario, ranges SwarmRanges, modes []history.Mode) str
 // the whole swarm's seeds), and the wall time the longest shard's. The
 // shards must be all of one swarm's (the same scenario, ranges, seeds and
 // count), each exactly once, and each must hold only its own seeds; else
-// the error is ErrBadShard.
+// the error is ErrBadShard. A shard that ran fewer seeds than its Share
+// leaves the merged result as short (its Seeds below its Share): the
+// caller says it was interrupted, or refuses a shard that does not say so.
 func MergeSwarms(parts []*SwarmResult) (*SwarmResult, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: nothing to merge", ErrBadShard)
@@ -522,7 +535,7 @@ func (r *SwarmResult) checkShardOf(first *SwarmResult) error {
 		return fmt.Errorf("%w: seeds %d-%d, but result 1 of seeds %d-%d", ErrBadShard, r.FirstSeed, r.LastSeed, first.FirstSeed, first.LastSeed)
 	case r.LastSeed < r.FirstSeed || r.LastSeed-r.FirstSeed >= math.MaxInt32:
 		return fmt.Errorf("%w: seeds %d-%d are no swarm's", ErrBadShard, r.FirstSeed, r.LastSeed)
-	case r.Seeds < 0 || r.Seeds > r.Shard.Len(int(r.LastSeed-r.FirstSeed)+1):
+	case r.Seeds < 0 || r.Seeds > r.Share():
 		return fmt.Errorf("%w: shard %d/%d ran %d seeds, more than it has", ErrBadShard, r.Shard.Index, r.Shard.Count, r.Seeds)
 	}
 	for _, f := range r.Failures {

@@ -184,20 +184,10 @@ func (a *app) swarmVerdict(sum *swarmSummary, asJSON bool) int {
 			ofSeeds(len(res.Failures), res.Seeds))
 		return exitFailed
 	case sum.Interrupted:
-		fmt.Fprintf(a.stderr, "lab swarm: interrupted after %s; the summary covers those.\n", ofSeeds(res.Seeds, sum.asked()))
+		fmt.Fprintf(a.stderr, "lab swarm: interrupted after %s; the summary covers those.\n", ofSeeds(res.Seeds, sum.Share()))
 		return exitInterrupted
 	}
 	return exitOK
-}
-
-// asked is how many seeds the summary was asked to cover: its shard's
-// share of the swarm's, or all of them.
-func (sum *swarmSummary) asked() int {
-	all := int(sum.LastSeed-sum.FirstSeed) + 1
-	if sh := sum.Shard; sh != nil {
-		return sh.Len(all)
-	}
-	return all
 }
 
 // writeSwarmJSON prints the swarm's summary as JSON.
@@ -233,7 +223,6 @@ func (a *app) swarmMerge(fs *flag.FlagSet, files []string, asJSON bool) int {
 	}
 	parts := make([]*harness.SwarmResult, len(files))
 	var first *swarmSummary
-	interrupted := false
 	for i, name := range files {
 		sum, err := readSwarmSummary(name)
 		if err != nil {
@@ -244,14 +233,22 @@ func (a *app) swarmMerge(fs *flag.FlagSet, files []string, asJSON bool) int {
 		} else if !slices.Equal(sum.Fixed, first.Fixed) || !slices.Equal(sum.Drawn, first.Drawn) {
 			return a.badInput("swarm", fmt.Errorf("--merge: %s fixed %v and drew %v, but %s fixed %v and drew %v", name, sum.Fixed, sum.Drawn, files[0], first.Fixed, first.Drawn))
 		}
+		if sum.Seeds < sum.Share() && !sum.Interrupted {
+			// The count is the fact: a shard that ran short without
+			// saying why is a file cut or edited, not a shard's output.
+			return a.badInput("swarm", fmt.Errorf("--merge: %s (shard %d/%d) ran %s but does not say it was interrupted: run that shard again",
+				name, sum.Shard.Index, sum.Shard.Count, ofSeeds(sum.Seeds, sum.Share())))
+		}
 		parts[i] = sum.SwarmResult
-		interrupted = interrupted || sum.Interrupted
 	}
 	res, err := harness.MergeSwarms(parts)
 	if err != nil {
 		return a.badInput("swarm", fmt.Errorf("--merge: %w", err))
 	}
-	return a.swarmVerdict(&swarmSummary{SwarmResult: res, Fixed: first.Fixed, Drawn: first.Drawn, Interrupted: interrupted}, asJSON)
+	// The merged swarm is interrupted exactly when it ran fewer seeds
+	// than it has: the shards' flags agree with their counts (checked
+	// above), and the count is what the summary reports.
+	return a.swarmVerdict(&swarmSummary{SwarmResult: res, Fixed: first.Fixed, Drawn: first.Drawn, Interrupted: res.Seeds < res.Share()}, asJSON)
 }
 
 // readSwarmSummary reads one shard's lab swarm --json output.
@@ -300,7 +297,7 @@ func writeSwarmReport(w io.Writer, sum *swarmSummary) {
 		fmt.Fprintf(w, ", shard %d/%d", sh.Index, sh.Count)
 	}
 	if sum.Interrupted {
-		fmt.Fprintf(w, " (INTERRUPTED: %d of %d ran)", res.Seeds, sum.asked())
+		fmt.Fprintf(w, " (INTERRUPTED: %d of %d ran)", res.Seeds, sum.Share())
 	}
 	fmt.Fprintln(w)
 	writeSwarmKnobs(w, sum.Fixed, sum.Drawn)

@@ -212,3 +212,33 @@ func TestSwarmDocSample(t *testing.T) {
 		t.Errorf("docs/swarm.md's sample is stale:\n--- docs\n%s--- now\n%s", sample, stdout)
 	}
 }
+
+// A shard that ran fewer seeds than its share is never merged as complete:
+// one that says it was interrupted makes the merge interrupted (exit 130,
+// marked in the text and the JSON); one that does not say so is refused.
+// The shard files are seeds 1-6 of overlap in two shards; shard 1/2's ran
+// none of its three seeds.
+func TestSwarmMergeShortShard(t *testing.T) {
+	dir := filepath.Join("testdata", "swarm-short")
+	whole := filepath.Join(dir, "shard-0-of-2.json")
+	for _, tc := range []struct {
+		shard, flag string
+		code        int
+		out, err    string
+	}{
+		{"shard-1-of-2-short.json", "", exitUsage, "",
+			"shard-1-of-2-short.json (shard 1/2) ran 0 of 3 seeds but does not say it was interrupted"},
+		{"shard-1-of-2-interrupted.json", "", exitInterrupted, "swarm overlap: seeds 1-6 (INTERRUPTED: 3 of 6 ran)\n",
+			"lab swarm: interrupted after 3 of 6 seeds"},
+		{"shard-1-of-2-interrupted.json", "--json", exitInterrupted, `"interrupted": true`, "interrupted after 3 of 6 seeds"},
+	} {
+		args := []string{"swarm", "--merge", whole, filepath.Join(dir, tc.shard)}
+		if tc.flag != "" {
+			args = append(args, tc.flag)
+		}
+		code, stdout, stderr := runLab(args...)
+		if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.err) {
+			t.Errorf("lab %s: exit %d\n%s%s\nwant exit %d, %q and %q", strings.Join(args, " "), code, stdout, stderr, tc.code, tc.out, tc.err)
+		}
+	}
+}
