@@ -18,11 +18,15 @@
 #   redislease:           the build gains no charm module, no etcd server
 #                         (nor bbolt, raft), no OpenTelemetry SDK, no SQL
 #                         driver, no porcupine. The module graph may list
-#                         what a store's own tests require (etcdlease's
-#                         examples start an embedded etcd, sqlgate's run on
-#                         SQLite): the go command reads those modules'
-#                         go.mod files, and compiles none of them into the
-#                         service. Both lists are printed.
+#                         what a store's own tests require (sqlgate's
+#                         examples run on SQLite): the go command reads
+#                         those modules' go.mod files, and compiles none of
+#                         them into the service. Both lists are printed.
+#   every module:         the module graph lists no etcd server (nor bbolt,
+#                         raft), not even unbuilt: every importer's go.sum
+#                         and dependency scanner would carry it. Examples
+#                         that start an embedded etcd live where the server
+#                         is required already (the leasefence/tests module).
 #
 # Prints each module's graph growth and exits non-zero on any breach.
 set -euo pipefail
@@ -34,6 +38,8 @@ export GOWORK=off GOFLAGS=-mod=mod
 grpc=v1.70.0
 lib=github.com/leasefence/lab/leasefence
 forbidden='^(github\.com/charmbracelet/|go\.etcd\.io/etcd/server/|go\.etcd\.io/bbolt|go\.etcd\.io/raft/|go\.opentelemetry\.io/otel/sdk|github\.com/jackc/|modernc\.org/|github\.com/anishathalye/porcupine)'
+# etcd's server and what only it requires: in no importer's module graph.
+graphForbidden='^(go\.etcd\.io/etcd/server/|go\.etcd\.io/bbolt|go\.etcd\.io/raft/)'
 
 # service DIR IMPORT...: a tidy module in DIR whose main package imports
 # grpc and IMPORT...; prints its module graph, one path a line.
@@ -128,6 +134,9 @@ for pkg in "$lib" "$lib/fencetoken" "$lib/fencehttp" "$lib/fencegrpc" "$lib/leas
 		fi
 	elif bad=$(echo "$built" | grep -E "$forbidden"); then
 		echo "FAIL: importing $pkg builds:"; echo "$bad"; fail=1
+	fi
+	if bad=$(echo "$gained" | grep -E "$graphForbidden"); then
+		echo "FAIL: importing $pkg puts etcd's server in the module graph:"; echo "$bad"; fail=1
 	fi
 done
 exit $fail

@@ -44,12 +44,12 @@ func TestExampleTextFindsNamedExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"ExampleLock", "Example_hold"} {
-		if _, err := exampleText(root+"/leasefence/etcdlease", name, false); err != nil {
+	for _, name := range []string{"Example_lock", "Example_hold"} {
+		if _, err := exampleText(root+"/leasefence/tests/etcdlease", name, false); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := exampleText(root+"/leasefence/etcdlease", "ExampleNoSuch", false); err == nil {
+	if _, err := exampleText(root+"/leasefence/tests/etcdlease", "ExampleNoSuch", false); err == nil {
 		t.Error("a missing Example gave no error")
 	}
 }

@@ -24,12 +24,16 @@
 //	err = gate.Commit(ctx, session.Token(), clientv3.OpPut("/app/version", "v42"))
 //	if errors.Is(err, leasefence.ErrStaleFence) { /* a newer holder has written: stop */ }
 //
-// ExampleLock runs two holders on an embedded etcd and shows the late
-// write refused; Example_hold takes the same steps with the explicit
-// pieces (New, leasefence.NewClient, leasefence.Hold), for a coordinator
-// shared by many sessions or a Client of your own. Both start etcd from
-// the etcdembed module (leasefence/etcdlease/etcdembed), which only this
-// package's tests require: an importer builds none of etcd's server.
+// The runnable examples are in leasefence/tests/etcdlease, run by go test
+// there: Example_lock (example_lock_test.go, the README's quick start)
+// runs two holders on an embedded etcd and shows the late write refused;
+// Example_hold takes the same steps with the explicit pieces (New,
+// leasefence.NewClient, leasefence.Hold), for a coordinator shared by many
+// sessions or a Client of your own. Both start etcd from the etcdembed
+// module (leasefence/etcdlease/etcdembed), and that test module already
+// requires etcd's server: this module requires etcd's client only, so an
+// importer's module graph lists no etcd server, bbolt or raft
+// (scripts/importcost.sh checks).
 //
 // # Coordinator
 //

@@ -19,7 +19,13 @@ import (
 // refused. Releasing stands in here for what takes a lock from a holder
 // behind its back: its process freezing past the TTL (a GC pause, SIGSTOP),
 // or its network failing, while the write is on its way.
-func ExampleLock() {
+//
+// This is etcdlease.Lock's runnable example, and the README's quick start.
+// It starts an embedded etcd, so it lives in this module, which requires
+// etcd's server for its tests already: were it beside etcdlease, that
+// module's go.mod would require the server, and every importer's module
+// graph would list it.
+func Example_lock() {
 	ctx := context.Background()
 	// An etcd to try it on: one member in a temporary directory. For your
 	// own cluster: clientv3.New(clientv3.Config{Endpoints: ...}).
