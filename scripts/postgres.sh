@@ -33,6 +33,7 @@ usage() {
 usage: $(basename "$0") <command>
 
 commands:
+  install   install Debian's postgresql if it is missing, and nothing else
   start     install Debian's postgresql if needed, start a throwaway server on
             $HOST and a free port (data in a temp dir, run as a non-root user),
             wait until ready
@@ -193,6 +194,7 @@ cmd_env() {
 }
 
 case "${1:-}" in
+install) cmd_install ;;
 start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;

@@ -45,6 +45,7 @@ usage() {
 usage: $(basename "$0") <command>
 
 commands:
+  install   install Debian's redis-server and redis-sentinel if missing, and nothing else
   start     install Debian's redis-server and redis-sentinel if needed; start a
             primary, $REPLICAS replicas and $SENTINELS Sentinels (quorum $QUORUM) on $HOST and free
             ports, state in $DIR; wait until the replicas copy the primary and
@@ -270,6 +271,7 @@ cmd_env() {
 }
 
 case "${1:-}" in
+install) cmd_install ;;
 start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;

@@ -31,6 +31,7 @@ usage() {
 usage: $(basename "$0") <command>
 
 commands:
+  install   install Debian's redis-server if it is missing, and nothing else
   start     install Debian's redis-server if needed, start a throwaway server on
             $HOST and a free port (data in a temp dir, AOF with appendfsync always),
             wait until it answers
@@ -174,6 +175,7 @@ cmd_env() {
 }
 
 case "${1:-}" in
+install) cmd_install ;;
 start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
