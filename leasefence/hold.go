@@ -51,6 +51,16 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // defaultFirstMaxWait is HoldOptions.MaxWait 0 before a grant tells the TTL.
 const defaultFirstMaxWait = time.Second
 
+// CleanupTimeout bounds each call Hold and TryHold make to clean up after
+// an error (see "Clean-up after an error" at Hold), on a context detached
+// from the caller's cancellation: the caller has already been refused, and
+// waits this long at most for the service. Five seconds is many round
+// trips to a store that answers at all, an etcd leader election (one
+// second by default) and the client's retry after it; a grant whose TTL is
+// shorter gets no more than its TTL, since the service frees it by then
+// anyway.
+const CleanupTimeout = 5 * time.Second
+
 // HoldOptions configures Hold and TryHold.
 type HoldOptions struct {
 	// RenewEvery is the time from one renewal's send instant to the next
@@ -78,7 +88,8 @@ type HoldOptions struct {
 	// holder's late writes even before this holder has written, which
 	// closes the window fencing otherwise leaves open. A gate that fails
 	// to admit it makes Hold release the lease and return that gate's
-	// error.
+	// error; the release reaches the service even when the gate failed
+	// because ctx ended (see "Clean-up after an error" at Hold).
 	AdmitAt []Gate
 	// Trace observes the session Hold returns; nil observes nothing.
 	Trace *SessionTrace
@@ -124,9 +135,25 @@ type HoldOptions struct {
 //
 // ctx bounds only the acquisition: once Hold has returned, cancelling ctx
 // does not end the session (its renewals and Session.Context keep ctx's
-// values, such as a trace span, but not its cancellation). If ctx ends
-// while a request is unanswered, a grant the service may have made is left
-// to expire.
+// values, such as a trace span, but not its cancellation).
+//
+// # Clean-up after an error
+//
+// After any error, Hold leaves nothing held, ctx's end included. A grant
+// it will not hand out (dead on arrival, ErrNoRoomToRenew, a gate of
+// AdmitAt that failed, a client clock that failed) is released; a request
+// it gives up on unanswered (ctx ended, or TryHold's one attempt failed)
+// may have been granted all the same, so it is resent once, the same
+// request id, and whatever grant that answers is released. These clean-up
+// calls do not run on ctx, which may have ended (the in-memory service,
+// etcd's client and go-redis refuse an ended ctx before sending anything):
+// each runs on a context that keeps ctx's values, not its cancellation,
+// and ends after CleanupTimeout or the grant's TTL, whichever is shorter.
+// So a Hold whose ctx ended returns about a round trip later when the
+// service answers, and at most that bound later when it does not; a
+// clean-up that fails leaves the grant to expire on its own. A wrapper
+// around Hold (etcdlease.Lock, redislease.Lock) gets this for nothing; a
+// clean-up of its own that calls a store follows the same rule.
 //
 // "already-held" is waited out like "held": it means another request of
 // this holder got the lease (an earlier Hold whose reply was lost, or a
@@ -145,8 +172,9 @@ func Hold(ctx context.Context, svc Service, c *Client, resource string, opts Hol
 // TryHold is Hold with one attempt and no waiting: one acquire request,
 // and a session if it is granted. A resource another lease holds is an
 // error matching ErrHeld (a *HeldError saying who holds it and for how
-// long); an error from the service is returned as is, and a grant it may
-// have made is left to expire. Everything else is as for Hold.
+// long); an error from the service is returned as is, after the request is
+// resent once to release a grant it may have made (see "Clean-up after an
+// error" at Hold). Everything else is as for Hold.
 func TryHold(ctx context.Context, svc Service, c *Client, resource string, opts HoldOptions) (*Session, error) {
 	return hold(ctx, svc, c, resource, opts, true)
 }
@@ -185,24 +213,25 @@ func hold(ctx context.Context, svc Service, c *Client, resource string, opts Hol
 			return nil, err
 		}
 		if _, err := renewPeriod(opts.RenewEvery, lease, c.skew); err != nil {
-			a.release(lease)
+			a.release(lease.Token, lease.TTL)
 			return nil, fmt.Errorf("leasefence: hold %q: %w", resource, err)
 		}
 		left, err := lease.remaining()
 		if err != nil {
+			a.release(lease.Token, lease.TTL)
 			return nil, fmt.Errorf("leasefence: hold %q: %w", resource, err)
 		}
 		if left <= 0 {
 			// Dead on arrival: the grant answers a request sent too long
 			// ago. Free it for others now rather than after its TTL.
-			a.release(lease)
+			a.release(lease.Token, lease.TTL)
 			if once {
 				return nil, fmt.Errorf("%w: hold %q: the grant arrived past its deadline", ErrLeaseLost, resource)
 			}
 			continue
 		}
 		if err := a.admit(lease.Token); err != nil {
-			a.release(lease)
+			a.release(lease.Token, lease.TTL)
 			return nil, err
 		}
 		return startSession(ctx, svc, c, lease, opts, a.after)
@@ -222,20 +251,19 @@ func (a *acquisition) acquire() (*Lease, error) {
 	}
 	var backoff time.Duration
 	for {
+		if err := a.ctx.Err(); err != nil {
+			// Not sent, so nothing to settle.
+			return nil, fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
+		}
 		out, err := a.svc.Acquire(a.ctx, req)
 		if err != nil {
-			switch {
-			case errors.Is(err, ErrInvalidRequest):
+			if errors.Is(err, ErrInvalidRequest) {
 				// A malformed call: resending it cannot help.
 				return nil, fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
-			case a.ctx.Err() != nil:
-				return nil, fmt.Errorf("leasefence: hold %q: %w (last error: %v)", a.resource, a.ctx.Err(), err)
-			case a.once:
-				return nil, fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
 			}
-			backoff = nextBackoff(backoff, maxWait)
-			if err := waitCtx(a.ctx, a.after, jitter(backoff, maxWait)); err != nil {
-				return nil, fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
+			if err := a.retryAfter(err, &backoff, maxWait); err != nil {
+				a.settle(req)
+				return nil, err
 			}
 			continue // the same request: see Hold's doc comment
 		}
@@ -243,6 +271,9 @@ func (a *acquisition) acquire() (*Lease, error) {
 		if out.OK {
 			lease, err := a.client.CompleteAcquire(req, out.Grant)
 			if err != nil {
+				if !errors.Is(err, ErrGrantMismatch) {
+					a.release(out.Grant.Token, out.Grant.TTL) // our grant, which the client cannot use
+				}
 				return nil, fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
 			}
 			return lease, nil
@@ -277,9 +308,58 @@ func (a *acquisition) acquire() (*Lease, error) {
 	}
 }
 
-// release frees a lease Hold will not hand out, best effort: if it fails
-// the lease expires on its own.
-func (a *acquisition) release(l *Lease) { _, _ = a.svc.Release(a.ctx, l.Token) }
+// retryAfter decides what follows an acquire that got no answer (err):
+// nil once it has backed off and the same request may be resent, or the
+// error Hold returns when it gives up (ctx ended, or TryHold's one
+// attempt).
+func (a *acquisition) retryAfter(err error, backoff *time.Duration, maxWait time.Duration) error {
+	switch {
+	case a.ctx.Err() != nil:
+		return fmt.Errorf("leasefence: hold %q: %w (last error: %v)", a.resource, a.ctx.Err(), err)
+	case a.once:
+		return fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
+	}
+	*backoff = nextBackoff(*backoff, maxWait)
+	if err := waitCtx(a.ctx, a.after, jitter(*backoff, maxWait)); err != nil {
+		return fmt.Errorf("leasefence: hold %q: %w", a.resource, err)
+	}
+	return nil
+}
+
+// settle releases the grant, if any, of req, which Hold gives up on
+// unanswered: the service may have granted it, and answers the same
+// request id again with that grant (see Service). Best effort, like
+// release.
+func (a *acquisition) settle(req AcquireRequest) {
+	ctx, cancel := cleanupContext(a.ctx, 0)
+	defer cancel()
+	out, err := a.svc.Acquire(ctx, req)
+	if err != nil || !out.OK {
+		return
+	}
+	if g := out.Grant; g.RequestID == req.RequestID && g.Token.Holder == req.Holder && g.Token.Resource == req.Resource {
+		a.release(g.Token, g.TTL)
+	}
+}
+
+// release frees a grant Hold will not hand out, best effort: if it fails,
+// the grant expires on its own after its TTL.
+func (a *acquisition) release(t Token, ttl time.Duration) {
+	ctx, cancel := cleanupContext(a.ctx, ttl)
+	defer cancel()
+	_, _ = a.svc.Release(ctx, t)
+}
+
+// cleanupContext is the context of a clean-up call after an error: ctx's
+// values without its cancellation, ended after CleanupTimeout or ttl (a
+// grant's TTL; 0 when none is known), whichever is shorter.
+func cleanupContext(ctx context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
+	d := CleanupTimeout
+	if ttl > 0 {
+		d = min(d, ttl)
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
 
 // admit admits t at every gate of HoldOptions.AdmitAt.
 func (a *acquisition) admit(t Token) error {

@@ -184,8 +184,13 @@ func (s *Session) Remaining() (time.Duration, error) {
 // own deadline may still be live at the coordinator, and releasing it frees
 // the resource sooner. If ctx ends before the renewing goroutine has
 // returned, Release returns ctx.Err() without releasing; call it again to
-// finish. Once it has released, it runs HoldOptions.OnRelease (the first
-// time only) and joins its error to the service's.
+// finish. A ctx that has already ended releases nothing (the in-memory
+// service, etcd's client and go-redis refuse it before sending), and the
+// lease stays live until it expires: release on a context of its own, not on a request's ctx that
+// may have ended (Hold's own clean-up runs on ctx's values without its
+// cancellation, bounded by CleanupTimeout). Once it has released, it runs
+// HoldOptions.OnRelease (the first time only) and joins its error to the
+// service's.
 func (s *Session) Release(ctx context.Context) (ReleaseOutcome, error) {
 	if ctx == nil {
 		return ReleaseOutcome{}, fmt.Errorf("%w: Release with a nil context", ErrInvalidRequest)

@@ -8,7 +8,10 @@
 //     most one live holder under concurrent acquirers, a release or renewal
 //     with a stale token never touching a newer holder (even the same
 //     holder's newer lease), a granted TTL that never outlasts the lease,
-//     and, for a service that implements it, leasefence.HolderReader.
+//     Hold and TryHold leaving nothing held after an error on it (a failed
+//     gate, a grant they cannot use, a lost reply) even once their ctx has
+//     ended, and, for a service that implements it,
+//     leasefence.HolderReader.
 //   - TestGate checks a leasefence.Gate, given the two things it needs
 //     beyond the interface to see a write land (GateHarness): the admission
 //     rule, the refusal log, fences that keep all 64 bits, the contexts

@@ -56,6 +56,7 @@ func testService(t tb, newService func(t testing.TB) Harness) {
 		{"BadCalls", testBadCalls},
 		{"Holder", testHolder},
 		{"Session", testSession},
+		{"HoldCleansUp", testHoldCleansUp},
 	}
 	for _, tt := range tests {
 		t.run(tt.name, func(t tb) {

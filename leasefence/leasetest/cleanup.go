@@ -1,0 +1,132 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/leasefence/lab/leasefence"
+)
+
+// testHoldCleansUp runs Hold and TryHold into each error that comes after
+// the service may have granted the lease, with the caller's ctx ended by
+// then wherever it can be, and requires the lease to be free at once:
+// another holder's acquire is granted, not refused as held for a TTL.
+// Every clean-up call has to reach the service although ctx has ended.
+func testHoldCleansUp(t tb, s *suite) {
+	errLost := errors.New("leasetest: the reply was lost")
+	cases := []struct {
+		name string
+		hold func(h holdCall) error // Hold or TryHold, and its error
+		want error
+	}{{
+		name: "a gate of AdmitAt fails because ctx ended",
+		hold: func(h holdCall) error {
+			return h.hold(h.svc, leasefence.HoldOptions{AdmitAt: []leasefence.Gate{slowGate{resource: h.resource, cancel: h.cancel}}})
+		},
+		want: context.Canceled,
+	}, {
+		name: "the grant leaves no room to renew and ctx ended as it came",
+		hold: func(h holdCall) error {
+			return h.hold(&replyLoss{Service: h.svc, lose: func() error { h.cancel(); return nil }}, leasefence.HoldOptions{RenewEvery: 100 * s.TTL})
+		},
+		want: leasefence.ErrNoRoomToRenew,
+	}, {
+		name: "the grant arrives past its deadline and ctx ended as it came",
+		hold: func(h holdCall) error {
+			return h.hold(&replyLoss{Service: h.svc, lose: func() error { h.clock.Advance(s.TTL); h.cancel(); return nil }}, leasefence.HoldOptions{})
+		},
+		want: context.Canceled,
+	}, {
+		name: "the reply is lost to ctx's end",
+		hold: func(h holdCall) error {
+			return h.hold(&replyLoss{Service: h.svc, lose: func() error { h.cancel(); return h.ctx.Err() }}, leasefence.HoldOptions{})
+		},
+		want: context.Canceled,
+	}, {
+		name: "TryHold's reply is lost",
+		hold: func(h holdCall) error {
+			_, err := leasefence.TryHold(h.ctx, &replyLoss{Service: h.svc, lose: func() error { return errLost }}, h.client, h.resource, leasefence.HoldOptions{})
+			return err
+		},
+		want: errLost,
+	}}
+	for i, tc := range cases {
+		t.run(tc.name, func(t tb) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			clock := leasefence.NewManualClock("agent-a")
+			client, err := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-a"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := holdCall{ctx: ctx, cancel: cancel, svc: s.Service, client: client, clock: clock, resource: fmt.Sprintf("r%d", i)}
+			if err := tc.hold(h); !errors.Is(err, tc.want) {
+				t.Fatalf("Hold = %v, want an error matching %v", err, tc.want)
+			}
+			if out := s.acquireReq(s.begin(s.client("agent-b"), h.resource)); !out.OK {
+				t.Fatalf("after the failed Hold, another holder's acquire = %+v: the lease is still held, want it released", out)
+			}
+		})
+	}
+}
+
+// holdCall is what a case of testHoldCleansUp holds with: ctx, which
+// cancel ends, the service under test, and a client on a manual clock,
+// which only the case advances.
+type holdCall struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	svc      leasefence.Service
+	client   *leasefence.Client
+	clock    *leasefence.ManualClock
+	resource string
+}
+
+// hold calls Hold through svc and returns its error.
+func (h holdCall) hold(svc leasefence.Service, opts leasefence.HoldOptions) error {
+	_, err := leasefence.Hold(h.ctx, svc, h.client, h.resource, opts)
+	return err
+}
+
+// replyLoss is a Service whose first acquire reaches the service whatever
+// the caller's ctx, after which lose runs (it may end the caller's ctx, as
+// a deadline that falls while the reply is on its way) and its error, if
+// any, replaces the answer: the grant is made and its reply lost.
+type replyLoss struct {
+	leasefence.Service
+	lose func() error
+	sent atomic.Bool
+}
+
+func (r *replyLoss) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	if r.sent.Swap(true) {
+		return r.Service.Acquire(ctx, req)
+	}
+	out, err := r.Service.Acquire(context.WithoutCancel(ctx), req)
+	if err != nil {
+		return out, err
+	}
+	if err := r.lose(); err != nil {
+		return leasefence.AcquireOutcome{}, err
+	}
+	return out, nil
+}
+
+// slowGate is a gate of AdmitAt that is still admitting when the caller's
+// ctx ends: Admit ends it (cancel) and fails with its error, as a gate
+// slower than Hold's deadline does. Hold calls nothing else of it.
+type slowGate struct {
+	leasefence.Gate
+	resource string
+	cancel   context.CancelFunc
+}
+
+func (g slowGate) Resource() string { return g.resource }
+
+func (g slowGate) Admit(ctx context.Context, _ leasefence.Token) error {
+	g.cancel()
+	<-ctx.Done()
+	return ctx.Err()
+}
