@@ -57,7 +57,11 @@ type LockOptions struct {
 // a coordinator shared by many sessions, use New and leasefence.Hold.
 //
 // Errors are New's, leasefence.NewLockClient's and Hold's; after any of
-// them nothing is held and nothing Lock started is left running.
+// them nothing is held and nothing Lock started is left running. That
+// includes ctx ending before Lock returns: Hold releases what it was
+// granted (a grant whose reply came too late included) on a context of
+// its own, bounded by leasefence.CleanupTimeout (see "Clean-up after an
+// error" at leasefence.Hold).
 func Lock(ctx context.Context, cli *clientv3.Client, resource string, opts LockOptions) (*leasefence.Session, error) {
 	ttl := opts.TTL
 	if ttl == 0 {

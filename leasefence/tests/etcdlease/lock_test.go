@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
@@ -117,4 +119,95 @@ func TestLockBadOptions(t *testing.T) {
 			s2.Release(t.Context())
 		})
 	}
+}
+
+// Lock leaves nothing held when ctx ends before it returns: a gate of
+// AdmitAt still admitting at the deadline, or the acquire's reply held up
+// past it after etcd committed the grant. Another holder then takes the
+// slot at once, not after the TTL.
+func TestLockLeavesNothingHeldWhenCtxEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// lock calls Lock with ctx through a client of its own choosing,
+		// and reports whether the fault it injects was met.
+		lock func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (met bool, err error)
+	}{{
+		name: "a gate of AdmitAt outlasts ctx",
+		lock: func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (bool, error) {
+			gate := &ctxGate{resource: "slot"}
+			opts.Hold.AdmitAt = []leasefence.Gate{gate}
+			_, err := etcdlease.Lock(ctx, cli, "slot", opts)
+			return gate.admits.Load() == 1, err
+		},
+	}, {
+		name: "the acquire's reply comes after ctx ended",
+		lock: func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (bool, error) {
+			var held atomic.Int64
+			c := interceptedClient(t, func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				if method != "/etcdserverpb.KV/Txn" || held.Load() > 0 {
+					return invoker(ctx, method, req, reply, cc, opts...)
+				}
+				// The first transaction, the acquire, commits; its reply
+				// is held until the caller's deadline has passed.
+				if err := invoker(context.WithoutCancel(ctx), method, req, reply, cc, opts...); err != nil {
+					return err
+				}
+				held.Add(1)
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			_, err := etcdlease.Lock(ctx, c, "slot", opts)
+			return held.Load() == 1, err
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := newPrefix()
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			defer cancel()
+			met, err := tc.lock(t, ctx, etcdlease.LockOptions{Prefix: prefix, Holder: "a"})
+			if !errors.Is(err, context.DeadlineExceeded) || !met {
+				t.Fatalf("Lock = %v (fault met: %v), want the fault met and the ctx's deadline", err, met)
+			}
+			wantFree(t, prefix, "slot")
+		})
+	}
+}
+
+// wantFree fails t unless another holder is granted resource under prefix
+// at its first attempt.
+func wantFree(t *testing.T, prefix, resource string) {
+	t.Helper()
+	coord, err := etcdlease.New(cli, etcdlease.Options{Prefix: prefix, TTL: etcdlease.DefaultLockTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	client, err := leasefence.NewLockClient("b", etcdlease.DefaultLockTTL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := leasefence.TryHold(t.Context(), coord, client, resource, leasefence.HoldOptions{})
+	if err != nil {
+		t.Fatalf("another holder's TryHold = %v, want the lease: the failed Lock left it held", err)
+	}
+	if _, err := s.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ctxGate is a gate still admitting when its ctx ends, as a slow one is at
+// the caller's deadline: Admit waits for ctx and fails with its error.
+// Hold calls nothing else of it.
+type ctxGate struct {
+	leasefence.Gate
+	resource string
+	admits   atomic.Int64
+}
+
+func (g *ctxGate) Resource() string { return g.resource }
+
+func (g *ctxGate) Admit(ctx context.Context, _ leasefence.Token) error {
+	g.admits.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
 }
