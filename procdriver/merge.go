@@ -128,17 +128,32 @@ type generation struct {
 	known, ended bool
 	agent        int
 	fence        leasefence.Fence
+	incarnation  int32
 	coordEnd     time.Duration
+	guessed      realtime.GuessedEnds
+}
+
+// release names the generation a release request was sent for.
+type release struct {
+	agent, resource int
+	fence           leasefence.Fence
 }
 
 // coordinatorSide walks the events in order and keeps the coordinator's
 // events that tell something new: a grant replayed to a retried request
 // is dropped (it minted nothing), a grant of a resource whose generation
-// had not ended is preceded by that generation's expiry, and an extension,
-// expiry or release of a generation the history has moved past, or already
-// ended, is dropped.
+// had not ended is preceded by that generation's expiry, and an extension
+// or expiry of a generation the history has moved past, or already ended,
+// is dropped. A release of such a generation is judged by the rule the
+// in-process runner follows (realtime.GuessedEnds): one that reached the
+// coordinator, by the record, no later than the grant that took its
+// generation for expired is what let it go, and replaces that expiry;
+// any other is the coordinator's claim, kept for the checker. A child
+// reports a release when its answer is back; by the record, it reached
+// the coordinator at its send plus the network delay it was given.
 func coordinatorSide(events []history.Event, resources int) []history.Event {
 	gens := make([]generation, resources)
+	arrivals := make(map[release]time.Duration)
 	out := make([]history.Event, 0, len(events))
 	for _, e := range events {
 		if e.Resource < 0 || e.Resource >= resources {
@@ -148,30 +163,46 @@ func coordinatorSide(events []history.Event, resources int) []history.Event {
 		cur := &gens[e.Resource]
 		current := cur.known && cur.fence == e.Fence
 		switch e.Kind {
+		case history.RequestSent:
+			if e.Request == history.RequestRelease {
+				arrivals[release{e.Agent, e.Resource, e.Fence}] = e.At + e.Dur
+			}
 		case history.Granted:
 			if current {
 				continue
 			}
+			guessed := cur.guessed
 			if cur.known && !cur.ended {
+				guessed.Guess(cur.fence, cur.incarnation, e.At, len(out))
 				out = append(out, history.Event{At: e.At, Mode: e.Mode, Kind: history.Expired, Agent: cur.agent,
 					Resource: e.Resource, Fence: cur.fence, Other: -1, Deadline: cur.coordEnd})
 			}
-			*cur = generation{known: true, agent: e.Agent, fence: e.Fence, coordEnd: e.Deadline}
+			*cur = generation{known: true, agent: e.Agent, fence: e.Fence, incarnation: e.Incarnation, coordEnd: e.Deadline, guessed: guessed}
 		case history.Extended:
 			if !current || cur.ended {
 				continue
 			}
 			cur.coordEnd = e.Deadline
-		case history.Expired, history.Released:
+		case history.Expired:
 			if !current || cur.ended {
 				continue
 			}
 			cur.ended = true
-			if e.Kind == history.Expired {
-				e.Deadline = cur.coordEnd
+			e.Deadline = cur.coordEnd
+		case history.Released:
+			if current && !cur.ended {
+				cur.ended = true
+				break
+			}
+			arrived, sent := arrivals[release{e.Agent, e.Resource, e.Fence}]
+			if sent && cur.guessed.Released(out, e.Fence, e.Incarnation, arrived) {
+				continue
 			}
 		}
 		out = append(out, e)
 	}
+	// A release that replaced a guessed expiry is dated earlier than the
+	// grant it came before. Stable: events of one instant keep their order.
+	slices.SortStableFunc(out, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
 	return out
 }

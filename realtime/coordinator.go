@@ -23,12 +23,18 @@ type genState struct {
 	fence       leasefence.Fence
 	incarnation int32
 	coordEnd    time.Duration
-	// guessed are the last generations before this one that were taken
-	// for expired when the next was granted (their fence and incarnation,
-	// and that grant's instant), as the runner had seen no release of
-	// them. A release of one sent before that instant may have been the
-	// one that let it go, its answer still on its way.
-	guessed []guessedEnd
+	guessed     GuessedEnds
+}
+
+// GuessedEnds are the last lease generations of one resource that a
+// history took for expired when the next was granted, having seen no
+// release of them. It holds the one rule by which both ways of running
+// agents (goroutines, whose coordinator side records as it goes, and
+// processes, whose parent makes the coordinator's side from what the
+// children saw) judge a release whose answer comes back after that grant.
+// Its zero value is ready to use.
+type GuessedEnds struct {
+	ends []guessedEnd
 }
 
 // maxGuessed is how many generations taken for expired a resource keeps:
@@ -36,13 +42,44 @@ type genState struct {
 // the coordinator's claim.
 const maxGuessed = 4
 
-// guessedEnd is a generation the runner took for expired when the next
-// was granted.
+// guessedEnd is a generation taken for expired when the next was granted.
 type guessedEnd struct {
 	fence       leasefence.Fence
 	incarnation int32
 	replacedAt  time.Duration
-	event       int // the index of its expired event in the mode's emitted events, or -1
+	event       int // the index of its expired event in the history being made, or -1
+}
+
+// Guess records that generation (f, incarnation) was taken for expired at
+// the grant of the next, at instant replacedAt; its expired event is
+// events[event] of the history being made (-1: none).
+func (g *GuessedEnds) Guess(f leasefence.Fence, incarnation int32, replacedAt time.Duration, event int) {
+	g.ends = append(g.ends, guessedEnd{fence: f, incarnation: incarnation, replacedAt: replacedAt, event: event})
+	g.ends = g.ends[max(0, len(g.ends)-maxGuessed):]
+}
+
+// Released judges a release the coordinator answered OK for generation
+// (f, incarnation), which the history does not have as the resource's
+// live one, that reached the coordinator at instant arrived. If the
+// generation is one taken for expired at a grant no earlier than arrived,
+// the release is what let it go, its answer still on its way: its guessed
+// expiry in events becomes the release, dated at arrived (left an expiry,
+// it would claim the lease ran to its deadline, past the next grant), and
+// Released reports true. Otherwise it reports false, and the release is
+// the coordinator's claim for the checker to judge: a correct coordinator
+// refuses the release of a generation that is not its live one.
+func (g *GuessedEnds) Released(events []history.Event, f leasefence.Fence, incarnation int32, arrived time.Duration) bool {
+	for _, ge := range g.ends {
+		if ge.fence != f || ge.incarnation != incarnation || arrived > ge.replacedAt {
+			continue
+		}
+		if ge.event >= 0 && ge.event < len(events) && events[ge.event].Kind == history.Expired && events[ge.event].Fence == f {
+			e := &events[ge.event]
+			e.Kind, e.At, e.Deadline = history.Released, arrived, 0
+		}
+		return true
+	}
+	return false
 }
 
 // coordClock is the coordinator's clock: true time since the run began,
@@ -167,8 +204,7 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 		}
 		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
 			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
-		guessed = append(guessed, guessedEnd{fence: cur.fence, incarnation: cur.incarnation, replacedAt: at, event: event})
-		guessed = guessed[max(0, len(guessed)-maxGuessed):]
+		guessed.Guess(cur.fence, cur.incarnation, at, event)
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
 	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: guessed}
@@ -213,27 +249,14 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) bool {
 
 // releasedOther records a release the coordinator answered OK for a
 // generation that is not the resource's live one (an older fence, or one
-// already let go), sent at true instant sent: a correct coordinator
-// refuses those, so the history keeps the coordinator's claim for the
-// checker to judge. The one exception is the release of the generation
-// the runner took for expired when the next was granted, sent before that
-// grant: its answer was on its way, and it is what let the resource go.
+// already let go), whose call reached the coordinator at true instant
+// sent, as GuessedEnds.Released judges it.
 func (w *world) releasedOther(ri int, t leasefence.Token, sent time.Duration) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, g := range w.gens[ri].guessed {
-		if g.fence == t.Fence && g.incarnation == w.incarnation && sent <= g.replacedAt {
-			// The release, sent before the next grant, was what let the
-			// lease go: the expiry guessed at that grant becomes the
-			// release, dated at its send (it reached the coordinator
-			// between then and the grant). Left an expiry, it would claim
-			// the lease ran to its deadline, past the next grant.
-			if ev := r.emitted[w.mode]; g.event >= 0 && g.event < len(ev) && ev[g.event].Kind == history.Expired && ev[g.event].Fence == t.Fence {
-				ev[g.event].Kind, ev[g.event].At, ev[g.event].Deadline = history.Released, sent, 0
-			}
-			return
-		}
+	if w.gens[ri].guessed.Released(r.emitted[w.mode], t.Fence, w.incarnation, sent) {
+		return
 	}
 	r.emitLocked(w.mode, history.Event{Kind: history.Released, Agent: agentIndex(r.h.Agents, t.Holder), Resource: ri, Fence: t.Fence,
 		Incarnation: w.incarnation, Other: -1})
