@@ -199,6 +199,12 @@ func (c *Checker) Report() *Report {
 	if c.h.Fenced(c.mode) {
 		r.Violations = c.violations(r)
 	}
+	if r.MutualExclusionViolations > 0 {
+		// The lock's own safety, whatever the discipline: no fence makes
+		// a lock that grants twice a correct lock.
+		r.Violations = append(r.Violations, Plural(r.MutualExclusionViolations, "mutual-exclusion violation", "mutual-exclusion violations")+
+			ExclusionViolation)
+	}
 	if r.UnexplainedLandings > 0 {
 		r.Violations = append(r.Violations, Plural(r.UnexplainedLandings, "write", "writes")+UnexplainedLandingViolation)
 	}
@@ -218,6 +224,10 @@ func (c *Checker) Report() *Report {
 	}
 	return r
 }
+
+// ExclusionViolation follows the count of the mutual-exclusion
+// violations in their violation.
+const ExclusionViolation = ": the lock granted a resource while an earlier lease on it still ran"
 
 // FailoverReuseViolation follows the count of the fences reused after the
 // coordinator's store failed over: a loss of the store's, not a lie of the

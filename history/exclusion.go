@@ -11,9 +11,11 @@ import (
 // grant the lock made while an earlier lease on the same resource had
 // neither been released nor expired: a Granted event at a true instant
 // before the coordinator expiry the previous generation's Granted (or
-// latest Extended) event carries, with no Released event of it, and no
+// latest Extended) event carries, with no Released event of it, no
 // Expired event of it before the grant (a renewal the lock refused as
-// expired). The expiry is the one the history has: the server's where the
+// expired), and no CoordinatorRestarted event between the two grants (a
+// restart forgets every lease: the scenario's fault, which ended the
+// earlier lease, not the lock's lie). The expiry is the one the history has: the server's where the
 // runner could read it, the lease's own Deadline for a contender lock
 // (realtime.Contender). It is the lock's own fault, whatever its holders
 // did. It returns the count and up to MaxCounterexamples of them: what a
@@ -165,6 +167,12 @@ func (x *exclusion) add(e *Event) {
 	case Expired:
 		if mine && p.expiredAt < 0 {
 			p.expiredAt = e.At
+		}
+	case CoordinatorRestarted:
+		for i := range x.prev {
+			if l := &x.prev[i]; l.granted && l.expiredAt < 0 {
+				l.expiredAt = e.At // forgotten: ended as an expiry ends it
+			}
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package history_test
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,8 +83,42 @@ func TestMutualExclusionInReport(t *testing.T) {
 			if !found || xs[0].Kind != history.MutualExclusionViolation {
 				t.Errorf("no counterexample with the evidence: %+v", rep.Counterexamples)
 			}
-			if len(rep.Violations) != 0 {
-				t.Errorf("a naive contender's violation of mutual exclusion is a finding, not a failure: %v", rep.Violations)
+			// The lock's own safety: a violation of the mode whatever its
+			// discipline, so the run fails.
+			if want := "1 mutual-exclusion violation" + history.ExclusionViolation; !slices.Contains(rep.Violations, want) {
+				t.Errorf("violations %q, want %q", rep.Violations, want)
+			}
+		})
+	}
+}
+
+// A coordinator restart forgets every lease: a grant after it, while the
+// earlier lease would still have run, is the restart's, not the lock's.
+func TestMutualExclusionAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		restartAt time.Duration // -1: none
+		violates  bool
+	}{
+		{"no restart", -1, true},
+		{"a restart between the grants", 500 * time.Millisecond, false},
+		{"a restart after the second grant", 950 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := contenderHeader("lock")
+			h.Backend = "sim"
+			h.Agents = []string{"agent-1", "agent-2"}
+			h.Contenders = []history.Contender{{Name: "lock", Discipline: history.DisciplineNaive}}
+			events := exclusionEvents(0, 0, 900*time.Millisecond)
+			if tc.restartAt >= 0 {
+				r := history.Event{At: tc.restartAt, Mode: "lock", Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1,
+					Outcome: history.OutcomeCounterPersisted}
+				i, _ := slices.BinarySearchFunc(events, r.At, func(e history.Event, at time.Duration) int { return cmp.Compare(e.At, at) })
+				events = slices.Insert(events, i, r)
+			}
+			rep := history.Check(h, events).Modes["lock"]
+			if got := rep.MutualExclusionViolations > 0; got != tc.violates || (len(rep.Violations) > 0) != tc.violates {
+				t.Errorf("%d violations of exclusion (%q), want any: %v", rep.MutualExclusionViolations, rep.Violations, tc.violates)
 			}
 		})
 	}

@@ -44,9 +44,10 @@ func (r *Result) Add(rep *Report) {
 	r.Digest = combineDigests(ReportOrder(slices.Collect(maps.Keys(digests))), digests)
 }
 
-// Failed reports whether the run found a bug in the library: the fenced
-// mode broke a safety invariant it promises under the run's assumptions, or
-// the library returned an error it never should in either mode.
+// Failed reports whether the run found a bug in a lock: the fenced mode
+// broke a safety invariant it promises under the run's assumptions, a
+// mode's lock broke mutual exclusion, or the library returned an error it
+// never should in any mode.
 func (r *Result) Failed() bool {
 	for _, rep := range r.Modes {
 		if len(rep.Violations) > 0 {
@@ -155,8 +156,9 @@ type Report struct {
 	// MutualExclusionViolations counts grants the lock made while an
 	// earlier lease on the same resource had neither been released nor
 	// expired (MutualExclusion): the lock's own fault, whatever its
-	// holders did. A finding of the lock, not an invariant a fenced
-	// contender promises: the fence is what makes such a grant harmless.
+	// holders did and whatever their discipline. Any is a violation of
+	// the mode (Violations): a fence makes such a grant harmless to the
+	// resource, not the lock correct.
 	MutualExclusionViolations int `json:"mutual_exclusion_violations"`
 	// RefusedOverlaps are overlaps in which the older holder's write was
 	// refused.
@@ -218,8 +220,9 @@ type Report struct {
 	Counterexamples     []Counterexample           `json:"counterexamples"`
 	MoreCounterexamples map[CounterexampleKind]int `json:"more_counterexamples,omitempty"`
 	// Violations names each safety invariant the mode broke that it
-	// promises under the run's assumptions (fenced mode only), and each
-	// error the library returned that it never should (either mode).
+	// promises under the run's assumptions (fenced mode only), the lock's
+	// mutual-exclusion violations and each error the library returned
+	// that it never should (any mode).
 	Violations []string `json:"violations,omitempty"`
 }
 

@@ -243,8 +243,8 @@ func verdictParagraphs(res *history.Result) []string {
 	f, fenced := res.Modes[history.Fenced]
 	own := ownViolations(res)
 	if len(own) > 0 && (!fenced || len(f.Violations) == 0) {
-		ps = append(ps, "VERDICT: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD. This is a bug in the leasefence library: "+
-			strings.Join(own, "; ")+".")
+		ps = append(ps, "VERDICT: "+brokeWhat(own, "THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD", "THE LOCK BROKE ITS INVARIANTS")+
+			". This is a bug in the leasefence library: "+strings.Join(own, "; ")+".")
 	} else if fenced {
 		switch {
 		case len(own) > 0:
@@ -297,9 +297,9 @@ func ownContender(rep *history.Report) bool {
 
 // contenderParagraphs give the verdict of each contender that is not
 // one of the lab's own, in report order: a fenced one held its
-// invariants or broke them; a naive one's stale writes and
-// mutual-exclusion violations are findings about the lock and its
-// discipline, not failures of the run.
+// invariants or broke them; a naive one's stale writes are findings about
+// its discipline, not failures of the run; a lock of either that broke
+// mutual exclusion broke its invariants.
 func contenderParagraphs(res *history.Result) []string {
 	var ps []string
 	for _, m := range resultModes(res) {
@@ -319,7 +319,8 @@ func contenderParagraphs(res *history.Result) []string {
 		case len(rep.Violations) > 0 && c.Discipline == history.DisciplineFenced:
 			ps = append(ps, fmt.Sprintf("VERDICT for %s: BROKE ITS INVARIANTS: %s.", who, strings.Join(rep.Violations, "; ")))
 		case len(rep.Violations) > 0:
-			ps = append(ps, fmt.Sprintf("VERDICT for %s: THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD: %s.", who, strings.Join(rep.Violations, "; ")))
+			ps = append(ps, fmt.Sprintf("VERDICT for %s: %s: %s.", who,
+				brokeWhat(rep.Violations, "THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD", "BROKE ITS INVARIANTS"), strings.Join(rep.Violations, "; ")))
 		case rep.Vacuous:
 			ps = append(ps, fmt.Sprintf("%s: vacuous: it made no write, so nothing was put to the test.", who))
 		case c.Discipline == history.DisciplineFenced:
@@ -330,6 +331,18 @@ func contenderParagraphs(res *history.Result) []string {
 		}
 	}
 	return ps
+}
+
+// brokeWhat heads a verdict on violations vs: errors when every one is an
+// error the library returned, else broke (a lock that broke mutual
+// exclusion broke its invariants, whatever its discipline).
+func brokeWhat(vs []string, errors, broke string) string {
+	for _, v := range vs {
+		if !strings.HasPrefix(v, history.LibraryErrorViolation) {
+			return broke
+		}
+	}
+	return errors
 }
 
 // generationsNote says how a contender's lease generations were
@@ -444,14 +457,13 @@ type jsonMode struct {
 }
 
 // VerdictUnsafe is a naive contender's verdict when it landed a stale
-// write or its lock broke mutual exclusion: a finding about the lock and
-// the discipline, not a failure of the run.
+// write: a finding about the discipline, not a failure of the run.
 const VerdictUnsafe = "unsafe"
 
 // ModeVerdict is one contender's verdict: VerdictBroken when it broke an
-// invariant its discipline promises or its library returned an error it
-// never should, VerdictVacuous when it made no write, VerdictUnsafe when
-// (naive) a stale write landed or its lock granted a resource twice, else
+// invariant its discipline promises, its lock broke mutual exclusion or
+// its library returned an error it never should, VerdictVacuous when it
+// made no write, VerdictUnsafe when (naive) a stale write landed, else
 // VerdictHeld.
 func ModeVerdict(rep *history.Report) string {
 	switch {
@@ -459,7 +471,7 @@ func ModeVerdict(rep *history.Report) string {
 		return VerdictBroken
 	case rep.Vacuous:
 		return VerdictVacuous
-	case rep.StaleWritesLanded > 0 || rep.MutualExclusionViolations > 0:
+	case rep.StaleWritesLanded > 0:
 		return VerdictUnsafe
 	}
 	return VerdictHeld

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leasefence/lab/report"
 )
 
 // lab check exits 1 on every hand-made history whose claims do not bear
@@ -86,5 +89,40 @@ func TestRunRefusesTooMuchWork(t *testing.T) {
 	}
 	if code, _, stderr := runLab("run", "crowd", "--duration", "5s", "--json"); code != exitOK {
 		t.Errorf("the crowd for 5s: exit %d, stderr\n%s", code, stderr)
+	}
+}
+
+// A history in which the lock under test granted a resource twice is a
+// failure of the lock, whatever its discipline and however well its gate
+// kept the writes in order: lab check exits 1 and no form of its report
+// says the lock held.
+func TestCheckFailsALockThatGrantedTwice(t *testing.T) {
+	const path = "../../history/testdata/lock_grants_twice.jsonl"
+	page := filepath.Join(t.TempDir(), "page.html")
+	code, stdout, stderr := runLab("check", path, "--html", page)
+	if code != exitFailed || strings.Contains(stdout, "held its invariants") ||
+		!strings.Contains(strings.Join(strings.Fields(stdout), " "), "VERDICT for lock (example.com/twicelock.Lock, fenced): BROKE ITS INVARIANTS: 1 mutual-exclusion violation") {
+		t.Errorf("lab check: exit %d, want %d, and a broken verdict:\n%s%s", code, exitFailed, stdout, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(b); strings.Contains(html, "held its invariants") || !strings.Contains(html, `class="verdict failed"`) {
+		t.Errorf("the page does not fail the lock:\n%s", html)
+	}
+	code, stdout, _ = runLab("check", path, "--json")
+	var got struct {
+		Verdict string
+		Modes   map[string]struct {
+			Verdict    string
+			Violations []string
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if lock := got.Modes["lock"]; code != exitFailed || got.Verdict != report.VerdictBroken || lock.Verdict != report.VerdictBroken || len(lock.Violations) != 1 {
+		t.Errorf("lab check --json: exit %d, %+v", code, got)
 	}
 }
