@@ -20,6 +20,24 @@ import (
 // read: a malformed line, an unknown kind, a name the header does not list.
 var ErrBadHistory = errors.New("bad history")
 
+// ErrLineTooLong is matched (errors.Is) by the refusal of a line longer
+// than its bound (MaxHeaderLine, MaxEventLine), beside ErrBadHistory.
+var ErrLineTooLong = errors.New("line too long")
+
+// The longest lines a Decoder reads. A line over its bound is refused
+// where the bound falls, and the rest of it is never read: a reader's
+// memory stays in proportion to the header and to one event. The header
+// names every agent and resource: at the scenario limits (spec.MaxAgents
+// and spec.MaxResources, 100,000 each) the lab writes a header of 2.6 MB,
+// which MaxHeaderLine leaves a dozen times over. No event the lab writes
+// comes near a kilobyte (the longest in testdata: 212 bytes; a library's
+// error in a detail is a line or two), and MaxEventLine leaves a thousand
+// times that.
+const (
+	MaxHeaderLine = 32 << 20
+	MaxEventLine  = 1 << 20
+)
+
 // LineError locates a problem in a history file.
 type LineError struct {
 	Path string // the file, or "" for an unnamed stream
@@ -61,6 +79,9 @@ func NewEncoder(w io.Writer, h Header) (*Encoder, error) {
 	line, err := json.Marshal(headerLine{Kind: "run", Header: h})
 	if err != nil {
 		return nil, fmt.Errorf("history: header: %w", err)
+	}
+	if len(line) >= MaxHeaderLine {
+		return nil, fmt.Errorf("history: a header of %d bytes: %w: the header line may be at most %d MiB", len(line), ErrLineTooLong, MaxHeaderLine>>20)
 	}
 	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10), h: h, buf: make([]byte, 0, 256)}
 	e.w.Write(line)
@@ -134,6 +155,10 @@ func (e *Encoder) Encode(ev *Event) error {
 	}
 	b = append(b, "}\n"...)
 	e.buf = b
+	if len(b) > MaxEventLine {
+		// A line no Decoder would read back: refused here, not written.
+		return fmt.Errorf("history: a %s event of %d bytes: %w: an event line may be at most %d MiB", ev.Kind, len(b), ErrLineTooLong, MaxEventLine>>20)
+	}
 	_, e.err = e.w.Write(b)
 	return e.err
 }
@@ -233,7 +258,7 @@ func (d *Decoder) Header() (Header, error) {
 		return d.header, d.err
 	}
 	d.read = true
-	line, last, err := d.next()
+	line, last, err := d.next("the header line", MaxHeaderLine)
 	if err == io.EOF {
 		d.err, d.line = nil, d.line+1
 		return d.header, d.fail(fmt.Errorf("%w: empty file: the first line must be the run header", ErrBadHistory))
@@ -274,7 +299,7 @@ func (d *Decoder) Next() (Event, error) {
 	if _, err := d.Header(); err != nil {
 		return Event{}, err
 	}
-	line, last, err := d.next()
+	line, last, err := d.next("an event line", MaxEventLine)
 	if err != nil {
 		return Event{}, err
 	}
@@ -350,13 +375,19 @@ func lookup(what string, index map[string]int, name string) (int, error) {
 }
 
 // next returns the next non-blank line and whether it is the last,
-// unterminated one.
-func (d *Decoder) next() ([]byte, bool, error) {
+// unterminated one. A line longer than limit bytes (what names the line's
+// kind, for the error) is refused once that many are read.
+func (d *Decoder) next(what string, limit int) ([]byte, bool, error) {
 	if d.err != nil {
 		return nil, false, d.err
 	}
 	for {
-		line, err := d.r.ReadBytes('\n')
+		line, err := d.readLine(limit)
+		if errors.Is(err, ErrLineTooLong) {
+			d.line++
+			return nil, false, d.fail(fmt.Errorf("%w: %w: %s may be at most %d MiB, and this one is longer; nothing after it was read",
+				ErrBadHistory, err, what, limit>>20))
+		}
 		if len(line) == 0 && err == io.EOF {
 			d.err = io.EOF
 			return nil, false, io.EOF
@@ -371,6 +402,23 @@ func (d *Decoder) next() ([]byte, bool, error) {
 		if err == io.EOF {
 			d.err = io.EOF
 			return nil, false, io.EOF
+		}
+	}
+}
+
+// readLine reads up to and with the next newline, as bufio.Reader's
+// ReadBytes, but stops with ErrLineTooLong, and reads no further, once the
+// line holds more than limit bytes (its newline counted).
+func (d *Decoder) readLine(limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		if len(line)+len(chunk) > limit {
+			return nil, ErrLineTooLong
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }

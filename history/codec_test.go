@@ -292,3 +292,92 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+// filler is a stream of n bytes of 'x' and a newline, which counts what
+// was read of it.
+type filler struct{ left, read int }
+
+func (f *filler) Read(p []byte) (int, error) {
+	if f.left < 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), f.left+1)
+	for i := range n {
+		p[i] = 'x'
+	}
+	f.left -= n
+	if f.left < 0 {
+		p[n-1] = '\n'
+	}
+	f.read += n
+	return n, nil
+}
+
+// A line over its bound is refused at the bound, naming the line, and the
+// rest of it is never read: the decoder holds no more than the bound of
+// any line, however long the line in the file.
+func TestLongLinesRefusedAtTheBound(t *testing.T) {
+	head := string(encode(t, testHeader(), nil))
+	good := `{"at_ns":1,"mode":"fenced","kind":"check_passed","agent":"agent-1","resource":"res-1","fence":1}` + "\n"
+	const slack = 64 << 10 // the decoder's read buffer
+	for _, tc := range []struct {
+		name   string
+		before string // the lines before the long one
+		long   int    // its length
+		line   int
+		kept   int // events read before it
+		bound  int
+		want   string
+	}{
+		{"event", head + good, 8 * MaxEventLine, 3, 1, MaxEventLine, "an event line may be at most 1 MiB"},
+		{"header", "", 2 * MaxHeaderLine, 1, 0, MaxHeaderLine, "the header line may be at most 32 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			long := &filler{left: tc.long}
+			_, events, err := Decode(io.MultiReader(strings.NewReader(tc.before), long, strings.NewReader(good)), "h.jsonl")
+			var le *LineError
+			if !errors.As(err, &le) || !errors.Is(err, ErrBadHistory) || !errors.Is(err, ErrLineTooLong) || le.Line != tc.line {
+				t.Fatalf("got %v, want h.jsonl:%d: a *LineError matching ErrBadHistory and ErrLineTooLong", err, tc.line)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if long.read > tc.bound+slack {
+				t.Errorf("read %d bytes of a %d-byte line: more than its bound %d", long.read, tc.long, tc.bound)
+			}
+			if len(events) != tc.kept {
+				t.Errorf("kept %d events before the long line, want %d", len(events), tc.kept)
+			}
+		})
+	}
+}
+
+// An event line of exactly MaxEventLine bytes is written and read back;
+// one byte more is refused by the Encoder, and by the Decoder if written
+// by hand.
+func TestEventLineAtTheBound(t *testing.T) {
+	h := testHeader()
+	head := encode(t, h, nil)
+	ev := Event{At: time.Millisecond, Mode: Fenced, Kind: LibraryError, Agent: 0, Resource: 0, Other: -1, Detail: "x"}
+	base := len(encode(t, h, []Event{ev})) - len(head)
+	ev.Detail = strings.Repeat("x", MaxEventLine-base+1)
+	data := encode(t, h, []Event{ev})
+	if n := len(data) - len(head); n != MaxEventLine {
+		t.Fatalf("the event line is %d bytes, want %d", n, MaxEventLine)
+	}
+	if _, events, err := Decode(bytes.NewReader(data), ""); err != nil || len(events) != 1 || events[0].Detail != ev.Detail {
+		t.Fatalf("an event line of exactly the bound: %d events, %v", len(events), err)
+	}
+	ev.Detail += "x"
+	enc, err := NewEncoder(io.Discard, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(&ev); !errors.Is(err, ErrLineTooLong) {
+		t.Errorf("the Encoder wrote an event line over the bound: %v", err)
+	}
+	over := append(data[:len(data)-len(`"}`+"\n")], `x"}`+"\n"...)
+	if _, _, err := Decode(bytes.NewReader(over), ""); !errors.Is(err, ErrLineTooLong) {
+		t.Errorf("an event line one byte over the bound: %v", err)
+	}
+}

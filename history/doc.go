@@ -48,7 +48,10 @@
 // agent names a resource too, but the fault kinds, check_passed,
 // check_failed, stall_began, stall_ended and write_skipped), or one the
 // header does not list. A fault event names its kind, and an agent or a
-// target.
+// target. The header line may be at most MaxHeaderLine bytes (32 MiB) and
+// an event line MaxEventLine (1 MiB): a longer line is refused where its
+// bound falls, and its rest is never read, so reading a history takes
+// memory for its header and one event, never for a line of any length.
 //
 // The checker judges a landed write by lease generation, not by fence
 // number: a write is stale when a write of a newer generation of its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +49,57 @@ func TestCheckMemoryIsFlatInHistoryLength(t *testing.T) {
 	if b-a > 12 {
 		t.Fatalf("checking %d events more took %.1f MB more (%.1f against %.1f): the checker keeps something per event",
 			(long-short)*perGeneration, b-a, b, a)
+	}
+}
+
+// A line is never held whole: lab check of a history whose second line is
+// one 256 MiB event stops at history.MaxEventLine with the line's error
+// (exit 2, naming line 2 and the bound), in the memory of that bound. Held
+// whole, the line took 2.1 GB at its peak.
+func TestCheckStopsAtALongLine(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory is not the checker's: measured without -race")
+	}
+	path := filepath.Join(t.TempDir(), "long-line.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := history.Header{Format: history.FormatVersion, Scenario: "long-line", Seed: 1, Backend: "sim", Modes: []history.Mode{history.Fenced},
+		Duration: time.Second, Agents: []string{"agent-1"}, Resources: []string{"res-1"}, TTL: time.Second}
+	enc, err := history.NewEncoder(f, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const lineMB = 256
+	fmt.Fprint(f, `{"at_ns":1,"mode":"fenced","kind":"library_error","agent":"agent-1","resource":"res-1","detail":"`)
+	mb := []byte(strings.Repeat("x", 1<<20))
+	for range lineMB {
+		if _, err := f.Write(mb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Fprint(f, "\"}\n")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	u, err := peakrss.Run([]string{runAsLab + "=1"}, os.Args[0], "check", "--json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := float64(u.KB) / 1024
+	t.Logf("lab check of a %d MiB line: exit %d, peak RSS %.1f MB", lineMB, u.Exit, peak)
+	want := fmt.Sprintf("%s:2: bad history: line too long: an event line may be at most %d MiB", path, history.MaxEventLine>>20)
+	if u.Exit != exitUsage || !strings.Contains(u.Stderr, want) {
+		t.Errorf("exit %d, stderr %.500q: want exit %d and %q", u.Exit, u.Stderr, exitUsage, want)
+	}
+	// About 35 MB: the runtime and a buffer of the bound. The line held
+	// whole is 256 MiB, and far more once decoded.
+	if peak > 128 {
+		t.Errorf("lab check held %.1f MB at its peak: the long line was read past its bound", peak)
 	}
 }
 

@@ -12,6 +12,7 @@
 package peakrss
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +39,10 @@ func ServeIfAsked() {
 	// The command must not serve in turn: it may be this binary again.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, cmdEnv+"=") })
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Run(); err != nil {
+	// A command that ran and exited non-zero is measured all the same:
+	// its exit status is reported beside its memory.
+	var exit *exec.ExitError
+	if err := cmd.Run(); err != nil && !errors.As(err, &exit) {
 		fmt.Fprintf(os.Stderr, "peakrss: %v: %v\n", args, err)
 		os.Exit(2)
 	}
@@ -47,25 +51,44 @@ func ServeIfAsked() {
 		fmt.Fprintln(os.Stderr, "peakrss: no rusage of a child process here")
 		os.Exit(3)
 	}
-	fmt.Printf("maxrss %d\n", ru.Maxrss)
+	fmt.Printf("maxrss %d exit %d\n", ru.Maxrss, cmd.ProcessState.ExitCode())
 	os.Exit(0)
+}
+
+// Usage is what Run measured of a command.
+type Usage struct {
+	KB     int64  // peak resident memory, in kilobytes
+	Exit   int    // its exit status
+	Stderr string // what it wrote to its standard error
 }
 
 // Of runs args (a command and its arguments), with env added to this
 // process's environment, as a grandchild of this test binary, and returns
-// its peak resident memory in kilobytes. The test binary's TestMain must
-// call ServeIfAsked first.
+// its peak resident memory in kilobytes; a command that exits non-zero is
+// an error. The test binary's TestMain must call ServeIfAsked first.
 func Of(env []string, args ...string) (kb int64, err error) {
+	u, err := Run(env, args...)
+	if err == nil && u.Exit != 0 {
+		err = fmt.Errorf("peakrss: %v: exit status %d\n%s", args, u.Exit, u.Stderr)
+	}
+	return u.KB, err
+}
+
+// Run is Of for a command whose exit status is part of what a test
+// checks: it returns the command's exit status and standard error beside
+// its peak memory, and an error only when it could not be measured.
+func Run(env []string, args ...string) (Usage, error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(append(os.Environ(), env...), cmdEnv+"="+strings.Join(args, "\x1f"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("peakrss: %v: %w\n%s", args, err, stderr.String())
+		return Usage{}, fmt.Errorf("peakrss: %v: %w\n%s", args, err, stderr.String())
 	}
-	if _, err := fmt.Sscanf(string(out), "maxrss %d", &kb); err != nil {
-		return 0, fmt.Errorf("peakrss: the intermediate said %q: %w", out, err)
+	u := Usage{Stderr: stderr.String()}
+	if _, err := fmt.Sscanf(string(out), "maxrss %d exit %d", &u.KB, &u.Exit); err != nil {
+		return Usage{}, fmt.Errorf("peakrss: the intermediate said %q: %w", out, err)
 	}
-	return kb, nil
+	return u, nil
 }
