@@ -123,6 +123,9 @@ func (l *Live) rebaseLocked() {
 	l.wallBase = l.now()
 }
 
+// RealTime is false: virtual time pauses, steps and changes pace.
+func (l *Live) RealTime() bool { return false }
+
 // SetPaused pauses or resumes virtual time.
 func (l *Live) SetPaused(p bool) {
 	l.mu.Lock()

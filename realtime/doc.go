@@ -123,10 +123,11 @@
 // # The dashboard
 //
 // Live is a run as the dashboard (tui.Source) sees it: snapshots folded
-// from the run's own events (history.AgentTrack, history.Reader), pause
-// (agents start no new work), drop rate, stalling an agent and coordinator
-// restarts. Steps, speed and toggling the gate push are refused
-// (ErrRealTime): real time cannot be stepped.
+// from the run's own events (history.AgentTrack, history.Reader), drop
+// rate, stalling an agent and coordinator restarts. Steps, speed and
+// toggling the gate push are refused (ErrRealTime): real time cannot be
+// stepped. Nor can it pause (Live.RealTime says why): the dashboard
+// freezes its picture while the run goes on.
 //
 // # What it cannot fault
 //

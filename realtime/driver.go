@@ -141,16 +141,11 @@ func (d *driver) Failed(f *agent.Failure) {
 
 func (d *driver) emit(e history.Event) { d.w.r.emit(d.w.mode, e) }
 
-// arm fires the agent's timer at the true instant at. While the run is
-// paused no step is taken: an agent starts no new work (an acquire, a
-// write); what is in flight finishes, and renewals go on.
+// arm fires the agent's timer at the true instant at.
 func (d *driver) arm(t agent.Timer, at time.Duration, gen uint32) {
 	r := d.w.r
 	r.spawn(func(ctx context.Context) {
 		if sleep(ctx, at-r.now()) != nil {
-			return
-		}
-		if t == agent.TimerStep && r.waitUnpaused(ctx) != nil {
 			return
 		}
 		d.feed(func(now time.Duration) []agent.Output { return d.ag.Fire(now, t, gen) })

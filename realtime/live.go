@@ -84,11 +84,21 @@ func (l *Live) Modes() []history.Mode { return append([]history.Mode(nil), l.r.h
 // Now is true time since the run began.
 func (l *Live) Now() time.Duration { return l.r.Elapsed() }
 
-// Paused reports whether agents are held from starting new work.
-func (l *Live) Paused() bool { return l.r.Paused() }
+// RealTime is true. A real-time run cannot pause: its lock servers keep
+// their own time (a Redis key's TTL, an etcd lease, the in-memory
+// service's deadlines), so stopping the lab's agents while those clocks
+// run would expire every lease they hold, a fault nobody asked for,
+// recorded as though the run had played it; and holding the agents from
+// new work while the clock runs changes what the run records, filling
+// their lanes with waits that are the dashboard's doing. So the run goes
+// on untouched, and a dashboard freezes its picture instead.
+func (l *Live) RealTime() bool { return true }
 
-// SetPaused holds agents from starting new work, or lets them go on.
-func (l *Live) SetPaused(p bool) { l.r.SetPaused(p) }
+// Paused is false: a real-time run never pauses (see RealTime).
+func (l *Live) Paused() bool { return false }
+
+// SetPaused does nothing: a real-time run cannot pause (see RealTime).
+func (l *Live) SetPaused(bool) {}
 
 // Speed is 1: real time.
 func (l *Live) Speed() float64 { return 1 }

@@ -86,43 +86,6 @@ func newSQLite(t *testing.T) *sqlitestore.SQLiteStore {
 	return s
 }
 
-// Pausing stops agents from starting new work; resuming lets them go on.
-func TestPause(t *testing.T) {
-	sc := short(t, "overlap", 20*time.Second, 0.1)
-	var acquiredWhilePaused atomic.Int64
-	var paused atomic.Bool
-	r, err := realtime.New(sc, realtime.Options{Subscribers: []history.Subscriber{history.SubscriberFunc(func(e history.Event) {
-		if paused.Load() && e.Kind == history.Acquired {
-			acquiredWhilePaused.Add(1)
-		}
-	})}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan *realtime.Result)
-	go func() {
-		res, _ := r.Run(context.Background())
-		done <- res
-	}()
-	time.Sleep(300 * time.Millisecond)
-	r.SetPaused(true)
-	if !r.Paused() {
-		t.Fatal("not paused")
-	}
-	time.Sleep(200 * time.Millisecond) // what was in flight finishes
-	paused.Store(true)
-	time.Sleep(700 * time.Millisecond)
-	paused.Store(false)
-	r.SetPaused(false)
-	res := <-done
-	if n := acquiredWhilePaused.Load(); n > 0 {
-		t.Errorf("%d leases acquired while paused", n)
-	}
-	if res.Modes[history.Fenced].Acquisitions == 0 {
-		t.Error("nothing acquired")
-	}
-}
-
 // On a real etcd, in the overlap scenario (every other write stalled past
 // the TTL, so that a few seconds suffice): the naive mode lands a stale
 // write silently and the fenced mode refuses it. Real time is not

@@ -88,9 +88,6 @@ type Runner struct {
 	members   []MemberFaultRecord
 	primaries []PrimaryFaultRecord // the faults of the Redis primary played
 
-	pauseMu sync.Mutex
-	resume  chan struct{} // nil while running; closed on resume
-
 	// restarting is held by a coordinator restart, and read-held by each
 	// call to a coordinator from its send to its record: a grant is then
 	// recorded under the incarnation that made it, never under the one
@@ -262,44 +259,6 @@ func (r *Runner) result() *Result {
 		}
 	}
 	return res
-}
-
-// SetPaused pauses or resumes the run: while paused no agent starts new
-// work (an acquire, a write); what is in flight finishes, leases already
-// held keep being renewed, and the wall clock goes on.
-func (r *Runner) SetPaused(p bool) {
-	r.pauseMu.Lock()
-	defer r.pauseMu.Unlock()
-	switch {
-	case p && r.resume == nil:
-		r.resume = make(chan struct{})
-	case !p && r.resume != nil:
-		close(r.resume)
-		r.resume = nil
-	}
-}
-
-// Paused reports whether the run is paused.
-func (r *Runner) Paused() bool {
-	r.pauseMu.Lock()
-	defer r.pauseMu.Unlock()
-	return r.resume != nil
-}
-
-// waitUnpaused blocks while the run is paused.
-func (r *Runner) waitUnpaused(ctx context.Context) error {
-	r.pauseMu.Lock()
-	ch := r.resume
-	r.pauseMu.Unlock()
-	if ch == nil {
-		return ctx.Err()
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Elapsed is true time since the run began: 0 before Run, and the run's

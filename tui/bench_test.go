@@ -23,7 +23,7 @@ func BenchmarkView1000Agents(b *testing.B) {
 		live.Advance(5 * time.Second)
 		m := settle(b, manual(live), tea.WindowSizeMsg{Width: size.w, Height: size.h}, frameMsg{})
 		// An op forces the snapshots even though virtual time stands still.
-		round := work(live, m.info.modes, []op{{kind: opAdvance}}, 0, true, false)
+		round := work(live, m.info.modes, []op{{kind: opAdvance}}, 0, true, false, false)
 		b.Run("snapshot/"+size.name, func(b *testing.B) {
 			for b.Loop() {
 				round()

@@ -45,12 +45,12 @@ func TestStripComparesAnyTwoContenders(t *testing.T) {
 	m = settle(t, m, tea.WindowSizeMsg{Width: 200, Height: 40}, frameMsg{})
 	strip := func() string { return strings.TrimSpace(m.strip.View()) }
 	// In view: fenced, the one with something to show; beside it, naive.
-	if got := strip(); !strings.HasPrefix(got, "naive: 1 stale write landed silently  vs  fenced: 1 refused, 0 landed  (same faults)") ||
+	if got := strip(); !strings.HasPrefix(got, "stale writes  naive: 1 landed, 0 refused (no gate)  vs  fenced: 0 landed, 1 refused  (same faults)") ||
 		!strings.Contains(got, "c: compare another") {
 		t.Fatalf("the first comparison: %q", got)
 	}
 	m = settle(t, m, press("c")...)
-	if got := strip(); !strings.HasPrefix(got, "redsync: 1 stale write landed silently  vs  fenced: 1 refused") {
+	if got := strip(); !strings.HasPrefix(got, "stale writes  redsync: 1 landed, 0 refused (no gate)  vs  fenced: 0 landed, 1 refused") {
 		t.Errorf("c compares fenced with redsync: %q", got)
 	}
 	if !strings.Contains(m.status, "comparing fenced with redsync") {
@@ -58,7 +58,7 @@ func TestStripComparesAnyTwoContenders(t *testing.T) {
 	}
 	// c again comes round to naive, never to the one in view.
 	m = settle(t, m, press("c")...)
-	if got := strip(); !strings.HasPrefix(got, "naive: ") || strings.Contains(got, "redsync") {
+	if got := strip(); !strings.HasPrefix(got, "stale writes  naive: ") || strings.Contains(got, "redsync") {
 		t.Errorf("c again: %q", got)
 	}
 	// tab moves the view through every contender; the strip never

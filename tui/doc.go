@@ -12,7 +12,11 @@
 // second), never one message per simulation event, and a slow terminal
 // only drops frames. Every control that changes the run (a stall, the
 // drop rate, a coordinator restart, the gate push) goes through
-// Live.Intervene, so it is recorded and the steered run replays.
+// Live.Intervene, so it is recorded and the steered run replays. A
+// real-time run cannot pause (Source.RealTime says why): space, or the
+// first refusal, freezes the picture while the run goes on, and once the
+// picture is live again a row under the timeline's lanes marks with = the
+// interval the run went on unwatched.
 //
 // Nothing here needs a terminal to be constructed or tested: New builds a
 // Model from a Live and Options, and View draws whatever size the last

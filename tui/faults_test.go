@@ -35,7 +35,7 @@ func TestHeaderShowsFaults(t *testing.T) {
 	} {
 		snap := liveview.Snapshot{Mode: history.Fenced, Fenced: true, Now: tc.now, Duration: 20 * time.Second, Faults: faults}
 		p := headerPane{st: defaultStyles(), info: runInfo{name: "etcd-partition", modes: []history.Mode{history.Fenced}}, width: 300}
-		p.set(&snap, history.Fenced, false, false, 1)
+		p.set(&snap, history.Fenced, clock{speed: 1})
 		line := ansi.Strip(p.lines[1])
 		_, note, found := strings.Cut(line, "  faults: ")
 		switch {

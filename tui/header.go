@@ -36,8 +36,17 @@ func (p *headerPane) SetSize(width, _ int) {
 	p.draw()
 }
 
+// clock is the run's pace as the header tells it: paused (the
+// simulator), frozen (a real-time run's picture held while the run goes
+// on, now at runNow), done, and the speed.
+type clock struct {
+	paused, frozen, done bool
+	runNow               time.Duration
+	speed                float64
+}
+
 // set rebuilds the lines from the focused snapshot and the Live's pace.
-func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, done bool, speed float64) {
+func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, c clock) {
 	st, info := p.st, p.info
 	p.lines[0] = st.Title.Render("leasefence lab") + "  " + st.Value.Render(info.name) +
 		st.Muted.Render(fmt.Sprintf(" · seed %d · %s on %s · ttl %s", info.seed,
@@ -45,9 +54,11 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 
 	var run string
 	switch {
-	case done:
+	case c.frozen:
+		run = st.Paused.Render("FROZEN")
+	case c.done:
 		run = st.Done.Render("DONE")
-	case paused:
+	case c.paused:
 		run = st.Paused.Render("PAUSED")
 	default:
 		run = st.Running.Render("RUNNING")
@@ -64,21 +75,26 @@ func (p *headerPane) set(snap *liveview.Snapshot, focus history.Mode, paused, do
 			views = append(views, st.ViewOff.Render(string(m)))
 		}
 	}
-	p.lines[1] = run + "  " + st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration)) +
-		st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(speed)) +
+	t := st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration))
+	if c.frozen {
+		// The picture is of snap.Now; the run is elsewhere by now.
+		t = st.Value.Render("t "+history.FormatDuration(snap.Now)) + st.Muted.Render(" · run ") +
+			st.Value.Render(history.FormatDuration(c.runNow)) + st.Muted.Render(" / "+history.FormatDuration(snap.Duration))
+	}
+	p.lines[1] = run + "  " + t + st.Muted.Render("  speed ") + st.Value.Render(fmtSpeed(c.speed)) +
 		st.Muted.Render(fmt.Sprintf("  drop %.2f  push %s  view ", snap.DropRate, push)) + strings.Join(views, " ")
 	if note := faultNote(snap); note != "" {
 		p.lines[1] += "  " + st.Refused.Render(note)
 	}
 
-	t := snap.Totals
+	tot := snap.Totals
 	// Naive has no gate to admit anything: its writes simply land.
-	writes := fmt.Sprintf("%d admitted", t.CommitsAdmitted)
+	writes := fmt.Sprintf("%d admitted", tot.CommitsAdmitted)
 	if !snap.Fenced {
-		writes = fmt.Sprintf("%d landed (%d stale)", t.CommitsAdmitted, t.StaleWritesLanded)
+		writes = fmt.Sprintf("%d landed (%d stale)", tot.CommitsAdmitted, tot.StaleWritesLanded)
 	}
 	p.lines[2] = st.Value.Render(string(snap.Mode)+":") + st.Muted.Render(fmt.Sprintf(" %d acquired  %d renewed  %d expired  %s  %d lost  %s",
-		t.Acquisitions, t.Renewals, t.Expiries, writes, t.MessagesLost, history.Plural(snap.Events, "event", "events")))
+		tot.Acquisitions, tot.Renewals, tot.Expiries, writes, tot.MessagesLost, history.Plural(snap.Events, "event", "events")))
 	p.draw()
 }
 
@@ -112,10 +128,13 @@ func (p *headerPane) draw() {
 }
 
 // stripPane is the one-line comparison of two contenders on the same
-// faults: how many stale writes landed silently for one written to
-// naively, how many the gates refused (and let land) for one written
-// through them. With more than two contenders it compares the one in view
-// with the one the person picked (Model's against).
+// faults, counting the same things for both: the stale writes that landed
+// and those a gate refused (a stale write is one under a fence below one
+// already written: naive, it lands over the newer write; fenced, the gate
+// refuses it). A contender written to naively has no gate, so none of its
+// stale writes is refused, and the strip says so. With more than two
+// contenders it compares the one in view with the one the person picked
+// (Model's against).
 type stripPane struct {
 	st    *styles
 	width int
@@ -142,13 +161,14 @@ func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot, a, b in
 	}
 	sides := make([]string, len(pair))
 	for k, i := range pair {
-		sides[k] = p.side(modes[i], snaps[i], len(modes) == 1)
+		sides[k] = p.side(modes[i], snaps[i])
 	}
+	p.line = st.Muted.Render("stale writes  ") + sides[0]
 	switch {
 	case len(sides) == 2:
-		p.line = sides[0] + st.Muted.Render("  vs  ") + sides[1] + st.Muted.Render("  (same faults)")
+		p.line += st.Muted.Render("  vs  ") + sides[1] + st.Muted.Render("  (same faults)")
 	default:
-		p.line = sides[0] + st.Muted.Render("  (run both modes to compare)")
+		p.line += st.Muted.Render("  (run both modes to compare)")
 	}
 	if len(modes) > 2 {
 		p.line += st.Muted.Render("  c: compare another")
@@ -156,50 +176,44 @@ func (p *stripPane) set(modes []history.Mode, snaps []liveview.Snapshot, a, b in
 	p.view = cut(p.line, p.width)
 }
 
-// side is one contender's part of the comparison.
-func (p *stripPane) side(m history.Mode, snap liveview.Snapshot, alone bool) string {
+// side is one contender's part of the comparison: its stale writes
+// landed, then refused, and the same for forged proofs when there were
+// any.
+func (p *stripPane) side(m history.Mode, snap liveview.Snapshot) string {
 	st := p.st
 	t := snap.Totals
-	var out string
-	if !snap.Fenced {
-		s := st.Good
-		if t.StaleWritesLanded > 0 {
-			s = st.Stale
-		}
-		out = st.Value.Render(string(m)+": ") + s.Render(history.Plural(t.StaleWritesLanded, "stale write", "stale writes")+" landed silently")
-		if t.ForgeriesLanded > 0 {
-			out += st.Muted.Render(", ") + st.Stale.Render(history.Plural(t.ForgeriesLanded, "forgery", "forgeries")+" landed")
-		}
-	} else {
-		s := st.Muted
-		if t.CommitsRefused > 0 {
-			s = st.Refused
-		}
-		// Beside the naive figure the noun is already said; alone it is not.
-		landed := fmt.Sprintf("%d landed", t.StaleWritesLanded)
-		if alone {
-			landed = history.Plural(t.StaleWritesLanded, "stale write landed", "stale writes landed")
-		}
-		if t.StaleWritesLanded > 0 {
-			landed = st.Stale.Render(landed + " (a bug)")
-		} else {
-			landed = st.Good.Render(landed)
-		}
-		out = st.Value.Render(string(m)+": ") + s.Render(fmt.Sprintf("%d refused", t.CommitsRefused)) + st.Muted.Render(", ") + landed
-		if t.ForgeriesRefused+t.ForgeriesLanded > 0 {
-			// Forged proofs are refused before the gate: not stale fences.
-			forged := st.Refused.Render(history.Plural(t.ForgeriesRefused, "forgery", "forgeries") + " refused")
-			if t.ForgeriesLanded > 0 {
-				forged += st.Muted.Render(", ") + st.Stale.Render(fmt.Sprintf("%d landed (a bug)", t.ForgeriesLanded))
-			}
-			out += st.Muted.Render(", ") + forged
-		}
+	out := st.Value.Render(string(m)+": ") + p.counts(snap.Fenced, t.StaleWritesLanded, t.CommitsRefused)
+	if t.ForgeriesRefused+t.ForgeriesLanded > 0 {
+		// Forged proofs are refused before the gate: not stale fences.
+		out += st.Muted.Render(", forgeries ") + p.counts(snap.Fenced, t.ForgeriesLanded, t.ForgeriesRefused)
 	}
 	if t.WritesFailed > 0 {
 		// The store's failures, not the lock's: said, not counted as either.
 		out += st.Muted.Render(", " + history.Plural(t.WritesFailed, "write", "writes") + " failed by the store")
 	}
 	return out
+}
+
+// counts is "N landed, M refused": through a gate a landing is a bug;
+// with none, a landing is the silent overwrite the lab shows, and nothing
+// can be refused.
+func (p *stripPane) counts(fenced bool, landed, refused int) string {
+	st := p.st
+	l := st.Good.Render(fmt.Sprintf("%d landed", landed))
+	switch {
+	case landed > 0 && fenced:
+		l = st.Stale.Render(fmt.Sprintf("%d landed (a bug)", landed))
+	case landed > 0:
+		l = st.Stale.Render(fmt.Sprintf("%d landed", landed))
+	}
+	if !fenced {
+		return l + st.Muted.Render(fmt.Sprintf(", %d refused (no gate)", refused))
+	}
+	r := st.Muted
+	if refused > 0 {
+		r = st.Refused
+	}
+	return l + st.Muted.Render(", ") + r.Render(fmt.Sprintf("%d refused", refused))
 }
 
 // View returns the line as last drawn.

@@ -1,6 +1,10 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"slices"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // keyMap is the dashboard's one keymap; bubbles/help draws it.
 type keyMap struct {
@@ -10,14 +14,23 @@ type keyMap struct {
 	Push                                          key.Binding
 	View, Compare, Filter, LogUp, LogDown         key.Binding
 	Help, Quit                                    key.Binding
+	// realTime: the run cannot pause, step or change pace, so space
+	// freezes the picture, and the help leaves out the keys that would
+	// only be refused.
+	realTime bool
 }
 
-func defaultKeys() keyMap {
+func defaultKeys(realTime bool) keyMap {
 	b := func(keys []string, k, desc string) key.Binding {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
 	}
+	pause := "pause/resume"
+	if realTime {
+		pause = "freeze view/live"
+	}
 	return keyMap{
-		Pause:       b([]string{" "}, "space", "pause/resume"),
+		realTime:    realTime,
+		Pause:       b([]string{" "}, "space", pause),
 		Step:        b([]string{"n", "."}, "n/.", "step one event"),
 		Faster:      b([]string{"+", "="}, "+", "faster x2"),
 		Slower:      b([]string{"-", "_"}, "-", "slower /2"),
@@ -43,13 +56,21 @@ func defaultKeys() keyMap {
 
 // ShortHelp is the one-line help bar.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Pause, k.Step, k.Faster, k.Slower, k.Up, k.Down, k.Stall, k.View, k.Help, k.Quit}
+	return slices.Concat([]key.Binding{k.Pause}, k.pace(), []key.Binding{k.Up, k.Down, k.Stall, k.View, k.Help, k.Quit})
+}
+
+// pace is the keys that step and change the speed, none in real time.
+func (k keyMap) pace() []key.Binding {
+	if k.realTime {
+		return nil
+	}
+	return []key.Binding{k.Step, k.Faster, k.Slower}
 }
 
 // FullHelp is the help screen: running, looking, and injecting faults.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Pause, k.Step, k.Faster, k.Slower, k.View, k.Help, k.Quit},
+		slices.Concat([]key.Binding{k.Pause}, k.pace(), []key.Binding{k.View, k.Help, k.Quit}),
 		{k.Up, k.Down, k.Top, k.Bottom, k.Compare, k.Filter, k.LogUp, k.LogDown},
 		{k.Stall, k.DropUp, k.DropDown, k.Restart, k.RestartKeep, k.Push},
 	}

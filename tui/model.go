@@ -48,6 +48,14 @@ type Model struct {
 	against int
 	paused  bool
 	done    bool
+	// realTime: the run cannot pause (Source.RealTime), so space freezes
+	// the picture instead: frozen holds snaps as they were at frozenAt
+	// while the run goes on, and runNow is where the run is. Once live
+	// again, the timeline marks each interval in unwatched, so a person
+	// knows the run went on behind the frozen picture.
+	realTime, frozen bool
+	frozenAt, runNow time.Duration
+	unwatched        []span
 	// pauseAtRefusal: pause by itself once, at the first refused (or, in
 	// naive mode, stale) write; firstSeen: that moment has been seen.
 	pauseAtRefusal, firstSeen bool
@@ -96,7 +104,7 @@ func New(live Source, opts Options) Model {
 	}
 	st := defaultStyles()
 	m := Model{
-		live: live, tick: opts.tick(), keys: defaultKeys(), help: help.New(), st: st, filter: -1,
+		live: live, tick: opts.tick(), keys: defaultKeys(live.RealTime()), help: help.New(), st: st, filter: -1, realTime: live.RealTime(),
 		info:  runInfo{name: history.Printable(h.Scenario), seed: h.Seed, agents: len(h.Agents), resources: len(h.Resources), ttl: h.TTL, modes: live.Modes()},
 		speed: live.Speed(), paused: live.Paused(), drop: drop, pauseAtRefusal: opts.PauseAtFirstRefusal,
 		holders: newHoldersPane(st), gates: newGatesPane(st, h.Agents, h.Resources), log: logPane{st: st}, timeline: newTimelinePane(st),
@@ -182,7 +190,7 @@ func (m *Model) launch() tea.Cmd {
 	if m.snaps != nil {
 		last = m.snaps[m.focus].Now
 	}
-	return work(m.live, m.info.modes, ops, last, m.snaps != nil, m.pauseAtRefusal && !m.firstSeen)
+	return work(m.live, m.info.modes, ops, last, m.snaps != nil, m.frozen, m.pauseAtRefusal && !m.firstSeen)
 }
 
 // enqueue queues an op and launches it if nothing is in flight.
@@ -193,7 +201,7 @@ func (m Model) enqueue(o op) (tea.Model, tea.Cmd) {
 
 // absorb takes in what a round of work saw.
 func (m *Model) absorb(msg workMsg) {
-	m.paused, m.speed = msg.paused, msg.speed
+	m.paused, m.speed, m.runNow = msg.paused, msg.speed, msg.now
 	if msg.err != nil {
 		m.status, m.statusErr = "error: "+msg.err.Error(), true
 	} else if msg.status != "" {
@@ -205,6 +213,9 @@ func (m *Model) absorb(msg workMsg) {
 	if msg.held != "" {
 		m.status, m.statusErr = msg.held, false
 	}
+	if m.frozen {
+		msg.snaps = nil // a round launched before the freeze: the picture stays
+	}
 	if msg.snaps != nil {
 		m.snaps = msg.snaps
 		m.done = true
@@ -214,26 +225,33 @@ func (m *Model) absorb(msg workMsg) {
 		if !hasDropOp(m.queue) {
 			m.drop = m.snaps[m.focus].DropRate
 		}
+		if msg.freeze {
+			m.frozen, m.frozenAt = true, m.snaps[m.focus].Now
+		}
 	}
 	m.refreshPanes()
 }
 
-// firstRefusalNote is the line that says why the run paused itself: the
-// first refused write, or the first stale one landed, or "" for neither.
-func firstRefusalNote(snaps []liveview.Snapshot) string {
+// firstRefusalNote is the line that says why the run paused itself (or,
+// in real time, why the picture froze): the first refused write, or the
+// first stale one landed, or "" for neither.
+func firstRefusalNote(snaps []liveview.Snapshot, realTime bool) string {
 	// Why and how to go on come first: the details may be cut on a narrow
 	// terminal, and the rejection log has them.
-	const next = " · space resumes, n steps · "
+	held, next := "paused at the first ", " · space resumes, n steps · "
+	if realTime {
+		held, next = "view frozen at the first ", " (the run goes on) · space: live view · "
+	}
 	stale := ""
 	for i := range snaps {
 		s := &snaps[i]
 		if len(s.Refusals) > 0 {
 			r := s.Refusals[0]
-			return "paused at the first refusal" + next + fmt.Sprintf("%s@%d refused by %s's gate (floor %s@%d) at %s",
+			return held + "refusal" + next + fmt.Sprintf("%s@%d refused by %s's gate (floor %s@%d) at %s",
 				r.Holder, r.Fence, r.Resource, r.FloorHolder, r.FloorFence, history.FormatDuration(r.At))
 		}
 		if s.Totals.StaleWritesLanded > 0 && stale == "" {
-			stale = "paused at the first stale write" + next + "it landed in " + string(s.Mode) + " mode, with no gate to refuse it"
+			stale = held + "stale write" + next + "it landed in " + string(s.Mode) + " mode, with no gate to refuse it"
 		}
 	}
 	for i := range snaps {
@@ -263,12 +281,16 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.help.ShowAll = !m.help.ShowAll
 		m.layout()
 		m.refreshPanes()
+	case key.Matches(msg, k.Pause) && m.realTime:
+		return m.freeze()
 	case key.Matches(msg, k.Pause):
 		return m.enqueue(op{kind: opPause})
 	case key.Matches(msg, k.Faster):
 		return m.enqueue(op{kind: opSpeed, factor: 2})
 	case key.Matches(msg, k.Slower):
 		return m.enqueue(op{kind: opSpeed, factor: 0.5})
+	case key.Matches(msg, k.Step) && m.realTime:
+		m.status, m.statusErr = "a real-time run cannot step: its lock servers keep their own time", true
 	case key.Matches(msg, k.Step):
 		return m.enqueue(op{kind: opStep, mode: m.info.modes[m.focus]})
 	case key.Matches(msg, k.Up):
@@ -329,6 +351,39 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// span is an interval of the run's time, [from, to).
+type span struct{ from, to time.Duration }
+
+// maxUnwatched bounds the intervals kept for the timeline's marks: older
+// ones have long left its window.
+const maxUnwatched = 64
+
+// freeze holds the picture of a real-time run, or lets it go live again.
+// The run itself goes on either way (see Source.RealTime): the header
+// says FROZEN and where the run is, and once live the timeline marks the
+// interval the picture was held over.
+func (m Model) freeze() (tea.Model, tea.Cmd) {
+	if m.snaps == nil {
+		return m, nil // nothing drawn yet: nothing to hold
+	}
+	if !m.frozen {
+		m.frozen, m.frozenAt = true, m.snaps[m.focus].Now
+		m.status, m.statusErr = fmt.Sprintf("view frozen at %s; the run goes on: a real-time run cannot pause, its locks keep their own time",
+			history.FormatDuration(m.frozenAt)), false
+		m.refreshPanes()
+		return m, nil
+	}
+	m.frozen = false
+	end := max(m.runNow, m.frozenAt)
+	if len(m.unwatched) == maxUnwatched {
+		m.unwatched = slices.Delete(m.unwatched, 0, 1)
+	}
+	m.unwatched = append(m.unwatched, span{m.frozenAt, end})
+	m.status, m.statusErr = fmt.Sprintf("live view again: the run went on %s-%s while the view was frozen (= on the timeline)",
+		history.FormatDuration(m.frozenAt), history.FormatDuration(end)), false
+	return m, m.launch()
+}
+
 // choose moves the cursor to row i: the person's selection, which stays
 // on that agent until they move it.
 func (m *Model) choose(i int) {
@@ -344,6 +399,11 @@ func (m *Model) choose(i int) {
 func (m Model) stall() (tea.Model, tea.Cmd) {
 	row, ok := m.holders.selected()
 	switch {
+	case m.frozen:
+		// The rows are as they were when the view froze: their holder may
+		// have let go since.
+		m.status, m.statusErr = "the view is frozen: space returns to the live view, to stall a holder as it is now", true
+		return m, nil
 	case ok && m.sel.chosen && m.sel.agent != "" && row.agent != m.sel.agent:
 		m.status, m.statusErr = m.sel.agent+" holds no lease now: nothing to stall (select a row with a holder)", true
 		return m, nil
@@ -373,16 +433,19 @@ func (m *Model) layout() {
 		m.helpView, m.footerFor = m.footer(), f
 	}
 	body := m.height - 4 - 1 - lipgloss.Height(m.helpView) // header and strip; status line; help
-	hold, mid, lanes := 1, 3, m.info.agents
+	hold, mid, lanes, marks := 1, 3, m.info.agents, 0
 	if m.snaps != nil {
 		snap := &m.snaps[m.focus]
 		hold, mid, lanes = m.holders.lines(), max(gatesLines(snap), m.log.lines()), len(snap.Lanes)
+		if len(unwatchedIn(m.unwatched, snap)) > 0 {
+			marks = 1 // the row that marks the unwatched intervals
+		}
 	}
 	m.holdersMost, m.midMost = max(m.holdersMost, hold), max(m.midMost, mid)
-	sh := share(body, hold, mid, lanes+2, m.holdersMost, m.midMost)
-	if sh.timeline < lanes+2 {
+	sh := share(body, hold, mid, lanes+2+marks, m.holdersMost, m.midMost)
+	if sh.timeline < lanes+2+marks {
 		// Not every agent gets a lane: fold them into one per resource.
-		sh = share(body, hold, mid, m.info.resources+2, m.holdersMost, m.midMost)
+		sh = share(body, hold, mid, m.info.resources+2+marks, m.holdersMost, m.midMost)
 	}
 	m.gatesWidth = min(m.gates.want, m.width/2)
 	m.header.SetSize(m.width, 3)
@@ -482,10 +545,19 @@ func (m *Model) refreshPanes() {
 	m.log.setSnapshot(snap, filter)
 	m.layout()
 	m.gates.setSnapshot(snap, shown)
-	m.timeline.setSnapshot(snap, shown)
-	m.header.set(snap, m.info.modes[m.focus], m.paused, m.done, m.speed)
+	m.timeline.setSnapshot(snap, shown, unwatchedIn(m.unwatched, snap))
+	m.header.set(snap, m.info.modes[m.focus], m.clock())
 	m.strip.set(m.info.modes, m.snaps, m.focus, m.against)
 	m.mid = sideBySide(m.gates.View(), m.log.View(), m.gatesWidth)
+}
+
+// clock is what the header says of the run's time.
+func (m *Model) clock() clock {
+	c := clock{paused: m.paused, done: m.done, speed: m.speed}
+	if m.frozen {
+		c.frozen, c.runNow = true, max(m.runNow, m.frozenAt)
+	}
+	return c
 }
 
 // View draws the dashboard, or one line saying the terminal is too small.
@@ -534,6 +606,8 @@ func (m Model) statusLine() string {
 	case m.done && (left == "" || strings.HasPrefix(left, "resumed at ") || strings.HasPrefix(left, "paused at ")):
 		// A finished run neither resumes nor pauses: say it ended.
 		left = "the run has ended · q quits"
+	case left == "" && m.pauseAtRefusal && !m.firstSeen && m.realTime:
+		left = "watching for the first stale write: the view freezes there by itself (a real-time run goes on)"
 	case left == "" && m.pauseAtRefusal && !m.firstSeen:
 		// Until the first refusal, which pauses the run by itself, a stall
 		// of the user's would only get in its way.

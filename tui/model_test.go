@@ -271,7 +271,7 @@ func TestSingleModeRun(t *testing.T) {
 	m := settle(t, manual(live), tea.WindowSizeMsg{Width: 100, Height: 30}, frameMsg{})
 	m = settle(t, m, press("tab")...)
 	view := m.View()
-	for _, want := range []string{"view [naive]", "1 stale write landed silently", "run both modes to compare", "writes landed · naive · no gate", "1 landed silently"} {
+	for _, want := range []string{"view [naive]", "stale writes  naive: 1 landed, 0 refused (no gate)", "run both modes to compare", "writes landed · naive · no gate", "1 landed silently"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("single-mode view lacks %q:\n%s", want, view)
 		}
@@ -316,14 +316,14 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 	live := newLive(t, "gap")
 	live.SetPaused(true)
 	modes := live.Modes()
-	first := work(live, modes, nil, 0, false, false)().(workMsg)
+	first := work(live, modes, nil, 0, false, false, false)().(workMsg)
 	if len(first.snaps) != len(modes) {
 		t.Fatalf("first round took %d snapshots, want %d", len(first.snaps), len(modes))
 	}
-	if again := work(live, modes, nil, live.Now(), true, false)().(workMsg); again.snaps != nil || !again.paused {
+	if again := work(live, modes, nil, live.Now(), true, false, false)().(workMsg); again.snaps != nil || !again.paused {
 		t.Errorf("an unchanged paused run was snapshotted again (paused %v)", again.paused)
 	}
-	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true, false)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
+	if withOp := work(live, modes, []op{{kind: opSpeed, factor: 2}}, live.Now(), true, false, false)().(workMsg); withOp.snaps == nil || withOp.speed != 2 {
 		t.Errorf("a round with a control did not snapshot (speed %v)", withOp.speed)
 	}
 }
@@ -331,7 +331,7 @@ func TestWorkSkipsAnUnchangedRun(t *testing.T) {
 func TestOpsApplyInOrder(t *testing.T) {
 	live := newLive(t, "gap")
 	// Pause, then advance: the advance must see the pause and do nothing.
-	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false, false)().(workMsg)
+	msg := work(live, live.Modes(), []op{{kind: opPause}, {kind: opAdvance, d: time.Second}}, 0, false, false, false)().(workMsg)
 	if live.Now() != 0 || !msg.paused {
 		t.Errorf("an advance queued after a pause moved time to %v", live.Now())
 	}

@@ -15,7 +15,7 @@ func TestCountsAgree(t *testing.T) {
 	lines := map[string]func(n int) string{
 		"header totals": func(n int) string {
 			p := headerPane{st: st, width: 200, info: runInfo{name: "x", agents: n, resources: n, modes: []history.Mode{history.Fenced}}}
-			p.set(&liveview.Snapshot{Mode: history.Fenced, Fenced: true, Events: uint64(n)}, history.Fenced, false, false, 1)
+			p.set(&liveview.Snapshot{Mode: history.Fenced, Fenced: true, Events: uint64(n)}, history.Fenced, clock{speed: 1})
 			return p.View()
 		},
 		"strip, both modes": func(n int) string {
@@ -42,12 +42,12 @@ func TestCountsAgree(t *testing.T) {
 	}
 	want := map[string][3]string{
 		"header totals":       {"0 agents on 0 resources", "1 agent on 1 resource", "2 agents on 2 resources"},
-		"strip, both modes":   {"naive: 0 stale writes landed silently", "naive: 1 stale write landed silently", "naive: 2 stale writes landed silently"},
-		"strip, fenced alone": {"0 stale writes landed  (run", "1 stale write landed (a bug)  (run", "2 stale writes landed (a bug)  (run"},
+		"strip, both modes":   {"naive: 0 landed, 0 refused (no gate)  vs  fenced: 0 landed, 0 refused", "naive: 1 landed, 0 refused (no gate)  vs  fenced: 0 landed, 1 refused", "naive: 2 landed, 0 refused (no gate)  vs  fenced: 0 landed, 2 refused"},
+		"strip, fenced alone": {"stale writes  fenced: 0 landed, 0 refused  (run", "stale writes  fenced: 1 landed (a bug), 0 refused  (run", "stale writes  fenced: 2 landed (a bug), 0 refused  (run"},
 		// Forged proofs are counted apart from the stale fences refused.
-		"strip, forgeries": {"silently  vs  fenced: 3 refused, 0 landed  (same",
-			"silently, 1 forgery landed  vs  fenced: 3 refused, 0 landed, 1 forgery refused  (same",
-			"silently, 2 forgeries landed  vs  fenced: 3 refused, 0 landed, 2 forgeries refused  (same"},
+		"strip, forgeries": {"naive: 0 landed, 0 refused (no gate)  vs  fenced: 0 landed, 3 refused  (same",
+			"naive: 0 landed, 0 refused (no gate), forgeries 1 landed, 0 refused (no gate)  vs  fenced: 0 landed, 3 refused, forgeries 0 landed, 1 refused  (same",
+			"naive: 0 landed, 0 refused (no gate), forgeries 2 landed, 0 refused (no gate)  vs  fenced: 0 landed, 3 refused, forgeries 0 landed, 2 refused  (same"},
 		"holders title": {"holders · fenced", "1 agent believes an expired lease", "2 agents believe expired leases"},
 	}
 	events := [3]string{"0 events", "1 event", "2 events"}

@@ -24,9 +24,14 @@ type Source interface {
 	// the start for a real-time run.
 	Now() time.Duration
 	Snapshot(m history.Mode) (liveview.Snapshot, bool)
+	// RealTime reports whether the run keeps true time against lock
+	// servers that keep their own: it cannot pause, step, advance or
+	// change pace (SetPaused, Step and Advance do nothing), so the
+	// dashboard freezes its picture instead of pausing, and the run goes
+	// on. The simulator's runs report false.
+	RealTime() bool
 	Paused() bool
-	// SetPaused pauses or resumes the run. A real-time run cannot stop
-	// time: paused, its agents start no new work.
+	// SetPaused pauses or resumes the run; a real-time run ignores it.
 	SetPaused(p bool)
 	Speed() float64
 	// SetSpeed sets the pace, or says why it cannot.

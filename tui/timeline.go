@@ -131,9 +131,13 @@ type timelinePane struct {
 	first, total  int // lanes first..first+len(lanes) of total
 	from, span    time.Duration
 	lanes         []string
-	legend        string
-	shortLegend   string
-	view          string
+	// unwatched is the row that marks, with '=', the intervals a real-time
+	// run went on behind a frozen picture; "" when none is in the window.
+	unwatched   string
+	marks       int // 1 with that row, 0 without
+	legend      string
+	shortLegend string
+	view        string
 }
 
 func newTimelinePane(st *styles) timelinePane {
@@ -152,15 +156,33 @@ func (p *timelinePane) SetSize(width, height int) {
 }
 
 // rows is how many lanes fit.
-func (p *timelinePane) rows() int { return max(p.height-2, 1) }
+func (p *timelinePane) rows() int { return max(p.height-2-p.marks, 1) }
+
+// unwatchedLabel names the row of unwatched intervals.
+const unwatchedLabel = "frozen"
+
+// unwatchedIn is the intervals of spans the timeline of snap shows.
+func unwatchedIn(spans []span, snap *liveview.Snapshot) []span {
+	from := max(snap.Now-min(snap.Window, snap.Duration), 0)
+	var in []span
+	for _, s := range spans {
+		if s.to > from && s.from < snap.Now {
+			in = append(in, s)
+		}
+	}
+	return in
+}
 
 // setSnapshot rebuilds the visible lanes. The cells cover the last
 // TimelineWindow of virtual time, or the whole run when it is shorter; a
-// run younger than that fills the lanes from the left.
-func (p *timelinePane) setSnapshot(snap *liveview.Snapshot, sel selection) {
+// run younger than that fills the lanes from the left. unwatched are the
+// intervals in that window a real-time run went on behind a frozen
+// picture: a row under the lanes marks them.
+func (p *timelinePane) setSnapshot(snap *liveview.Snapshot, sel selection, unwatched []span) {
 	p.mode = snap.Mode
 	p.span = min(snap.Window, snap.Duration)
 	p.from = max(snap.Now-p.span, 0)
+	p.unwatched, p.marks = "", min(len(unwatched), 1)
 	p.perResource = len(snap.Lanes) > p.rows()
 	names := 0
 	for _, a := range snap.Agents {
@@ -221,7 +243,33 @@ func (p *timelinePane) setSnapshot(snap *liveview.Snapshot, sel selection) {
 		p.drawCells(&b, cells[i], p.perResource)
 		p.lanes[i] = b.String()
 	}
+	if len(unwatched) > 0 {
+		p.unwatched = p.drawUnwatched(unwatched, c, max(names, len(unwatchedLabel)))
+	}
 	p.view = p.draw()
+}
+
+// drawUnwatched is the row under the lanes with '=' in every cell a
+// real-time run went on behind a frozen picture, so a person reads those
+// lanes knowing they were not watched as they happened.
+func (p *timelinePane) drawUnwatched(spans []span, c cellMap, names int) string {
+	row := make([]bool, c.cols)
+	for _, s := range spans {
+		a, b := max(s.from, c.from), min(s.to, c.now)
+		for i := max(c.col(a), 0); i < len(row) && c.edge(i) < b; i++ {
+			row[i] = true
+		}
+	}
+	var b strings.Builder
+	b.WriteString("  " + padRight(unwatchedLabel, names) + " ")
+	for _, on := range row {
+		if on {
+			b.WriteByte('=')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	return p.st.Muted.Render(strings.TrimRight(b.String(), " "))
 }
 
 // paintResources folds every agent's lane into the visible resources'
@@ -379,12 +427,17 @@ func (p *timelinePane) draw() string {
 	if len(p.lanes) < p.total {
 		title += p.st.Muted.Render(fmt.Sprintf(" · %d-%d of %d", p.first+1, p.first+len(p.lanes), p.total))
 	}
-	legend := p.legend
+	legend, short, lanes := p.legend, p.shortLegend, strings.Join(p.lanes, "\n")
+	if p.unwatched != "" {
+		lanes += "\n" + p.unwatched
+		legend += p.st.Muted.Render(" = not watched: the view was frozen")
+		short += p.st.Muted.Render(" = view frozen")
+	}
 	if ansi.StringWidth(legend) > p.width {
-		legend = p.shortLegend
+		legend = short
 	}
 	// The legend sits under the lanes; lines to spare stay below it.
-	return fit(title+"\n"+strings.Join(p.lanes, "\n")+"\n"+legend, p.width, p.height)
+	return fit(title+"\n"+lanes+"\n"+legend, p.width, p.height)
 }
 
 // View returns the pane as last drawn.

@@ -85,14 +85,14 @@ func TestResourceLanesFoldAgents(t *testing.T) {
 	}
 	p := newTimelinePane(defaultStyles())
 	p.SetSize(len("> res-1 ")+10, 3) // one lane fits: fold per resource
-	p.setSnapshot(snap, selection{res: 0})
+	p.setSnapshot(snap, selection{res: 0}, nil)
 	if !p.perResource || len(p.lanes) != 1 {
 		t.Fatalf("per resource %v with %d lanes, want one folded lane", p.perResource, len(p.lanes))
 	}
 	if want := "> res-1 ####!!x###"; p.lanes[0] != want {
 		t.Errorf("res-1 lane %q, want %q", p.lanes[0], want)
 	}
-	p.setSnapshot(snap, selection{res: 1})
+	p.setSnapshot(snap, selection{res: 1}, nil)
 	if want := "> res-2 ??????????"; p.lanes[0] != want {
 		t.Errorf("res-2 lane %q, want %q (the lanes scroll with the selection)", p.lanes[0], want)
 	}

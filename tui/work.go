@@ -55,14 +55,18 @@ type workMsg struct {
 	// seen (see Options.PauseAtFirstRefusal); "" when it did not.
 	held     string
 	heldSeen bool // the first refusal was seen, paused here or not
+	// freeze: the run cannot pause (Source.RealTime), so the dashboard
+	// is to hold snaps, the picture of the first refusal, instead.
+	freeze bool
 }
 
 // work applies ops to live in order, then snapshots every mode. With no ops
 // and virtual time still at last, it skips the snapshot: a paused or
-// finished run costs nothing per frame. With watchFirst it looks for the
+// finished run costs nothing per frame; so does a frozen picture, which
+// only wants to know where the run is. With watchFirst it looks for the
 // first refusal after every advance and at the end, and pauses the run
 // there: the frames queued behind it then move nothing.
-func work(live Source, modes []history.Mode, ops []op, last time.Duration, have, watchFirst bool) tea.Cmd {
+func work(live Source, modes []history.Mode, ops []op, last time.Duration, have, frozen, watchFirst bool) tea.Cmd {
 	return func() tea.Msg {
 		var r workMsg
 		for _, o := range ops {
@@ -77,7 +81,7 @@ func work(live Source, modes []history.Mode, ops []op, last time.Duration, have,
 			}
 		}
 		r.paused, r.speed, r.now = live.Paused(), live.Speed(), live.Now()
-		if len(ops) == 0 && have && r.now == last {
+		if frozen || len(ops) == 0 && have && r.now == last {
 			return r
 		}
 		r.snaps = snapshots(live, modes)
@@ -98,14 +102,18 @@ func snapshots(live Source, modes []history.Mode) []liveview.Snapshot {
 }
 
 // holdAtFirstRefusal pauses live if snaps show the first refusal, unless
-// the person has paused it already, and notes why.
+// the person has paused it already, and notes why. A real-time run goes
+// on: the dashboard freezes its picture there instead.
 func (r *workMsg) holdAtFirstRefusal(live Source, snaps []liveview.Snapshot) {
-	note := firstRefusalNote(snaps)
+	note := firstRefusalNote(snaps, live.RealTime())
 	if note == "" {
 		return
 	}
 	r.heldSeen = true
-	if !live.Paused() {
+	switch {
+	case live.RealTime():
+		r.freeze, r.held = true, note
+	case !live.Paused():
 		live.SetPaused(true)
 		r.held = note
 	}

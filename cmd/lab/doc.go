@@ -174,11 +174,14 @@
 // (with "agents", and per mode "processes" started, paused and killed).
 // Ctrl-C stops the agents where they are, prints the report of what ran,
 // stops etcd and removes every temporary directory. lab watch --backend
-// shows the real-time run in the dashboard: space pauses (agents start no
-// new work; what is in flight finishes and real time goes on), ] and [
-// change the drop rate of every agent's fault layer, r and R restart the
-// coordinator (etcd: its members, or a fresh cluster); stepping, speed,
-// stalls and the gate push are the simulator's. q or Ctrl-C ends the run
+// shows the real-time run in the dashboard. It cannot pause: the lock
+// servers keep their own time, so stopping the agents would expire their
+// leases. Space freezes the picture while the run goes on (the header says
+// FROZEN and where the run is; once live again, the timeline marks the
+// interval with =), and the first refusal freezes it by itself. ] and [
+// change the drop rate of every agent's fault layer, s stalls the selected
+// holder, r and R restart the coordinator (etcd: its members, or a fresh
+// cluster); stepping, speed and the gate push are the simulator's. q or Ctrl-C ends the run
 // and prints its report; etcd is stopped and the temporary directories
 // removed. --speed and --save are the simulator's.
 //

@@ -28,9 +28,11 @@ steps one event, +/- change the speed, ? lists every key (stall an agent, drop
 messages, restart the coordinator, toggle the gate push), q quits.
 
 With --backend memory or etcd the agents run in real time against a real
-coordinator (as lab run --backend): space holds them from starting new work,
-the drop rate and restarts work, steps and speed do not. q or Ctrl-C ends the
-run, prints its report and removes everything the run started.
+coordinator (as lab run --backend). Such a run cannot pause, its lock servers
+keep their own time: space freezes the picture while the run goes on, and the
+timeline marks the interval afterwards. The drop rate, stalls and restarts
+work, steps and speed do not. q or Ctrl-C ends the run, prints its report and
+removes everything the run started.
 
 When standard output is not a terminal (a pipe, CI), there is no dashboard: the
 same scenario runs headless and the plain report of lab run is printed, with
@@ -128,8 +130,8 @@ func (a *app) watch(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// watchReal shows a real-time run in the dashboard: pause holds agents
-// from starting new work; q or Ctrl-C ends the run, after which the
+// watchReal shows a real-time run in the dashboard, which freezes its
+// picture where the simulator would pause; q or Ctrl-C ends the run, after which the
 // report of what ran is printed, and etcd and every temporary directory
 // are gone.
 func (a *app) watchReal(ctx context.Context, cfg *runConfig) int {
