@@ -23,7 +23,7 @@ func testHoldCleansUp(t tb, s *suite) {
 	}{{
 		name: "a gate of AdmitAt fails because ctx ended",
 		hold: func(h holdCall) error {
-			return h.hold(h.svc, leasefence.HoldOptions{AdmitAt: []leasefence.Gate{slowGate{resource: h.resource, cancel: h.cancel}}})
+			return h.hold(h.svc, leasefence.HoldOptions{AdmitAt: []leasefence.Gate{&StalledGate{Name: h.resource, Cancel: h.cancel}}})
 		},
 		want: context.Canceled,
 	}, {
@@ -114,19 +114,30 @@ func (r *replyLoss) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 	return out, nil
 }
 
-// slowGate is a gate of AdmitAt that is still admitting when the caller's
-// ctx ends: Admit ends it (cancel) and fails with its error, as a gate
-// slower than Hold's deadline does. Hold calls nothing else of it.
-type slowGate struct {
+// StalledGate is a gate for HoldOptions.AdmitAt that is still admitting
+// when the caller's ctx ends, as a gate slower than the caller's deadline
+// is: Admit ends ctx itself if Cancel is set, waits for ctx to end and
+// fails with its error. It implements Resource and Admit, all Hold calls;
+// its other methods are not implemented. Safe for concurrent use.
+type StalledGate struct {
 	leasefence.Gate
-	resource string
-	cancel   context.CancelFunc
+	Name   string             // the resource it guards
+	Cancel context.CancelFunc // if non-nil, Admit calls it first
+	admits atomic.Int64
 }
 
-func (g slowGate) Resource() string { return g.resource }
+// Resource implements leasefence.Gate.
+func (g *StalledGate) Resource() string { return g.Name }
 
-func (g slowGate) Admit(ctx context.Context, _ leasefence.Token) error {
-	g.cancel()
+// Admit implements leasefence.Gate: it never admits.
+func (g *StalledGate) Admit(ctx context.Context, _ leasefence.Token) error {
+	g.admits.Add(1)
+	if g.Cancel != nil {
+		g.Cancel()
+	}
 	<-ctx.Done()
 	return ctx.Err()
 }
+
+// Admits is how many times Admit was called.
+func (g *StalledGate) Admits() int64 { return g.admits.Load() }

@@ -55,7 +55,7 @@ type LockOptions struct {
 //	if err != nil { ... }
 //	defer session.Release(context.Background())
 //	err = gate.Commit(ctx, session.Token(), func(ctx context.Context, pipe redis.Pipeliner) error {
-//		return pipe.Set(ctx, "app:version", "v42", 0).Err()
+//		return pipe.Set(ctx, "{leasefence:}app:version", "v42", 0).Err()
 //	})
 //
 // The session says when the lease is lost (Lost, Err, Context); that tells
@@ -64,7 +64,10 @@ type LockOptions struct {
 // package documentation) hold for Lock as for New.
 //
 // Errors are New's, leasefence.NewLockClient's and Hold's; after any of
-// them nothing is held.
+// them nothing is held. That includes ctx ending before Lock returns: Hold
+// releases what it was granted (a grant whose reply came too late
+// included) on a context of its own, bounded by leasefence.CleanupTimeout
+// (see "Clean-up after an error" at leasefence.Hold).
 func Lock(ctx context.Context, rdb redis.UniversalClient, resource string, opts LockOptions) (*leasefence.Session, error) {
 	ttl := opts.TTL
 	if ttl == 0 {

@@ -3,12 +3,15 @@ package redislease_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leasetest"
 	"github.com/leasefence/lab/leasefence/redislease"
 )
 
@@ -76,4 +79,96 @@ func TestLockBadOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Lock leaves nothing held when ctx ends before it returns: a gate of
+// AdmitAt still admitting at the deadline, or the acquire's reply held up
+// past it after the script granted the lease. Another holder then takes
+// the slot at once, not after the TTL.
+func TestLockLeavesNothingHeldWhenCtxEnds(t *testing.T) {
+	c := needRedis(t)
+	for _, tc := range []struct {
+		name string
+		// lock calls Lock with ctx, and reports whether the fault it
+		// injects was met.
+		lock func(t *testing.T, ctx context.Context, opts redislease.LockOptions) (met bool, err error)
+	}{{
+		name: "a gate of AdmitAt outlasts ctx",
+		lock: func(t *testing.T, ctx context.Context, opts redislease.LockOptions) (bool, error) {
+			gate := &leasetest.StalledGate{Name: "slot"}
+			opts.Hold.AdmitAt = []leasefence.Gate{gate}
+			_, err := redislease.Lock(ctx, c, "slot", opts)
+			return gate.Admits() == 1, err
+		},
+	}, {
+		name: "the acquire's reply comes after ctx ended",
+		lock: func(t *testing.T, ctx context.Context, opts redislease.LockOptions) (bool, error) {
+			late := redis.NewClient(c.Options())
+			t.Cleanup(func() { late.Close() })
+			hook := &lateAcquireReply{}
+			late.AddHook(hook)
+			_, err := redislease.Lock(ctx, late, "slot", opts)
+			return hook.held.Load() == 1, err
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := newPrefix(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			met, err := tc.lock(t, ctx, redislease.LockOptions{Prefix: prefix, Holder: "a"})
+			if !errors.Is(err, context.DeadlineExceeded) || !met {
+				t.Fatalf("Lock = %v (fault met: %v), want the fault met and the ctx's deadline", err, met)
+			}
+			coord := newCoordinator(t, c, redislease.Options{Prefix: prefix, TTL: redislease.DefaultLockTTL})
+			client, err := leasefence.NewLockClient("b", redislease.DefaultLockTTL, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := leasefence.TryHold(t.Context(), coord, client, "slot", leasefence.HoldOptions{})
+			if err != nil {
+				t.Fatalf("another holder's TryHold = %v, want the lease: the failed Lock left it held", err)
+			}
+			if _, err := s.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// lateAcquireReply holds up the reply of the first acquire script that
+// runs (the one whose keys include a request record) until the caller's
+// ctx has ended, and then fails with ctx's error: the lease is granted in
+// Redis, and the caller hears of it too late.
+type lateAcquireReply struct{ held atomic.Int64 }
+
+func (*lateAcquireReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (*lateAcquireReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *lateAcquireReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.held.Load() > 0 || !namesRequestRecord(cmd) {
+			return next(ctx, cmd)
+		}
+		if err := next(context.WithoutCancel(ctx), cmd); err != nil {
+			return err // not run (NOSCRIPT, say): the next attempt is held up instead
+		}
+		h.held.Add(1)
+		<-ctx.Done()
+		cmd.SetErr(ctx.Err())
+		return ctx.Err()
+	}
+}
+
+// namesRequestRecord reports whether cmd names an acquire's request record
+// ({p}req:<id>), which only the acquire script does.
+func namesRequestRecord(cmd redis.Cmder) bool {
+	for _, a := range cmd.Args() {
+		if s, ok := a.(string); ok && strings.Contains(s, "}req:") {
+			return true
+		}
+	}
+	return false
 }

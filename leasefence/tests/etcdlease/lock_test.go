@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
 // Lock's defaults: a holder name of its own, the default TTL granted, a
@@ -134,10 +135,10 @@ func TestLockLeavesNothingHeldWhenCtxEnds(t *testing.T) {
 	}{{
 		name: "a gate of AdmitAt outlasts ctx",
 		lock: func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (bool, error) {
-			gate := &ctxGate{resource: "slot"}
+			gate := &leasetest.StalledGate{Name: "slot"}
 			opts.Hold.AdmitAt = []leasefence.Gate{gate}
 			_, err := etcdlease.Lock(ctx, cli, "slot", opts)
-			return gate.admits.Load() == 1, err
+			return gate.Admits() == 1, err
 		},
 	}, {
 		name: "the acquire's reply comes after ctx ended",
@@ -193,21 +194,4 @@ func wantFree(t *testing.T, prefix, resource string) {
 	if _, err := s.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// ctxGate is a gate still admitting when its ctx ends, as a slow one is at
-// the caller's deadline: Admit waits for ctx and fails with its error.
-// Hold calls nothing else of it.
-type ctxGate struct {
-	leasefence.Gate
-	resource string
-	admits   atomic.Int64
-}
-
-func (g *ctxGate) Resource() string { return g.resource }
-
-func (g *ctxGate) Admit(ctx context.Context, _ leasefence.Token) error {
-	g.admits.Add(1)
-	<-ctx.Done()
-	return ctx.Err()
 }
