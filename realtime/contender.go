@@ -96,7 +96,12 @@ func (s *lockService) generation(l Lease) (leasefence.Fence, string) {
 }
 
 // grant is the Grant that says lease l: its remaining time as TTL, its
-// Deadline as the coordinator's expiry, read now on the run's clock.
+// Deadline as the coordinator's expiry, read now on the run's clock. The
+// remaining time is wall-clock time, the lock's own: the run's clock must
+// be true time for the expiry to be the lock's word, which is why a
+// library's contender refuses a drift of the lab's coordinator
+// (registry.CoordinatorDrift) rather than be judged on a clock it never
+// kept.
 func (s *lockService) grant(id string, t leasefence.Token, l Lease) (leasefence.Grant, error) {
 	now, err := s.clock.Now()
 	if err != nil {

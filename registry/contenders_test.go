@@ -73,6 +73,22 @@ func TestCheckContenders(t *testing.T) {
 			t.Errorf("%s: %v: want the contenders that can play it", name, err)
 		}
 	}
+	// A library's lock keeps its own time on its own server: the lab's
+	// coordinator drift is refused for it, naming the flag, rather than
+	// skewing the lab's dating of its deadlines (overlap, --backend memory,
+	// --coordinator-drift-ppm -100000 had redsync and redislock "violate"
+	// mutual exclusion at every handover).
+	drifted := builtin(t, "overlap")
+	drifted.Clocks.CoordinatorDriftPPM = -100000
+	for _, name := range registry.Names(registry.Contenders) {
+		err := registry.CheckContenders([]history.Mode{history.Mode(name)}, registry.Memory, drifted)
+		if registry.Library(history.Mode(name)) != (err != nil) {
+			t.Errorf("%s on a scenario with the coordinator's clock drifted: %v", name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "contender "+name+": cannot play the lab coordinator's clock drift, --coordinator-drift-ppm") {
+			t.Errorf("%s: %v: want the contender and the flag named", name, err)
+		}
+	}
 	// A failover of the Redis primary strikes the locks on the backend's
 	// Redis: the lab's, and redsync's and redislock's, which share it; the
 	// others' servers are their own, and never fail over.

@@ -51,6 +51,18 @@ var (
 	Drops      = fault(spec.FaultDrop, "dropped and duplicated messages", Drivers, nil)
 	Push       = fault(spec.FaultPush, "the gate push", Drivers, nil)
 
+	// CoordinatorDrift is a drift of the lab's coordinator's clock. A
+	// library's lock keeps its own time on its own server, which the lab
+	// cannot drift: the drift would only skew the lab's dating of the
+	// lock's deadlines, and judge the lock on a clock that is not its own.
+	// Mapping its deadlines without the drift instead would run the lock
+	// undrifted beside contenders that are drifted, and call a fault it
+	// never suffered "the same faults". So the library contenders refuse
+	// it, as the etcd and Redis backends refuse it for the lab's own.
+	CoordinatorDrift = &Feature{Field: "clocks.coordinator_drift_ppm", Name: "coordinator-drift",
+		What: "the lab coordinator's clock drift, --coordinator-drift-ppm", Kind: Contenders,
+		In: func(sc spec.Scenario) bool { return sc.Clocks.CoordinatorDriftPPM != 0 }}
+
 	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (redis.faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
 	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (redis.faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)
 	PartitionPrimary = fault(spec.FaultPartitionPrimary, "partitions of the Redis primary from its replicas (redis.faults, do: partition_primary)", Backends, spec.ErrNeedsSentinel)
@@ -59,7 +71,7 @@ var (
 // Features lists every feature: one per fault kind of spec.Faults, and
 // the others.
 var Features = []*Feature{OverTheWire, PartitionMember, PauseMember, PauseLeader, EtcdMembers, Crashes, Interventions,
-	Partitions, Restarts, Drops, Push, PausePrimary, KillPrimary, PartitionPrimary}
+	Partitions, Restarts, Drops, Push, CoordinatorDrift, PausePrimary, KillPrimary, PartitionPrimary}
 
 // MemberFaults are the features of the etcd member faults (spec.MemberFaults).
 var MemberFaults = []*Feature{PartitionMember, PauseMember, PauseLeader}
