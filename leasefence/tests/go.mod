@@ -15,6 +15,7 @@ require (
 	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/redislease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/sqllease v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
@@ -99,4 +100,5 @@ replace (
 	github.com/leasefence/lab/leasefence/fencetoken => ../fencetoken
 	github.com/leasefence/lab/leasefence/redislease => ../redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ../sqlgate
+	github.com/leasefence/lab/leasefence/sqllease => ../sqllease
 )
