@@ -76,11 +76,13 @@
 //     reads within TTL of the end of that range grants and renews nothing.
 //   - Fences never wrap: once the coordinator has issued the highest Fence,
 //     Acquire fails with ErrFencesExhausted.
-//   - Holders, resources and request ids are non-empty, valid UTF-8 and at
-//     most MaxIDLen (1 KiB) bytes: one rule (ValidateID, ValidateToken,
-//     ValidateAcquire, ValidateRenew) that the client, the coordinators and
-//     every gate, in memory or on a store, apply before they send or store
-//     anything, answering an *IDError. MaxIDLen says why 1 KiB.
+//   - Holders, resources and request ids are non-empty, valid UTF-8 without
+//     control characters and at most MaxIDLen (1 KiB) bytes: one rule
+//     (ValidateID, ValidateToken, ValidateAcquire, ValidateRenew) that the
+//     client, the coordinators, every gate, in memory or on a store, and
+//     the signer of proofs apply before they send or store anything,
+//     answering an *IDError. MaxIDLen says why 1 KiB and why no control
+//     characters.
 //   - The coordinator's replay cache holds at most MaxReplayCache grants,
 //     the client's request record is bounded by RequestRecord, and a gate
 //     retains the newest WithRejectionLog (default DefaultRejectionLog)

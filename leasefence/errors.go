@@ -35,7 +35,8 @@ var (
 	// corrupted token.
 	ErrTokenConflict = errors.New("leasefence: same fence, different holder")
 	// ErrInvalidRequest: a malformed call: a holder, resource or request id
-	// that is empty, longer than MaxIDLen or not UTF-8 (an *IDError), a nil
+	// that is empty, longer than MaxIDLen, not UTF-8 or with a control
+	// character (an *IDError), a nil
 	// lease, a token with fence 0.
 	ErrInvalidRequest = errors.New("leasefence: invalid request")
 	// ErrNoClock: HasExpired on a Lease that was not built by Complete*, so it

@@ -12,7 +12,7 @@ import (
 // Every client, coordinator and gate refuses an id that breaks the rule
 // before it sends or stores anything, with the same *IDError.
 func ExampleValidateID() {
-	for _, id := range []string{"worker-a", "", strings.Repeat("w", 2000), "worker-\xff"} {
+	for _, id := range []string{"worker-a", "", strings.Repeat("w", 2000), "worker-\xff", "worker-a\n"} {
 		err := leasefence.ValidateID(leasefence.IDHolder, id)
 		var ide *leasefence.IDError
 		if errors.As(err, &ide) {
@@ -29,6 +29,7 @@ func ExampleValidateID() {
 	// 0 bytes: is empty (ErrInvalidRequest: true)
 	// 2000 bytes: is longer than MaxIDLen (1024 bytes) (ErrInvalidRequest: true)
 	// 8 bytes: is not valid UTF-8 (ErrInvalidRequest: true)
+	// 9 bytes: has a control character (U+000A at byte 8) (ErrInvalidRequest: true)
 	// Commit: true 0
 }
 

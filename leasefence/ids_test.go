@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/leasefence/lab/leasefence"
@@ -12,7 +13,8 @@ import (
 )
 
 func TestValidateID(t *testing.T) {
-	good := []string{"a", "worker-a", "héllo wörld", strings.Repeat("é", leasefence.MaxIDLen/2), strings.Repeat("x", leasefence.MaxIDLen)}
+	good := []string{"a", "worker-a", "héllo wörld", strings.Repeat("é", leasefence.MaxIDLen/2), strings.Repeat("x", leasefence.MaxIDLen),
+		"~ !\"<&>'\\", "line\u2028separator", "\u00a0no-break", "\ufffd"}
 	for _, id := range good {
 		if err := leasefence.ValidateID(leasefence.IDHolder, id); err != nil {
 			t.Errorf("ValidateID(%.20q, %d bytes) = %v, want nil", id, len(id), err)
@@ -87,11 +89,12 @@ func BenchmarkValidateToken(b *testing.B) {
 // FuzzValidateID: the rule's fast path (eight bytes at a time, then the
 // full decoder) answers as the plain statement of the rule does.
 func FuzzValidateID(f *testing.F) {
-	for _, s := range []string{"", "a", "worker-a", "orders-12345678", "héllo", "caf\xc3", "\xff", "abcdefg\x80", "abcdefgh\xe2\x82", "日本語のホルダー"} {
+	for _, s := range []string{"", "a", "worker-a", "orders-12345678", "héllo", "caf\xc3", "\xff", "abcdefg\x80", "abcdefgh\xe2\x82", "日本語のホルダー",
+		"worker-a\n", "abcdefgh\x1f", "\x7fabcdefgh", "abcdefg\x7f", "abcdefg\x20\x7e", "é\u009f", "\u00a0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		want := len(id) > 0 && len(id) <= leasefence.MaxIDLen && utf8.ValidString(id)
+		want := len(id) > 0 && len(id) <= leasefence.MaxIDLen && utf8.ValidString(id) && !strings.ContainsFunc(id, unicode.IsControl)
 		if got := leasefence.ValidateID(leasefence.IDHolder, id) == nil; got != want {
 			t.Fatalf("ValidateID(%q) accepts: %v, want %v", id, got, want)
 		}

@@ -113,9 +113,9 @@
 // operations that touch any key under the prefix (ErrReservedKey), more
 // than MaxCommitOps of them (ErrTooManyOps), and holder or resource ids that
 // break the core's rule (a *leasefence.IDError: at most
-// leasefence.MaxIDLen bytes of valid UTF-8; etcd keys hold any bytes, but
-// every gate answers an id alike, and a bounded id keeps the log's
-// transaction far below etcd's request limit).
+// leasefence.MaxIDLen bytes of valid UTF-8 without control characters; etcd
+// keys hold any bytes, but every gate answers an id alike, and a bounded id
+// keeps the log's transaction far below etcd's request limit).
 //
 // NewGate(cli, resource, GateOptions) has the shape of the Redis gate's
 // constructor: the store's handle, the resource, the options, and an

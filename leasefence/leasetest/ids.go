@@ -17,14 +17,20 @@ type BadID struct {
 // BadIDs are ids every client, coordinator and gate must refuse, as a
 // holder, a resource or a request id, with a *leasefence.IDError before it
 // sends or stores anything: one byte over leasefence.MaxIDLen, 1.6 MB (over
-// etcd's request limit), and two that are not valid UTF-8 (which
-// PostgreSQL's TEXT refuses while SQLite stores it).
+// etcd's request limit), two that are not valid UTF-8 (which PostgreSQL's
+// TEXT refuses while SQLite stores it), and control characters (which a
+// signed proof's JSON writes as six bytes each), in the eight-byte fast
+// path and after a multi-byte rune.
 func BadIDs() []BadID {
 	return []BadID{
 		{"MaxIDLen + 1", strings.Repeat("h", leasefence.MaxIDLen+1), "longer than MaxIDLen"},
 		{"1.6 MB", strings.Repeat("h", 1600*1000), "longer than MaxIDLen"},
 		{"not UTF-8", "worker-\xff\xfe", "not valid UTF-8"},
 		{"a cut rune", "caf\xc3", "not valid UTF-8"},
+		{"a line feed", "worker-a\nworker-b", "control character (U+000A at byte 8)"},
+		{"NUL", "worker\x00", "control character (U+0000 at byte 6)"},
+		{"DEL", "orders-2026\x7f", "control character (U+007F at byte 11)"},
+		{"C1 after a rune", "wörker\u0085", "control character (U+0085 at byte 7)"},
 	}
 }
 

@@ -208,7 +208,8 @@
 //     exactly; Acquire fails with leasefence.ErrFencesExhausted beyond.
 //   - Holder ids, resource names and request ids follow the core's id rule
 //     (leasefence.ValidateID: at most leasefence.MaxIDLen bytes of valid
-//     UTF-8), checked before anything is sent, as at every gate.
+//     UTF-8 without control characters), checked before anything is sent,
+//     as at every gate.
 //   - Clock skew between holders and Redis is still an assumption
 //     (leasefence.ClientOptions.ClockSkew), and Redis's own clock decides
 //     expiry: a Redis host whose clock jumps expires keys early or late.

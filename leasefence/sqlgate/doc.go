@@ -62,11 +62,11 @@
 //     (leasefence.ErrRefusalNotLogged): the write did not land, and the
 //     caller is told the log does not hold it.
 //   - Holder and resource ids follow the core's rule (leasefence.MaxIDLen,
-//     1 KiB, and valid UTF-8), checked before anything is sent: the
-//     resource is in the primary key of both tables, whose B-tree entries
-//     PostgreSQL bounds at 2,704 bytes, and PostgreSQL's TEXT refuses
-//     invalid UTF-8 where SQLite stores it. The same id gets the same
-//     answer on every gate.
+//     1 KiB, valid UTF-8, no control characters), checked before anything
+//     is sent: the resource is in the primary key of both tables, whose
+//     B-tree entries PostgreSQL bounds at 2,704 bytes, and PostgreSQL's
+//     TEXT refuses invalid UTF-8 where SQLite stores it. The same id gets
+//     the same answer on every gate.
 //   - Reopening the database gives back the floor, with its holder, and the
 //     whole log. Each log entry carries the database's clock at the refusal.
 //   - Busy and serialisation failures (SQLite's SQLITE_BUSY and SQLITE_LOCKED,

@@ -16,10 +16,10 @@ import (
 // Sentinel errors. Calls with a nil context, a nil *sql.DB, a nil write, a
 // token with fence 0, or an option out of range answer
 // leasefence.ErrInvalidRequest; a resource or holder that breaks the core's
-// id rule (leasefence.MaxIDLen, valid UTF-8) answers a *leasefence.IDError,
-// which matches it too; a token for another resource answers
-// leasefence.ErrWrongResource, as at the in-memory gate. All of these are
-// refused before anything is sent.
+// id rule (leasefence.MaxIDLen: valid UTF-8, no control characters) answers
+// a *leasefence.IDError, which matches it too; a token for another resource
+// answers leasefence.ErrWrongResource, as at the in-memory gate. All of
+// these are refused before anything is sent.
 var (
 	// ErrBusy: the database stayed busy, or kept aborting the transaction to
 	// serialise it, for every attempt WithRetry allows. The error wraps the
