@@ -114,12 +114,6 @@ func foldKey(key string) string {
 // The jwt.Claims methods. No proof has exp, nbf or aud: the parser's time
 // checks find nothing to check, which is the point (see the package doc).
 
-func (c signedClaims) GetIssuer() (string, error)                    { return c.Issuer, nil }
-func (c signedClaims) GetSubject() (string, error)                   { return c.Subject, nil }
-func (signedClaims) GetExpirationTime() (*jwt.NumericDate, error)    { return nil, nil }
-func (signedClaims) GetNotBefore() (*jwt.NumericDate, error)         { return nil, nil }
-func (signedClaims) GetIssuedAt() (*jwt.NumericDate, error)          { return nil, nil }
-func (signedClaims) GetAudience() (jwt.ClaimStrings, error)          { return nil, nil }
 func (c *receivedClaims) GetIssuer() (string, error)                 { return c.Issuer, nil }
 func (c *receivedClaims) GetSubject() (string, error)                { return c.Subject, nil }
 func (*receivedClaims) GetExpirationTime() (*jwt.NumericDate, error) { return nil, nil }

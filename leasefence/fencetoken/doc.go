@@ -31,11 +31,17 @@
 // repeat or differ only in case (encoding/json would match "LF_FENCE" to
 // lf_fence where other libraries would not). Prove refuses, with
 // ErrUnsignable, what Verify would refuse: ids that break the rule of
-// leasefence.MaxIDLen, and a proof longer than MaxProofLength.
+// leasefence.MaxIDLen. Every token with valid ids is signed within
+// MaxProofLength (about 6 kB, which an HTTP header carries): the claims'
+// JSON is written without HTML escaping, so no byte of a valid id takes
+// more than two bytes in it.
 //
-// The encoding is github.com/golang-jwt/jwt/v5, not hand-rolled: it is the
-// most widely used JWT library for Go, kept by a team that answers security
-// reports, it verifies EdDSA with the standard library's crypto/ed25519,
+// The encoding is github.com/golang-jwt/jwt/v5, not hand-rolled: it
+// verifies every proof, and signs it (its EdDSA method) over the header
+// and claims that encoding/json writes, without the HTML escaping that
+// jwt.Token.SignedString cannot turn off. It is the most widely used JWT
+// library for Go, kept by a team that answers security reports, it
+// verifies EdDSA with the standard library's crypto/ed25519,
 // and it takes an explicit list of allowed algorithms and a key function
 // that sees the header, which is where this package refuses every
 // algorithm but EdDSA before any key is chosen (the classic confusion of

@@ -1,11 +1,15 @@
 package fencetoken
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +27,9 @@ var ErrInvalid = errors.New("fencetoken: invalid proof")
 
 // ErrUnsignable is wrapped by every refusal of Signer.Prove: a token no
 // coordinator issues (an id that breaks the rule of leasefence.MaxIDLen,
-// which also matches leasefence.ErrInvalidRequest, or fence 0), or one
-// whose proof would be longer than MaxProofLength, which Verify would
-// refuse. The grant it was for fails with it, so an honest holder is never
-// handed a proof that would be counted as a forgery.
+// which also matches leasefence.ErrInvalidRequest, or fence 0). The grant
+// it was for fails with it. Every token a coordinator issues is signed,
+// within MaxProofLength.
 var ErrUnsignable = errors.New("fencetoken: token cannot be signed")
 
 // Alg is the only JWS algorithm a proof is signed or verified with.
@@ -51,8 +54,10 @@ var _ leasefence.Prover = (*Signer)(nil)
 
 // NewSigner returns a signer that signs with key, names keyID in each
 // proof's header (the verifier finds the public key by it) and issuer in its
-// iss claim. It fails when the key is not an Ed25519 private key or keyID or
-// issuer is empty.
+// iss claim. It fails when the key is not an Ed25519 private key, keyID or
+// issuer is empty, or they are so long that the proof of the longest valid
+// ids would be longer than MaxProofLength (together they may take some 300
+// bytes of plain text).
 func NewSigner(key ed25519.PrivateKey, keyID, issuer string) (*Signer, error) {
 	switch {
 	case len(key) != ed25519.PrivateKeySize:
@@ -62,7 +67,26 @@ func NewSigner(key ed25519.PrivateKey, keyID, issuer string) (*Signer, error) {
 	case issuer == "":
 		return nil, errors.New("fencetoken: NewSigner: empty issuer")
 	}
-	return &Signer{key: key, keyID: keyID, issuer: issuer, now: time.Now}, nil
+	s := &Signer{key: key, keyID: keyID, issuer: issuer, now: time.Now}
+	p, err := s.sign(longestProof, math.MinInt64)
+	if err != nil {
+		return nil, fmt.Errorf("fencetoken: NewSigner: %w", err)
+	}
+	if len(p) > MaxProofLength {
+		return nil, fmt.Errorf("fencetoken: NewSigner: with a key id of %d bytes and an issuer of %d bytes, the proof of the longest valid ids would be %d bytes, more than MaxProofLength (%d)",
+			len(keyID), len(issuer), len(p), MaxProofLength)
+	}
+	return s, nil
+}
+
+// longestProof is the token with the longest proof: ids of MaxIDLen bytes
+// that JSON writes at two bytes a byte, the most any valid id takes
+// (leasefence.MaxIDLen says why), and the longest fence. Signed with the
+// longest iat, its proof bounds every proof of a Signer.
+var longestProof = leasefence.Token{
+	Resource: strings.Repeat(`"`, leasefence.MaxIDLen),
+	Holder:   strings.Repeat(`"`, leasefence.MaxIDLen),
+	Fence:    math.MaxUint64,
 }
 
 // KeyID returns the key id the signer names in its proofs.
@@ -71,39 +95,80 @@ func (s *Signer) KeyID() string { return s.keyID }
 // Prove signs t: a compact JWS with the claims described in the package
 // doc. It refuses, with an error wrapping ErrUnsignable, a token no
 // coordinator issues (leasefence.ValidateToken: ids empty, longer than
-// leasefence.MaxIDLen or not valid UTF-8, which JSON would rewrite to
-// U+FFFD and so give two holders one name; fence 0), and a token whose
-// proof would be longer than MaxProofLength: JSON writes '<', '>', '&' and
-// control characters as six bytes each, so ids within MaxIDLen can make a
-// proof that Verify would refuse. Every proof Prove returns verifies.
+// leasefence.MaxIDLen, not valid UTF-8, which JSON would rewrite to U+FFFD
+// and so give two holders one name, or with control characters; fence 0).
+// Every other token is signed, in at most MaxProofLength bytes, and every
+// proof Prove returns verifies.
 func (s *Signer) Prove(t leasefence.Token) (string, error) {
 	if err := leasefence.ValidateToken(t); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnsignable, err)
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, signedClaims{
-		Issuer:   s.issuer,
-		Subject:  t.Holder,
-		Resource: t.Resource,
-		Fence:    strconv.FormatUint(uint64(t.Fence), 10),
-		IssuedAt: s.now().Unix(),
-	})
-	tok.Header["kid"] = s.keyID
-	p, err := tok.SignedString(s.key)
+	p, err := s.sign(t, s.now().Unix())
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrUnsignable, err)
-	}
-	if len(p) > MaxProofLength {
-		return "", fmt.Errorf("%w: the proof of fence %d for a holder of %d bytes on a resource of %d bytes would be %d bytes, more than MaxProofLength (%d), which Verify refuses (JSON escapes some characters to six bytes)",
-			ErrUnsignable, t.Fence, len(t.Holder), len(t.Resource), len(p), MaxProofLength)
 	}
 	return p, nil
 }
 
-// MaxProofLength bounds the proofs Verify parses, and those Prove signs: a
-// Signer's are some hundreds of bytes (about 3 kB for two ids of
-// leasefence.MaxIDLen plain bytes), and a longer one is refused before any
-// decoding.
-const MaxProofLength = 4096
+// header is a proof's JOSE header, its members in the order golang-jwt
+// writes them.
+type header struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+}
+
+// sign returns the compact JWS of t's claims with iat, signed by
+// golang-jwt's EdDSA method. The JSON is written here rather than by
+// jwt.Token.SignedString, whose json.Marshal escapes '<', '>' and '&' to
+// six bytes each (JSON does not ask it; no JOSE library needs it): a
+// holder of 1,024 '<' would need a proof of 8 kB. Written plain, no byte of
+// a valid id takes more than two, so longestProof bounds every proof.
+func (s *Signer) sign(t leasefence.Token, iat int64) (string, error) {
+	h, err := plainJSON(header{Alg: Alg, Kid: s.keyID, Typ: "JWT"})
+	if err != nil {
+		return "", err
+	}
+	c, err := plainJSON(signedClaims{
+		Issuer:   s.issuer,
+		Subject:  t.Holder,
+		Resource: t.Resource,
+		Fence:    strconv.FormatUint(uint64(t.Fence), 10),
+		IssuedAt: iat,
+	})
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	input := enc.EncodeToString(h) + "." + enc.EncodeToString(c)
+	sig, err := jwt.SigningMethodEdDSA.Sign(input, s.key)
+	if err != nil {
+		return "", err
+	}
+	return input + "." + enc.EncodeToString(sig), nil
+}
+
+// plainJSON is json.Marshal without its HTML escaping.
+func plainJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// MaxProofLength bounds the proofs Verify parses, and those a Signer
+// makes: the proof of any two valid ids fits (the longest, two ids of
+// leasefence.MaxIDLen bytes that JSON writes at two bytes a byte, takes
+// about 5.7 kB; ids of plain ASCII letters about 3 kB; those of real
+// deployments some hundreds of bytes), with room for a key id and an
+// issuer that NewSigner checks. A longer proof is refused before any
+// decoding. A Fence-Token header line of this length passes an HTTP proxy
+// that allows 8 KiB a line (nginx's default), and gRPC metadata within 8
+// KiB (grpc-java's default).
+const MaxProofLength = 6144
 
 // DefaultCacheSize is how many verified proofs a Verifier remembers unless
 // WithCacheSize says otherwise.

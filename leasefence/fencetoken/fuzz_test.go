@@ -65,3 +65,39 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzProve: a token with valid ids is signed, within MaxProofLength, and
+// its proof verifies as that token; any other is refused with
+// ErrUnsignable. The seeds are the ids JSON writes widest.
+func FuzzProve(f *testing.F) {
+	s, err := fencetoken.NewSigner(fuzzKey, "k1", issuer)
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, err := fencetoken.NewVerifier(issuer, map[string]ed25519.PublicKey{"k1": fuzzKey.Public().(ed25519.PublicKey)}, fencetoken.WithCacheSize(0))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, id := range widestIDs() {
+		f.Add(id, id, uint64(1))
+	}
+	f.Add("agent-a", "deploy/prod", uint64(42))
+	f.Add("agent-a\n", "r", uint64(1))
+	f.Add("r", "", ^uint64(0))
+	f.Fuzz(func(t *testing.T, holder, resource string, fence uint64) {
+		tok := leasefence.Token{Resource: resource, Holder: holder, Fence: leasefence.Fence(fence)}
+		p, err := s.Prove(tok)
+		if leasefence.ValidateToken(tok) != nil {
+			if !errors.Is(err, fencetoken.ErrUnsignable) || p != "" {
+				t.Fatalf("Prove(%.60q) of an invalid token = %.40q, %v; want ErrUnsignable", tok, p, err)
+			}
+			return
+		}
+		if err != nil || len(p) > fencetoken.MaxProofLength {
+			t.Fatalf("Prove(%.60q) = %d bytes, %v; want a proof within MaxProofLength (%d)", tok, len(p), err, fencetoken.MaxProofLength)
+		}
+		if got, err := v.Verify(p); err != nil || got != tok {
+			t.Fatalf("Prove(%.60q) signed, but Verify = %.60q, %v", tok, got, err)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/fencetoken"
+	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
 // signRaw signs payload, a JSON text given byte for byte, under an EdDSA
@@ -20,45 +21,99 @@ func signRaw(priv ed25519.PrivateKey, kid, payload string) string {
 	return input + "." + enc.EncodeToString(ed25519.Sign(priv, []byte(input)))
 }
 
-// Every proof a Signer makes verifies: a token whose proof would be longer
-// than MaxProofLength (JSON writes '<', '>' and '&' as six bytes each) is
-// refused by Prove with ErrUnsignable, so the grant fails instead of an
-// honest holder being counted as a forger.
-func TestProveRefusesWhatVerifyWould(t *testing.T) {
+// widestIDs are valid ids of MaxIDLen bytes (or one less) made of what
+// JSON writes widest, one kind each: every byte of a valid id takes at most
+// two bytes in a proof's JSON.
+func widestIDs() map[string]string {
+	n := leasefence.MaxIDLen
+	return map[string]string{
+		`'"'`:             strings.Repeat(`"`, n),
+		`'\'`:             strings.Repeat(`\`, n),
+		"'<'":             strings.Repeat("<", n),
+		"'&'":             strings.Repeat("&", n),
+		"'>'":             strings.Repeat(">", n),
+		"U+2028":          strings.Repeat("\u2028", n/3),
+		"U+2029 and '\"'": strings.Repeat("\u2029\"", n/4),
+		"'é'":             leasetest.LongestID(),
+		"'😀'":             strings.Repeat("😀", n/4),
+		"ASCII letters":   strings.Repeat("h", n),
+		"U+FFFD":          strings.Repeat("\ufffd", n/3),
+	}
+}
+
+// Every token with valid ids is signed, within MaxProofLength, and its
+// proof verifies as that token: a holder of 1,024 '<' included, which
+// JSON with HTML escaping writes in 6,144 bytes.
+func TestProveSignsEveryValidToken(t *testing.T) {
 	k := newKey(t)
 	s := newSigner(t, k, "k1", issuer)
 	v := newVerifier(t, map[string]ed25519.PublicKey{"k1": k.pub})
-	for _, tok := range []leasefence.Token{
-		{Resource: "r", Holder: strings.Repeat("<", leasefence.MaxIDLen), Fence: 1},
-		{Resource: strings.Repeat("&", leasefence.MaxIDLen), Holder: "h", Fence: 1},
-		{Resource: strings.Repeat("\x01", 700), Holder: "h", Fence: 1},
-		{Resource: strings.Repeat("r", leasefence.MaxIDLen), Holder: strings.Repeat("h", leasefence.MaxIDLen), Fence: ^leasefence.Fence(0)},
-		{Resource: strings.Repeat("é", leasefence.MaxIDLen/2), Holder: strings.Repeat(">", 400), Fence: 7},
-	} {
-		p, err := s.Prove(tok)
-		if err != nil {
-			if !errors.Is(err, fencetoken.ErrUnsignable) {
-				t.Errorf("Prove(%.40v...) = %v, want ErrUnsignable", tok, err)
+	ids := widestIDs()
+	for holderKind, holder := range ids {
+		for resourceKind, resource := range ids {
+			tok := leasefence.Token{Resource: resource, Holder: holder, Fence: ^leasefence.Fence(0)}
+			if err := leasefence.ValidateToken(tok); err != nil {
+				t.Fatalf("the test's ids are not valid: %v", err)
 			}
-			continue
-		}
-		if got, err := v.Verify(p); err != nil || got != tok {
-			t.Errorf("Prove signed %.40v... (%d bytes) but Verify = %v, %v", tok, len(p), got, err)
+			p, err := s.Prove(tok)
+			if err != nil {
+				t.Errorf("Prove(holder of %s, resource of %s) = %v", holderKind, resourceKind, err)
+				continue
+			}
+			if len(p) > fencetoken.MaxProofLength {
+				t.Errorf("holder of %s, resource of %s: a proof of %d bytes, more than MaxProofLength (%d)", holderKind, resourceKind, len(p), fencetoken.MaxProofLength)
+			}
+			if got, err := v.Verify(p); err != nil || got != tok {
+				t.Errorf("holder of %s, resource of %s: Prove signed it (%d bytes) but Verify = %.40v..., %v", holderKind, resourceKind, len(p), got, err)
+			}
 		}
 	}
 	if n := v.Refused(); n != 0 {
 		t.Fatalf("Refused = %d for proofs the signer made", n)
 	}
-	// The bound is exact: the longest ASCII ids fit.
-	if _, err := s.Prove(leasefence.Token{Resource: strings.Repeat("r", leasefence.MaxIDLen), Holder: strings.Repeat("h", leasefence.MaxIDLen), Fence: 1}); err != nil {
-		t.Fatalf("Prove of the longest plain ids: %v", err)
+}
+
+// NewSigner refuses a key id and issuer so long that the proof of the
+// longest valid ids would not fit MaxProofLength, and takes ones that
+// leave it room: what it takes, it signs every valid token with.
+func TestNewSignerRefusesWhatLeavesNoRoom(t *testing.T) {
+	k := newKey(t)
+	for _, tc := range []struct {
+		kid, iss string
+		ok       bool
+	}{
+		{"k1", strings.Repeat("i", 200), true},
+		{strings.Repeat("k", 50), strings.Repeat(`"`, 100), true},
+		{"k1", strings.Repeat("i", fencetoken.MaxProofLength), false},
+		{strings.Repeat("<", 400), issuer, false},
+	} {
+		s, err := fencetoken.NewSigner(k.priv, tc.kid, tc.iss)
+		if !tc.ok {
+			if err == nil || !strings.Contains(err.Error(), "MaxProofLength") {
+				t.Errorf("NewSigner(key id of %d bytes, issuer of %d bytes) = %v, want a refusal naming MaxProofLength", len(tc.kid), len(tc.iss), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("NewSigner(key id of %d bytes, issuer of %d bytes) = %v", len(tc.kid), len(tc.iss), err)
+			continue
+		}
+		v, err := fencetoken.NewVerifier(tc.iss, map[string]ed25519.PublicKey{tc.kid: k.pub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		widest := strings.Repeat(`"`, leasefence.MaxIDLen)
+		tok := leasefence.Token{Resource: widest, Holder: widest, Fence: ^leasefence.Fence(0)}
+		p := prove(t, s, tok)
+		if got, err := v.Verify(p); err != nil || got != tok {
+			t.Errorf("key id of %d bytes, issuer of %d bytes: the widest ids' proof (%d bytes): Verify = %.40v..., %v", len(tc.kid), len(tc.iss), len(p), got, err)
+		}
 	}
 }
 
-// The grant of a holder whose proof Prove refuses fails with ErrUnsignable
-// and grants nothing: the resource is free for the next holder, whose
-// proof verifies.
-func TestGrantFailsWhenUnsignable(t *testing.T) {
+// A grant needs its proof: a holder of 1,024 '<' is granted, and its proof
+// verifies at the resource.
+func TestGrantOfTheWidestHolderVerifies(t *testing.T) {
 	k := newKey(t)
 	coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{
 		Clock: leasefence.NewMonotonicClock("coordinator"), TTL: time.Minute, Prover: newSigner(t, k, "k1", issuer),
@@ -68,16 +123,12 @@ func TestGrantFailsWhenUnsignable(t *testing.T) {
 	}
 	long := strings.Repeat("<", leasefence.MaxIDLen)
 	out, err := coord.Acquire(leasefence.AcquireRequest{RequestID: "1", Holder: long, Resource: "r"})
-	if !errors.Is(err, fencetoken.ErrUnsignable) || out.OK {
-		t.Fatalf("Acquire by a holder of %d '<' = %+v, %v; want ErrUnsignable", len(long), out, err)
-	}
-	out, err = coord.Acquire(leasefence.AcquireRequest{RequestID: "2", Holder: "agent-a", Resource: "r"})
 	if err != nil || !out.OK {
-		t.Fatalf("the next holder's Acquire = %+v, %v; want granted (nothing was held)", out, err)
+		t.Fatalf("Acquire by a holder of %d '<' = %.80v, %v; want granted", len(long), out, err)
 	}
 	v := newVerifier(t, map[string]ed25519.PublicKey{"k1": k.pub})
 	if got, err := v.Verify(out.Grant.Proof); err != nil || got != out.Grant.Token {
-		t.Fatalf("its proof: %v, %v", got, err)
+		t.Fatalf("its proof (%d bytes): %.40v..., %v", len(out.Grant.Proof), got, err)
 	}
 }
 
@@ -128,14 +179,17 @@ func stdChar(c byte) string {
 	return "+"
 }
 
-// Prove applies the one id rule: ids that are not valid UTF-8, empty or
-// too long are refused (they would be rewritten to U+FFFD, making two
-// holders' proofs interchangeable).
+// Prove applies the one id rule: ids that are not valid UTF-8 (they would
+// be rewritten to U+FFFD, making two holders' proofs interchangeable),
+// empty, too long or with control characters (JSON writes one in six
+// bytes) are refused.
 func TestProveValidatesIDs(t *testing.T) {
 	s := newSigner(t, newKey(t), "k1", issuer)
 	for _, tok := range []leasefence.Token{
 		{Resource: "db\xff", Holder: "h", Fence: 1},
 		{Resource: "r", Holder: "db\xfe", Fence: 1},
+		{Resource: strings.Repeat("\x01", 700), Holder: "h", Fence: 1},
+		{Resource: "r", Holder: "agent-a\n", Fence: 1},
 		{Resource: "r", Holder: strings.Repeat("h", leasefence.MaxIDLen+1), Fence: 1},
 		{Resource: "", Holder: "h", Fence: 1},
 		{Resource: "r", Holder: "h", Fence: 0},

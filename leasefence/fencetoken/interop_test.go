@@ -71,6 +71,9 @@ func checkInterop(t *testing.T, argv []string, lenient map[string]bool, exact bo
 		{Resource: "r", Holder: "h", Fence: ^leasefence.Fence(0)},
 		{Resource: "déploiement/😀", Holder: "<agent & co>", Fence: 1 << 53},
 		{Resource: strings.Repeat("r", leasefence.MaxIDLen), Holder: strings.Repeat("<", 300), Fence: 9},
+		// The widest valid ids, in JSON written without HTML escaping.
+		{Resource: strings.Repeat(`"`, leasefence.MaxIDLen), Holder: strings.Repeat("<", leasefence.MaxIDLen), Fence: ^leasefence.Fence(0)},
+		{Resource: strings.Repeat("\u2028", leasefence.MaxIDLen/3), Holder: strings.Repeat(`\`, leasefence.MaxIDLen), Fence: 3},
 	} {
 		cases = append(cases, interopCase{proof: prove(t, s, tok), want: &tok})
 	}
