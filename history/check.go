@@ -399,6 +399,7 @@ func (j *judgement) rules() {
 	j.r.UnexplainedReleases = s.unexplainedReleases
 	j.r.RefusedWritesLanded = s.refusedLanded
 	j.r.AdmittedBelowPush = s.belowPush
+	j.r.AdmittedBelowOwnFloor = s.belowOwnFloor
 	j.cx.merge(&s.cx)
 	x := j.c.exclusion
 	j.r.MutualExclusionViolations = x.n
@@ -445,6 +446,9 @@ func (c *Checker) violations(r *Report) []string {
 	}
 	if r.AdmittedBelowPush > 0 {
 		v = append(v, Plural(r.AdmittedBelowPush, "commit", "commits")+" admitted below a fence pushed to the gate")
+	}
+	if r.AdmittedBelowOwnFloor > 0 {
+		v = append(v, Plural(r.AdmittedBelowOwnFloor, "commit", "commits")+" admitted below a fence the same gate had admitted")
 	}
 	if r.ForgeriesLanded > 0 {
 		v = append(v, Plural(r.ForgeriesLanded, "forged write", "forged writes")+" landed through the gate")

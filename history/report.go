@@ -201,6 +201,13 @@ type Report struct {
 	// below one the coordinator's push had brought it before. Always 0
 	// unless the gate is wrong.
 	AdmittedBelowPush int `json:"admitted_below_push,omitempty"`
+	// AdmittedBelowOwnFloor counts commits a gate admitted under a fence
+	// below one it had admitted before (or equal to it, of another
+	// writer), stale writes apart. A fence a coordinator reissued after
+	// losing its counter is excused as a reuse, not as an admission: the
+	// gate's floor is its own. Always 0 unless the gate is wrong (or its
+	// own store lost its floor, which the record does not show).
+	AdmittedBelowOwnFloor int `json:"admitted_below_own_floor,omitempty"`
 	// Vacuous: the mode made no write at all, so its counters show nothing
 	// exercised and its invariants were never put to the test.
 	Vacuous bool `json:"vacuous,omitempty"`
@@ -255,6 +262,7 @@ const (
 	UnexplainedRelease CounterexampleKind = "unexplained-release"  // a release of a lease no longer live
 	RefusedWriteLanded CounterexampleKind = "refused-write-landed" // a write reported refused that landed
 	AdmittedBelowPush  CounterexampleKind = "admitted-below-push"  // admitted under a fence below a pushed one
+	AdmittedBelowFloor CounterexampleKind = "admitted-below-floor" // admitted under a fence below one the gate admitted
 	// MutualExclusionViolation: the lock granted a resource while an
 	// earlier lease on it had neither been released nor expired.
 	MutualExclusionViolation CounterexampleKind = "mutual-exclusion-violation"

@@ -39,6 +39,7 @@ type ruleState struct {
 	unexplainedReleases int
 	refusedLanded       int
 	belowPush           int
+	belowOwnFloor       int
 	cx                  counterexamples
 }
 
@@ -59,6 +60,10 @@ type agentMark struct {
 // resourceMk is what the rules know of one resource's gate.
 type resourceMk struct {
 	refusals int // refusals so far, to number them
+	// admitted is the highest fence the gate admitted, and admittedBy its
+	// writer: the gate's own floor, as far as the record shows it.
+	admitted   leasefence.Fence
+	admittedBy int32
 	// pushed is the highest fence pushed to the gate, and the instant the
 	// push was known applied (its event's instant plus its Dur); inForce is
 	// the highest pushed fence known applied by the last landing judged.
@@ -195,7 +200,8 @@ func (c *Checker) pushApplied(e *Event) {
 
 // landed judges a landing: it must be under a generation the history
 // granted its writer on that resource, must not be a write also reported
-// refused, and, through a gate, must not be below a fence pushed to it.
+// refused, and, through a gate, must not be below a fence pushed to it nor
+// below one the same gate admitted.
 func (c *Checker) landed(e *Event, w *Write) {
 	s := &c.rules
 	if w.Gen < 0 || c.read.Generation(w.Gen).Agent != w.Agent {
@@ -217,6 +223,7 @@ func (c *Checker) landed(e *Event, w *Write) {
 		return
 	}
 	m := &s.res[e.Resource]
+	c.belowOwnFloor(m, w, e.At)
 	if m.pushedApplied <= e.At {
 		m.inForce = max(m.inForce, m.pushed)
 	}
@@ -226,6 +233,28 @@ func (c *Checker) landed(e *Event, w *Write) {
 			Holder: c.agentName(w.Agent), Fence: w.Fence, OtherFence: m.inForce,
 			Detail: fmt.Sprintf("the gate admitted fence %d after the coordinator's push of fence %d had reached it", w.Fence, m.inForce)})
 	}
+}
+
+// belowOwnFloor judges an admission against the highest fence the same
+// gate had admitted: below it, or equal to it under another writer (a
+// token conflict), a correct gate refuses, whatever the coordinator did.
+// A coordinator restart that lost the counter excuses the reissued fence,
+// not its admission: the gate's floor is its own, and the record shows no
+// loss of it. A stale write is counted as stale, not here as well.
+func (c *Checker) belowOwnFloor(m *resourceMk, w *Write, at time.Duration) {
+	floor, by := m.admitted, m.admittedBy
+	if w.Fence > floor || w.Fence == floor && w.Agent == by {
+		m.admitted, m.admittedBy = w.Fence, w.Agent
+		return
+	}
+	if floor == 0 || w.Stale {
+		return
+	}
+	s := &c.rules
+	s.belowOwnFloor++
+	s.cx.add(Counterexample{Kind: AdmittedBelowFloor, AtMS: ms(at), Resource: c.resourceName(w.Resource),
+		Holder: c.agentName(w.Agent), Fence: w.Fence, Other: c.agentName(by), OtherFence: floor,
+		Detail: fmt.Sprintf("the gate admitted fence %d after it had admitted fence %d of %s", w.Fence, floor, c.agentName(by))})
 }
 
 func (c *Checker) refusedAndLanded(e *Event) {
