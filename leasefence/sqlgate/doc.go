@@ -23,8 +23,9 @@
 //	})
 //	if errors.Is(err, leasefence.ErrStaleFence) { /* a newer holder has written: stop */ }
 //
-// The token comes from any session: etcdlease.Lock or redislease.Lock in
-// one call, or leasefence.Hold (session.Token()). Example_holdAndAStalledWorker
+// The token comes from any session: sqllease.Lock (a lease in the same
+// database), etcdlease.Lock or redislease.Lock in one call, or
+// leasefence.Hold (session.Token()). Example_holdAndAStalledWorker
 // is the whole program a worker runs, on SQLite, with a stall that makes
 // its write late and the database refusing it; Example_guardingADatabaseRow
 // shows the floor and the refusal log surviving a restart. They use
@@ -69,6 +70,18 @@
 //     the same answer on every gate.
 //   - Reopening the database gives back the floor, with its holder, and the
 //     whole log. Each log entry carries the database's clock at the refusal.
+//   - With WithCurrentLease(table), when the leases are sqllease's in the
+//     same database, the write's transaction also checks that the token is
+//     the resource's current, live lease (its row in table has the token's
+//     holder and fence, is not released, and expires after the database's
+//     clock now; on PostgreSQL the row is held FOR SHARE until the write
+//     commits, so no acquire replaces the lease under it). A token the floor
+//     admits but whose lease has ended is refused with a *LeaseNotLiveError
+//     (ErrLeaseNotLive), logged like a floor refusal in a transaction of its
+//     own, the floor it names at or below the token's fence. So a holder
+//     whose lease ended is refused even before any newer holder has
+//     written. The table is read by the layout sqllease's package doc
+//     fixes; this package imports nothing of sqllease.
 //   - Busy and serialisation failures (SQLite's SQLITE_BUSY and SQLITE_LOCKED,
 //     PostgreSQL's serialization_failure and deadlock_detected) roll the
 //     attempt back and retry it a bounded number of times with jittered
@@ -141,5 +154,6 @@
 //     write lock and end in ErrBusy; on PostgreSQL they work.
 //   - The gate trusts its tables: a floor lowered by hand is obeyed.
 //   - Fencing catches a stale write only after a newer holder has written or
-//     been admitted (Admit), as with the in-memory gate.
+//     been admitted (Admit), as with the in-memory gate, unless the gate is
+//     made WithCurrentLease. Admit checks the floor only.
 package sqlgate

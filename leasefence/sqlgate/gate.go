@@ -47,7 +47,29 @@ var (
 	// any Gate, on any *sql.DB), which would wait forever on the floor row
 	// its caller's transaction holds.
 	ErrNestedCommit = errors.New("sqlgate: Commit or Admit from inside a write on the same resource")
+	// ErrLeaseNotLive: a gate made WithCurrentLease refused a token the
+	// floor admits, because it is not the resource's current, live lease.
+	// The refusal is logged (a *LeaseNotLiveError), or the error matches
+	// leasefence.ErrRefusalNotLogged too.
+	ErrLeaseNotLive = errors.New("sqlgate: the token is not the resource's current, live lease")
 )
+
+// LeaseNotLiveError is the refusal of a token whose lease has ended, by a
+// gate made WithCurrentLease. The Rejection is the log entry: the floor it
+// names admitted the token (its fence is at or below the token's), which
+// tells it apart from a stale-fence refusal in the log.
+type LeaseNotLiveError struct {
+	leasefence.Rejection
+	Table string // the lease table consulted
+}
+
+func (e *LeaseNotLiveError) Error() string {
+	return fmt.Sprintf("sqlgate: lease not live at %q: %s@%d is not the current, live lease in %s (refusal #%d)",
+		e.Resource, e.Holder, e.Fence, e.Table, e.Seq)
+}
+
+// Is reports whether target is ErrLeaseNotLive.
+func (e *LeaseNotLiveError) Is(target error) bool { return target == ErrLeaseNotLive }
 
 // Gate is a fence gate whose floor and refusal log live in a SQL database.
 // Its methods are safe for concurrent use, and any number of Gates, in any
@@ -61,6 +83,7 @@ type Gate struct {
 	backoff  time.Duration
 	floorTab string
 	logTab   string
+	leaseTab string // WithCurrentLease's table, or ""
 	q        statements
 }
 
@@ -85,9 +108,13 @@ type statements struct {
 	log        string
 	ensureRow  string
 	initFloor  string
+	// leaseLive selects a row if ($2, $3) is the current, live lease of
+	// resource $1 in the lease table; on PostgreSQL it holds the row FOR
+	// SHARE until the transaction ends.
+	leaseLive string
 }
 
-func newStatements(d Dialect, floorTab, logTab string) statements {
+func newStatements(d Dialect, floorTab, logTab, leaseTab string) statements {
 	s := statements{
 		raise: `UPDATE ` + floorTab + ` SET holder = $2, fence = $3 WHERE resource = $1 AND ` +
 			`(fence < $3 OR (fence = $3 AND (holder = '' OR holder = $2)))`,
@@ -101,8 +128,12 @@ func newStatements(d Dialect, floorTab, logTab string) statements {
 			` WHERE resource = $1 AND seq > $2 ORDER BY seq`,
 		ensureRow: `INSERT INTO ` + floorTab + ` (resource, holder, fence, refused) VALUES ($1, '', $2, 0) ON CONFLICT (resource) DO NOTHING`,
 		initFloor: `UPDATE ` + floorTab + ` SET holder = '', fence = $2 WHERE resource = $1 AND fence < $2`,
+		leaseLive: `SELECT 1 FROM ` + leaseTab + ` WHERE resource = $1 AND holder = $2 AND fence = $3 AND released = 0 AND expires_us > ` + d.nowMicros(),
 	}
-	for _, q := range []*string{&s.raise, &s.lock, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor} {
+	if d == Postgres {
+		s.leaseLive += ` FOR SHARE`
+	}
+	for _, q := range []*string{&s.raise, &s.lock, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor, &s.leaseLive} {
 		*q = d.placeholders(*q)
 	}
 	return s
@@ -136,10 +167,13 @@ func New(ctx context.Context, db *sql.DB, resource string, opts ...Option) (*Gat
 	g := &Gate{
 		db: db, resource: resource, dialect: c.dialect,
 		attempts: c.attempts, backoff: c.backoff,
-		floorTab: c.prefix + "floor", logTab: c.prefix + "rejections",
+		floorTab: c.prefix + "floor", logTab: c.prefix + "rejections", leaseTab: c.leaseTable,
 	}
-	g.q = newStatements(g.dialect, g.floorTab, g.logTab)
+	g.q = newStatements(g.dialect, g.floorTab, g.logTab, g.leaseTab)
 	if err := g.ensureTables(ctx); err != nil {
+		return nil, err
+	}
+	if err := g.checkLeaseTable(ctx); err != nil {
 		return nil, err
 	}
 	if err := g.retry(ctx, "creating the floor row", func() error { return g.ensureFloorRow(ctx, c.initialFloor) }); err != nil {
@@ -266,7 +300,7 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 		return err
 	}
 	if !ok {
-		r, err := g.logRefusal(ctx, tx, t)
+		r, err := g.logRefusal(ctx, tx, t, true)
 		if err == nil {
 			done = true
 			err = tx.Commit()
@@ -279,6 +313,14 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 			return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err}
 		}
 		return leasefence.RejectionError(r)
+	}
+	if live, err := g.leaseLive(ctx, tx, t); err != nil || !live {
+		if err != nil {
+			return err
+		}
+		_ = tx.Rollback() // the floor's raise with it: write did not run
+		done = true
+		return g.refuseLease(ctx, t)
 	}
 	mark := &writeMark{}
 	mark.running.Store(true)
@@ -344,7 +386,9 @@ func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token) (admit
 // floor row's lock; a floor that would admit t (lowered by hand since the
 // raise was refused) sends the attempt round again. On an error it returns
 // as much of the refusal as it learnt: the floor, once it was read.
-func (g *Gate) logRefusal(ctx context.Context, tx *sql.Tx, t leasefence.Token) (leasefence.Rejection, error) {
+//
+// stale is false for a lease refusal, whose floor admits t by definition.
+func (g *Gate) logRefusal(ctx context.Context, tx *sql.Tx, t leasefence.Token, stale bool) (leasefence.Rejection, error) {
 	r := leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence}
 	var floorHolder string
 	var floorFence, seq int64
@@ -356,7 +400,7 @@ func (g *Gate) logRefusal(ctx context.Context, tx *sql.Tx, t leasefence.Token) (
 		return r, err
 	}
 	r.Seq, r.FloorHolder, r.FloorFence = uint64(seq), floorHolder, leasefence.Fence(floorFence)
-	if admits(r) {
+	if stale && admits(r) {
 		return r, errRejudge
 	}
 	if _, err := tx.ExecContext(ctx, g.q.logRefusal, g.resource, seq, t.Holder, int64(t.Fence), floorHolder, floorFence); err != nil {
@@ -491,7 +535,8 @@ func (g *Gate) retry(ctx context.Context, op string, attempt func() error) error
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, leasefence.ErrStaleFence) || errors.Is(err, leasefence.ErrTokenConflict) {
+		if errors.Is(err, leasefence.ErrStaleFence) || errors.Is(err, leasefence.ErrTokenConflict) ||
+			errors.Is(err, ErrLeaseNotLive) && !errors.Is(err, leasefence.ErrRefusalNotLogged) {
 			return err // judged (and, for a Commit, logged): final whatever ctx says now
 		}
 		if cerr := ctx.Err(); cerr != nil {

@@ -18,7 +18,8 @@ type config struct {
 	initialFloor leasefence.Fence
 	attempts     int
 	backoff      time.Duration
-	err          error // the first option that was out of range
+	leaseTable   string // WithCurrentLease's table; "" checks no lease
+	err          error  // the first option that was out of range
 }
 
 // The defaults: 8 attempts, the waits between them drawn from [0, 2ms),
@@ -76,6 +77,34 @@ func WithTablePrefix(prefix string) Option {
 			return
 		}
 		c.prefix = prefix
+	}
+}
+
+// tablePattern is a table name: a plain identifier, optionally after a
+// schema (PostgreSQL) or attached database (SQLite) and a dot.
+var tablePattern = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*\.)?[A-Za-z_][A-Za-z0-9_]*$`)
+
+// WithCurrentLease makes Commit admit a token only if it is also the
+// resource's current, live lease in table, a lease table of sqllease's
+// layout in the same database ("leasefence_leases" by default there):
+// its row for the resource has the token's holder and fence, is not
+// released, and expires after the database's clock now. It is checked in
+// the write's own transaction, after the floor admitted the token and
+// before write runs; on PostgreSQL the lease row is read FOR SHARE, so no
+// acquire can replace the lease until the write has committed or rolled
+// back. A token the floor admits but whose lease has ended (expired,
+// released, superseded) is refused with a *LeaseNotLiveError
+// (ErrLeaseNotLive) and logged like a floor refusal: a stale holder is
+// refused before any newer holder has written. Admit checks the floor
+// only. The table's layout is the one sqllease's package doc fixes, read
+// by name, so this package imports nothing of sqllease.
+func WithCurrentLease(table string) Option {
+	return func(c *config) {
+		if !tablePattern.MatchString(table) {
+			c.fail("sqlgate.WithCurrentLease(%q): only letters, digits and underscores, optionally after a schema and a dot", table)
+			return
+		}
+		c.leaseTable = table
 	}
 }
 

@@ -15,7 +15,9 @@
 //	defer session.Release(context.Background())
 //
 // and a write goes through sqlgate in the same database, in its own
-// transaction.
+// transaction; with sqlgate.WithCurrentLease(sqllease.DefaultTable) the gate
+// also refuses a holder whose lease has ended before any newer holder has
+// written.
 //
 // # Tables
 //
@@ -41,8 +43,8 @@
 // The lease table's layout is a contract other code may read: a token
 // (resource, holder, fence) is its resource's current, live lease exactly
 // when its row has that holder and fence, released = 0, and expires_us
-// above the database's clock now. The layout changes only with
-// SchemaVersion.
+// above the database's clock now. sqlgate.WithCurrentLease reads it so, in
+// the write's own transaction. The layout changes only with SchemaVersion.
 //
 // # What it guarantees
 //
