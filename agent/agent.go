@@ -116,7 +116,7 @@ type Agent struct {
 	lease      *leasefence.Lease
 	epoch      int32              // the coordinator incarnation that granted lease
 	until      time.Duration      // the true instant until which it believes in lease
-	naiveUntil leasefence.Instant // naive mode: reply arrival + TTL, on the agent's clock
+	naiveUntil leasefence.Instant // a naive contender's expiresAt, on the agent's clock (believe)
 	renew      leasefence.RenewRequest
 	renewSent  time.Duration
 	renewing   bool

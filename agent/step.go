@@ -300,7 +300,7 @@ func (a *Agent) acquired(now time.Duration, g leasefence.Grant, epoch int32) {
 	a.lease, a.writes, a.checked, a.lost, a.renewing, a.renewLater = l, 0, false, false, false, false
 	a.epoch = epoch
 	a.phase = phHolding
-	a.until = a.believe(l)
+	a.until = a.believe(l, a.acq.SentAt)
 	a.emit(history.Event{Kind: history.Acquired, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence,
 		Incarnation: epoch, Other: -1, RequestID: g.RequestID, Deadline: a.until})
 	if a.scripted {
@@ -310,13 +310,21 @@ func (a *Agent) acquired(now time.Duration, g leasefence.Grant, epoch int32) {
 	a.arm(TimerStep, now, a.gen)
 }
 
-// believe sets the agent's belief from a fresh lease and returns the true
-// instant it lasts until: the client's deadline in fenced mode, and the
-// naive "reply arrival + TTL" in naive mode.
-func (a *Agent) believe(l *leasefence.Lease) time.Duration {
+// believe sets the agent's belief from a fresh lease, whose request was
+// sent at sentAt, and returns the true instant it lasts until: the
+// client's deadline for a fenced contender; for a naive one, the lab's
+// own naive "reply arrival + TTL", or, for a lock run in place of the
+// lab's coordinator (a library's), the lock's own deadline (redsync's
+// Until()), which the grant's TTL is the rest of: dated from the
+// request's send, as those libraries date it. Dated from the reply's
+// arrival, it would outlast the lock's deadline by the reply's network
+// delay, and charge the lock containment breaches of the lab's making.
+func (a *Agent) believe(l *leasefence.Lease, sentAt leasefence.Instant) time.Duration {
 	if a.naive {
-		now, _ := a.clock.Now()
-		a.naiveUntil = now.Add(l.TTL)
+		if a.mode == history.Naive {
+			sentAt, _ = a.clock.Now()
+		}
+		a.naiveUntil = sentAt.Add(l.TTL)
 		return a.clock.TrueAt(a.naiveUntil)
 	}
 	return a.clock.TrueAt(l.Deadline)
@@ -380,7 +388,7 @@ func (a *Agent) renewed(now time.Duration, g leasefence.Grant) {
 		return
 	}
 	a.lease = l
-	a.until = a.believe(l)
+	a.until = a.believe(l, a.renew.SentAt)
 	a.emit(history.Event{Kind: history.Renewed, Agent: a.idx, Resource: a.resource, Fence: g.Token.Fence,
 		Incarnation: a.epoch, Other: -1, RequestID: g.RequestID, Deadline: a.until})
 	a.scheduleRenewal(now, a.renewSent)
@@ -466,7 +474,7 @@ func (a *Agent) stallEnd(gen uint32) {
 
 // CheckValid is the validity check before a write, as every agent makes
 // it: the client's HasExpired for a fenced contender, the naive "now < expiresAt" on
-// the agent's clock for a naive one (naiveUntil: the reply's arrival + TTL).
+// the agent's clock for a naive one (naiveUntil: what believe set).
 // Either is true only at the instant it is computed. A nil lease is never
 // valid.
 func CheckValid(naive bool, l *leasefence.Lease, clock leasefence.Clock, naiveUntil leasefence.Instant) bool {

@@ -65,7 +65,10 @@ const (
 // the server's order (Ordered), or the order in which the grants returned
 // to the lab. The grant's expiry is the lease's own Deadline, so the
 // history's coordinator expiry is the lock's word, which the checker's
-// mutual-exclusion rule holds the lock to.
+// mutual-exclusion rule holds the lock to; its TTL is the rest of that
+// Deadline, which a naive holder counts from its request's send, as the
+// libraries do (the agent's belief of a naive contender): it believes
+// no later than the lock's Deadline.
 type lockService struct {
 	lock  Lock
 	clock leasefence.Clock
