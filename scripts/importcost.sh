@@ -5,6 +5,9 @@
 #
 #   leasefence:           grpc stays at v1.70.0 and the module graph gains
 #                         no module but leasefence itself.
+#   sqllease:             grpc stays at v1.70.0 and the module graph gains
+#                         leasefence and sqllease only: no driver, not even
+#                         in the graph (its tests live in leasefence/tests).
 #   fencetoken, fencehttp, fencegrpc:
 #                         grpc stays at v1.70.0 and the graph gains only
 #                         leasefence, the imported module, the modules it
@@ -59,6 +62,7 @@ replace (
 	$lib/etcdlease/etcdembed => $root/leasefence/etcdlease/etcdembed
 	$lib/etcdlease/etcdtest => $root/leasefence/etcdlease/etcdtest
 	$lib/sqlgate => $root/leasefence/sqlgate
+	$lib/sqllease => $root/leasefence/sqllease
 	$lib/fencetoken => $root/leasefence/fencetoken
 	$lib/fencehttp => $root/leasefence/fencehttp
 	$lib/fencegrpc => $root/leasefence/fencegrpc
@@ -100,6 +104,7 @@ jwt=github.com/golang-jwt/jwt/v5
 allowed() {
 	case $1 in
 	"$lib") echo "$lib" ;;
+	"$lib/sqllease") printf '%s\n' "$lib" "$lib/sqllease" ;;
 	"$lib/fencetoken") printf '%s\n' "$jwt" "$lib" "$lib/fencetoken" ;;
 	"$lib/fencehttp") printf '%s\n' "$jwt" "$lib" "$lib/fencehttp" "$lib/fencetoken" ;;
 	"$lib/fencegrpc") printf '%s\n' "$jwt" "$lib" "$lib/fencegrpc" "$lib/fencetoken" ;;
@@ -109,7 +114,7 @@ allowed() {
 # otelapi: the modules a build on the OpenTelemetry API alone may gain.
 otelapi="^($lib|$lib/leaseotel|go\.opentelemetry\.io/otel|go\.opentelemetry\.io/otel/(metric|trace|log)|go\.opentelemetry\.io/auto/sdk|github\.com/go-logr/(logr|stdr))\$"
 
-for pkg in "$lib" "$lib/fencetoken" "$lib/fencehttp" "$lib/fencegrpc" "$lib/leaseotel" "$lib/etcdlease" "$lib/sqlgate" "$lib/redislease"; do
+for pkg in "$lib" "$lib/fencetoken" "$lib/fencehttp" "$lib/fencegrpc" "$lib/leaseotel" "$lib/etcdlease" "$lib/sqlgate" "$lib/sqllease" "$lib/redislease"; do
 	name=${pkg##*/}
 	service "$scratch/$name" "$pkg" >"$scratch/$name.txt"
 	gained=$(comm -13 "$scratch/base.txt" "$scratch/$name.txt")
