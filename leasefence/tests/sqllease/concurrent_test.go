@@ -27,10 +27,17 @@ import (
 // not rise, or an error. Leases last far longer than the run, so only a
 // release frees the resource.
 func contend(ctx context.Context, coords []*sqllease.Coordinator, acquirers, grants int) error {
+	_, err := contendFences(ctx, coords, acquirers, grants)
+	return err
+}
+
+// contendFences is contend, which also returns the fences it granted.
+func contendFences(ctx context.Context, coords []*sqllease.Coordinator, acquirers, grants int) ([]leasefence.Fence, error) {
 	var (
 		live    atomic.Int64 // leases granted and not yet released
 		mu      sync.Mutex
 		last    leasefence.Fence
+		fences  []leasefence.Fence
 		first   error
 		wg      sync.WaitGroup
 		failed  = make(chan struct{})
@@ -42,7 +49,7 @@ func contend(ctx context.Context, coords []*sqllease.Coordinator, acquirers, gra
 	for i := range acquirers {
 		wg.Go(func() {
 			svc := coords[i%len(coords)]
-			holder := fmt.Sprintf("agent-%d", i)
+			holder := fmt.Sprintf("agent-%d-%d", os.Getpid(), i) // unique across processes too
 			c, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewMonotonicClock(leasefence.Domain(holder)), Holder: holder})
 			if err != nil {
 				fail(err)
@@ -82,6 +89,7 @@ func contend(ctx context.Context, coords []*sqllease.Coordinator, acquirers, gra
 					err = fmt.Errorf("fence %d granted after %d", tok.Fence, last)
 				}
 				last = tok.Fence
+				fences = append(fences, tok.Fence)
 				mu.Unlock()
 				if err != nil {
 					fail(err)
@@ -106,7 +114,7 @@ func contend(ctx context.Context, coords []*sqllease.Coordinator, acquirers, gra
 		})
 	}
 	wg.Wait()
-	return first
+	return fences, first
 }
 
 // TestConcurrentAcquirers: sixteen goroutines on four handles (four
