@@ -122,39 +122,40 @@ func TestLockBadOptions(t *testing.T) {
 	}
 }
 
-// Lock leaves nothing held when ctx ends before it returns: a gate of
-// AdmitAt still admitting at the deadline, or the acquire's reply held up
-// past it after etcd committed the grant. Another holder then takes the
+// Lock leaves nothing held when ctx ends before it returns: while a gate
+// of AdmitAt is still admitting, or while the acquire's reply is on its way
+// after etcd committed the grant. Another holder then takes the
 // slot at once, not after the TTL.
 func TestLockLeavesNothingHeldWhenCtxEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// lock calls Lock with ctx through a client of its own choosing,
-		// and reports whether the fault it injects was met.
-		lock func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (met bool, err error)
+		// and reports whether the fault it injects, which ends ctx, was
+		// met.
+		lock func(t *testing.T, ctx context.Context, end context.CancelFunc, opts etcdlease.LockOptions) (met bool, err error)
 	}{{
 		name: "a gate of AdmitAt outlasts ctx",
-		lock: func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (bool, error) {
-			gate := &leasetest.StalledGate{Name: "slot"}
+		lock: func(t *testing.T, ctx context.Context, end context.CancelFunc, opts etcdlease.LockOptions) (bool, error) {
+			gate := &leasetest.StalledGate{Name: "slot", Cancel: end}
 			opts.Hold.AdmitAt = []leasefence.Gate{gate}
 			_, err := etcdlease.Lock(ctx, cli, "slot", opts)
 			return gate.Admits() == 1, err
 		},
 	}, {
 		name: "the acquire's reply comes after ctx ended",
-		lock: func(t *testing.T, ctx context.Context, opts etcdlease.LockOptions) (bool, error) {
+		lock: func(t *testing.T, ctx context.Context, end context.CancelFunc, opts etcdlease.LockOptions) (bool, error) {
 			var held atomic.Int64
 			c := interceptedClient(t, func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 				if method != "/etcdserverpb.KV/Txn" || held.Load() > 0 {
 					return invoker(ctx, method, req, reply, cc, opts...)
 				}
-				// The first transaction, the acquire, commits; its reply
-				// is held until the caller's deadline has passed.
+				// The first transaction, the acquire, commits; the
+				// caller's ctx ends while its reply is on the way.
 				if err := invoker(context.WithoutCancel(ctx), method, req, reply, cc, opts...); err != nil {
 					return err
 				}
 				held.Add(1)
-				<-ctx.Done()
+				end()
 				return ctx.Err()
 			})
 			_, err := etcdlease.Lock(ctx, c, "slot", opts)
@@ -163,11 +164,11 @@ func TestLockLeavesNothingHeldWhenCtxEnds(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := newPrefix()
-			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			met, err := tc.lock(t, ctx, etcdlease.LockOptions{Prefix: prefix, Holder: "a"})
-			if !errors.Is(err, context.DeadlineExceeded) || !met {
-				t.Fatalf("Lock = %v (fault met: %v), want the fault met and the ctx's deadline", err, met)
+			met, err := tc.lock(t, ctx, cancel, etcdlease.LockOptions{Prefix: prefix, Holder: "a"})
+			if !errors.Is(err, context.Canceled) || !met {
+				t.Fatalf("Lock = %v (fault met: %v), want the fault met and ctx's end", err, met)
 			}
 			wantFree(t, prefix, "slot")
 		})
