@@ -2,11 +2,9 @@ package sqlgate
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
+
+	"github.com/leasefence/lab/leasefence/internal/sqldialect"
 )
 
 // Dialect is the SQL dialect of the database a Gate is on.
@@ -14,81 +12,33 @@ type Dialect int
 
 // The dialects a Gate speaks.
 const (
-	SQLite Dialect = iota + 1
-	Postgres
+	SQLite   = Dialect(sqldialect.SQLite)
+	Postgres = Dialect(sqldialect.Postgres)
 )
 
-func (d Dialect) String() string {
-	switch d {
-	case SQLite:
-		return "SQLite"
-	case Postgres:
-		return "PostgreSQL"
-	}
-	return "Dialect(" + strconv.Itoa(int(d)) + ")"
-}
+func (d Dialect) String() string { return d.sql().String() }
 
-func (d Dialect) valid() bool { return d == SQLite || d == Postgres }
+func (d Dialect) sql() sqldialect.Dialect { return sqldialect.Dialect(d) }
+
+func (d Dialect) valid() bool { return d.sql().Valid() }
 
 // inferDialect names the dialect of db's driver from the package path of the
-// driver's type: the one thing every driver has that says what it talks to.
+// driver's type (see the package doc).
 func inferDialect(db *sql.DB) (Dialect, error) {
-	typ := reflect.TypeOf(db.Driver())
-	for typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
+	d, driver := sqldialect.Infer(db)
+	if d == 0 {
+		return 0, fmt.Errorf("%w: driver %s; name it with WithDialect", ErrUnknownDialect, driver)
 	}
-	path := strings.ToLower(typ.PkgPath())
-	switch {
-	case strings.Contains(path, "sqlite"):
-		return SQLite, nil
-	case strings.Contains(path, "pgx"), strings.Contains(path, "lib/pq"), strings.Contains(path, "postgres"):
-		return Postgres, nil
-	}
-	return 0, fmt.Errorf("%w: driver %s.%s; name it with WithDialect", ErrUnknownDialect, typ.PkgPath(), typ.Name())
+	return Dialect(d), nil
 }
 
 // nowMicros is the SQL expression for the database's clock in microseconds
-// since the Unix epoch. PostgreSQL's clock_timestamp, unlike now(), moves
-// within a transaction.
-func (d Dialect) nowMicros() string {
-	if d == Postgres {
-		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
-	}
-	return "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
-}
+// since the Unix epoch.
+func (d Dialect) nowMicros() string { return d.sql().NowMicros() }
 
-// placeholders rewrites the $n parameters of q for d. SQLite reads $1 as a
-// parameter named "$1", bound by order of appearance, so it gets ?1, which
-// it binds by number.
-func (d Dialect) placeholders(q string) string {
-	if d == SQLite {
-		return strings.ReplaceAll(q, "$", "?")
-	}
-	return q
-}
+// placeholders rewrites the $n parameters of q for d.
+func (d Dialect) placeholders(q string) string { return d.sql().Placeholders(q) }
 
-// transient reports whether err is a failure that rolling the attempt back
-// and running it again can cure: the database was busy, or it aborted the
-// transaction to serialise it with another.
-func (d Dialect) transient(err error) bool {
-	if d == Postgres {
-		var pg interface{ SQLState() string }
-		if errors.As(err, &pg) {
-			switch pg.SQLState() {
-			case "40001", "40P01": // serialization_failure, deadlock_detected
-				return true
-			}
-		}
-		return false
-	}
-	var lite interface{ Code() int }
-	if errors.As(err, &lite) {
-		switch lite.Code() & 0xff { // the primary result code, without the extended bits
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-			return true
-		}
-		return false
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "database is locked") || strings.Contains(msg, "database table is locked")
-}
+// transient reports whether err is a busy or serialisation failure, which
+// rolling the attempt back and running it again can cure.
+func (d Dialect) transient(err error) bool { return d.sql().Transient(err) }

@@ -40,7 +40,7 @@ type statements struct {
 }
 
 func newStatements(d Dialect, t tables) statements {
-	now := d.nowMicros()
+	now := d.sql().NowMicros()
 	live := `resource = $1 AND holder = $2 AND fence = $3 AND released = 0 AND expires_us > ` + now
 	lock := `SELECT holder, fence, expires_us, released FROM ` + t.leases + ` WHERE resource = $1`
 	if d == Postgres {
@@ -63,7 +63,7 @@ func newStatements(d Dialect, t tables) statements {
 		holder:   `SELECT holder, fence FROM ` + t.leases + ` WHERE resource = $1 AND holder <> '' AND released = 0 AND expires_us > ` + now,
 	}
 	for _, q := range []*string{&s.ensure, &s.lock, &s.request, &s.prune, &s.mint, &s.grant, &s.remember, &s.renew, &s.release, &s.state, &s.holder} {
-		*q = d.placeholders(*q)
+		*q = d.sql().Placeholders(*q)
 	}
 	return s
 }

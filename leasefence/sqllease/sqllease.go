@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/internal/sqldialect"
 )
 
 // DefaultTable is Options.Table when empty.
@@ -47,21 +46,13 @@ type Dialect int
 
 // The dialects a Coordinator speaks.
 const (
-	SQLite Dialect = iota + 1
-	Postgres
+	SQLite   = Dialect(sqldialect.SQLite)
+	Postgres = Dialect(sqldialect.Postgres)
 )
 
-func (d Dialect) String() string {
-	switch d {
-	case SQLite:
-		return "SQLite"
-	case Postgres:
-		return "PostgreSQL"
-	}
-	return "Dialect(" + strconv.Itoa(int(d)) + ")"
-}
+func (d Dialect) String() string { return d.sql().String() }
 
-func (d Dialect) valid() bool { return d == SQLite || d == Postgres }
+func (d Dialect) sql() sqldialect.Dialect { return sqldialect.Dialect(d) }
 
 // Options configures a Coordinator and CreateSchema.
 type Options struct {
@@ -110,23 +101,16 @@ func newTables(name string) (tables, error) {
 // dialectOf is d, or the dialect inferred from db's driver when d is zero.
 func dialectOf(db *sql.DB, d Dialect) (Dialect, error) {
 	if d != 0 {
-		if !d.valid() {
+		if !d.sql().Valid() {
 			return 0, fmt.Errorf("%w: Options.Dialect %v is not SQLite or Postgres", leasefence.ErrInvalidRequest, d)
 		}
 		return d, nil
 	}
-	typ := reflect.TypeOf(db.Driver())
-	for typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
+	inferred, driver := sqldialect.Infer(db)
+	if inferred == 0 {
+		return 0, fmt.Errorf("%w: driver %s; name it with Options.Dialect", ErrUnknownDialect, driver)
 	}
-	path := strings.ToLower(typ.PkgPath())
-	switch {
-	case strings.Contains(path, "sqlite"):
-		return SQLite, nil
-	case strings.Contains(path, "pgx"), strings.Contains(path, "lib/pq"), strings.Contains(path, "postgres"):
-		return Postgres, nil
-	}
-	return 0, fmt.Errorf("%w: driver %s.%s; name it with Options.Dialect", ErrUnknownDialect, typ.PkgPath(), typ.Name())
+	return Dialect(inferred), nil
 }
 
 // Coordinator is a leasefence.Service whose state lives in a SQL database:
@@ -321,7 +305,7 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect, tabs tables) error {
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, d.placeholders(`UPDATE `+tabs.meta+` SET version = $1`), SchemaVersion); err != nil {
+	if _, err := tx.ExecContext(ctx, d.sql().Placeholders(`UPDATE `+tabs.meta+` SET version = $1`), SchemaVersion); err != nil {
 		return fmt.Errorf("%w: recording version %d: %w", ErrSchema, SchemaVersion, err)
 	}
 	return tx.Commit()
@@ -330,51 +314,6 @@ func migrate(ctx context.Context, db *sql.DB, d Dialect, tabs tables) error {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// nowMicros is the SQL expression for the database's clock in microseconds
-// since the Unix epoch: PostgreSQL's clock_timestamp(), which unlike now()
-// moves within a transaction; on SQLite the host's wall clock, to the
-// millisecond, read by the process that runs the statement.
-func (d Dialect) nowMicros() string {
-	if d == Postgres {
-		return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
-	}
-	return "CAST(unixepoch('subsec') * 1000000 AS INTEGER)"
-}
-
-// placeholders rewrites the $n parameters of q for d: SQLite binds ?n by
-// number.
-func (d Dialect) placeholders(q string) string {
-	if d == SQLite {
-		return strings.ReplaceAll(q, "$", "?")
-	}
-	return q
-}
-
-// transient reports whether err is a failure that rolling the attempt back
-// and running it again can cure: the database was busy, or it aborted the
-// transaction to serialise it with another.
-func (d Dialect) transient(err error) bool {
-	if d == Postgres {
-		var pg interface{ SQLState() string }
-		if errors.As(err, &pg) {
-			switch pg.SQLState() {
-			case "40001", "40P01": // serialization_failure, deadlock_detected
-				return true
-			}
-		}
-		return false
-	}
-	var lite interface{ Code() int }
-	if errors.As(err, &lite) {
-		switch lite.Code() & 0xff { // the primary result code
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-			return true
-		}
-		return false
-	}
-	return strings.Contains(err.Error(), "database is locked")
 }
 
 const (
@@ -408,7 +347,7 @@ func retry(ctx context.Context, d Dialect, op string, attempt func() error) erro
 			}
 			return fmt.Errorf("sqllease: %s: %w (%w)", op, cerr, err)
 		}
-		if !d.transient(err) {
+		if !d.sql().Transient(err) {
 			return fmt.Errorf("sqllease: %s: %w", op, err)
 		}
 		last = err
