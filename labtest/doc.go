@@ -44,6 +44,20 @@
 // Run takes the lock once on a resource of its own ("labtest-probe") to
 // see whether its leases have a fence, and releases it.
 //
+// # A lock that never returns
+//
+// Run returns within the run's duration and a grace (Grace, 10 seconds by
+// default), whatever the lock does. A call to the lock (Acquire, Renew or
+// Release) that has not returned a grace after the run's end (its context
+// ended with the run) fails the test, naming the agent, the call and the
+// scenario; the history kept holds everything the run recorded until
+// then, each such call a library_error event, so `lab check` fails it too.
+// The probe's calls are bounded the same way, a grace after the probe's
+// own bound (ten TTLs, at least 10 seconds). Go cannot stop a goroutine,
+// so the one in the lock's call stays blocked there, and nothing of the
+// lab waits for it; nor is the lock closed, as its Close could wait for
+// that call.
+//
 // # Dependencies
 //
 // labtest is the lab's root module (github.com/leasefence/lab): a module

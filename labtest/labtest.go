@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ type Option func(*config)
 type config struct {
 	disc     history.Discipline // "" for the lock's own: fenced with a fence
 	duration time.Duration
+	grace    time.Duration
 	store    realtime.Store
 	dir      string
 	name     string
@@ -47,6 +49,13 @@ func Fenced() Option { return func(c *config) { c.disc = history.DisciplineFence
 
 // Duration sets the run's length (the scenario's own by default).
 func Duration(d time.Duration) Option { return func(c *config) { c.duration = d } }
+
+// Grace sets how long Run waits, once the run's duration is over, for a
+// call to the lock still under way (realtime.DefaultGrace, 10s, by
+// default). A call that has not returned by then fails the run, which
+// ends without it: Run returns within the duration plus the grace (and
+// the probe's bound plus the grace) whatever the lock does.
+func Grace(d time.Duration) Option { return func(c *config) { c.grace = d } }
 
 // Store keeps the resources in s (realtime/sqlitestore.NewSQLiteStore, ...) instead of
 // memory. Run does not close it.
@@ -75,6 +84,10 @@ type Result struct {
 	MutualExclusion           []history.Counterexample
 	// HistoryPath is the history file; it exists only if Failed.
 	HistoryPath string
+	// NeverReturned, if set, is why the run ended without some calls to
+	// the lock: they were still under way a grace after its duration
+	// (each is a library error in the history, which ends there).
+	NeverReturned *realtime.NeverReturnedError
 	// Failed: the run found a counterexample or broke a contract.
 	Failed bool
 }
@@ -103,8 +116,11 @@ func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	if c.duration > 0 {
 		sc.Duration = c.duration
 	}
+	if c.grace <= 0 {
+		c.grace = realtime.DefaultGrace
+	}
 	ctx := t.Context()
-	info, err := probe(ctx, lock, sc.TTL)
+	info, err := probe(ctx, lock, sc.TTL, c.grace)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 		return nil
@@ -126,7 +142,11 @@ func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
-	if res.Failed {
+	switch {
+	case res.NeverReturned != nil:
+		t.Errorf("labtest: %s (%s): %v\nhistory: %s (lab check %s judges it again)",
+			info.Name, info.Discipline, res.NeverReturned, res.HistoryPath, res.HistoryPath)
+	case res.Failed:
 		t.Errorf("labtest: %s (%s) on %s: %s\nhistory: %s (lab check %s judges it again)",
 			info.Name, info.Discipline, sc.Name, res.first(), res.HistoryPath, res.HistoryPath)
 	}
@@ -152,12 +172,44 @@ func load(name string) (spec.Scenario, error) {
 }
 
 // probe takes the lock once, to see what its leases are, and releases it.
-func probe(ctx context.Context, lock Lock, ttl time.Duration) (history.Contender, error) {
+// A call that has not returned a grace after its context ended fails it:
+// the call is left where it is stuck.
+func probe(ctx context.Context, lock Lock, ttl, grace time.Duration) (history.Contender, error) {
 	if lock == nil {
 		return history.Contender{}, errors.New("a nil Lock")
 	}
 	pctx, cancel := context.WithTimeout(ctx, max(10*ttl, 10*time.Second))
 	defer cancel()
+	type probed struct {
+		info history.Contender
+		err  error
+	}
+	// Buffered: a probe that returns after Run gave up on it leaves
+	// nothing waiting.
+	done := make(chan probed, 1)
+	var call atomic.Value // the call under way, for the failure
+	go func() {
+		info, err := probeCalls(pctx, lock, ttl, func(c string) { call.Store(c) })
+		done <- probed{info, err}
+	}()
+	select {
+	case p := <-done:
+		return p.info, p.err
+	case <-pctx.Done():
+	}
+	select {
+	case p := <-done:
+		return p.info, p.err
+	case <-time.After(grace):
+		return history.Contender{}, fmt.Errorf("the probe's %s of %s never returned, %s after its context ended: the lock blocks without heeding its context (its goroutine stays blocked in the call, which nothing can stop); no run was made",
+			call.Load(), ProbeResource, history.FormatDuration(grace))
+	}
+}
+
+// probeCalls is the probe's calls; it names each call to at before
+// making it.
+func probeCalls(pctx context.Context, lock Lock, ttl time.Duration, at func(call string)) (history.Contender, error) {
+	at("Acquire")
 	l, err := lock.Acquire(pctx, ProbeResource, "labtest", ttl)
 	if err != nil {
 		return history.Contender{}, fmt.Errorf("the probe's Acquire of %s: %w", ProbeResource, err)
@@ -171,6 +223,7 @@ func probe(ctx context.Context, lock Lock, ttl time.Duration) (history.Contender
 	} else if _, ok := l.(realtime.Ordered); ok {
 		info.Generations = realtime.GenerationsServer
 	}
+	at("Release")
 	if err := l.Release(pctx); err != nil {
 		return history.Contender{}, fmt.Errorf("the probe's Release of %s: %w", ProbeResource, err)
 	}
@@ -209,7 +262,7 @@ func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contende
 	}()
 	events := &collect{}
 	r, err := realtime.New(sc, realtime.Options{Modes: []history.Mode{mode}, Backend: backend, Store: c.store,
-		Subscribers: []history.Subscriber{events}})
+		Subscribers: []history.Subscriber{events}, Grace: c.grace})
 	if err != nil {
 		return nil, err
 	}
@@ -219,16 +272,24 @@ func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contende
 	}
 	events.enc = enc
 	out, runErr := r.Run(ctx)
-	if err := errors.Join(runErr, backend.Close()); err != nil {
-		return nil, err
+	var stuck *realtime.NeverReturnedError
+	if errors.As(runErr, &stuck) {
+		// The lock is not closed: its Close could wait for the call that
+		// never returned. The run's record is whole up to its end.
+		runErr = nil
+	} else {
+		runErr = errors.Join(runErr, backend.Close())
+	}
+	if runErr != nil {
+		return nil, runErr
 	}
 	if err := enc.Flush(); err != nil {
 		return nil, fmt.Errorf("history file %s: %w", path, err)
 	}
 	h := r.Header()
-	res := &Result{Report: out.Modes[mode], HistoryPath: path, Contender: h.Contender(mode)}
+	res := &Result{Report: out.Modes[mode], HistoryPath: path, Contender: h.Contender(mode), NeverReturned: stuck}
 	res.MutualExclusionViolations, res.MutualExclusion = history.MutualExclusion(&h, events.events)
-	res.Failed = res.StaleWritesLanded > 0 || res.MutualExclusionViolations > 0 || len(res.Violations) > 0
+	res.Failed = res.StaleWritesLanded > 0 || res.MutualExclusionViolations > 0 || len(res.Violations) > 0 || stuck != nil
 	keep = res.Failed
 	return res, nil
 }

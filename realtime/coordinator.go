@@ -125,7 +125,9 @@ type coordSide struct {
 func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
 	c.w.r.restarting.RLock()
 	defer c.w.r.restarting.RUnlock()
+	returned := c.w.call("Acquire", req.Holder, req.Resource)
 	out, err := c.w.svc().Acquire(ctx, req)
+	returned()
 	if h, ok := c.w.backend.(CoarseRetryHinter); ok && h.CoarseRetryHints() && err == nil && !out.OK {
 		// Coarse retry hints (etcd's are whole seconds): agents that
 		// waited them out would miss every release and expiry in between,
@@ -148,7 +150,9 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
 	c.w.r.restarting.RLock()
 	defer c.w.r.restarting.RUnlock()
+	returned := c.w.call("Renew", req.Token.Holder, req.Token.Resource)
 	out, err := c.w.svc().Renew(ctx, req)
+	returned()
 	ri := agentIndex(c.w.r.h.Resources, req.Token.Resource)
 	switch {
 	case err != nil || ri < 0:
@@ -164,7 +168,9 @@ func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence
 	c.w.r.restarting.RLock()
 	defer c.w.r.restarting.RUnlock()
 	sent := c.w.r.now()
+	returned := c.w.call("Release", t.Holder, t.Resource)
 	out, err := c.w.svc().Release(ctx, t)
+	returned()
 	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
 		if !c.w.ended(ri, t.Fence, history.Released) {
 			c.w.releasedOther(ri, t, sent)

@@ -46,6 +46,10 @@ type Options struct {
 	// means the scenario's TTL (a reply later than a whole TTL is of no
 	// use to the holder anyway).
 	CallTimeout time.Duration
+	// Grace is how long after its duration the run waits for calls to a
+	// coordinator still under way (DefaultGrace for 0); then it ends
+	// without them (NeverReturnedError).
+	Grace time.Duration
 }
 
 // Result is a real-time run's verdict: the checker's Result on the
@@ -77,6 +81,8 @@ type Runner struct {
 	store   Store
 	subs    []history.Subscriber
 	timeout time.Duration
+	grace   time.Duration
+	calls   calls // the calls to the coordinators under way
 	start   time.Time
 
 	mu        sync.Mutex // every event is stamped and kept under it
@@ -135,6 +141,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 	if r.timeout <= 0 {
 		r.timeout = sc.TTL
 	}
+	if r.grace = opts.Grace; r.grace <= 0 {
+		r.grace = DefaultGrace
+	}
 	// What the store and agents as goroutines cannot play is refused
 	// here too, for a caller that did not go through Config.Check.
 	entries := []*registry.Entry{registry.Must(registry.Drivers, registry.InProcess)}
@@ -170,7 +179,11 @@ func (r *Runner) Header() history.Header { return r.h }
 
 // Run runs the scenario for its duration of wall time, or until ctx ends:
 // then every agent stops where it is, and Run returns what ran with
-// ctx.Err(). It does not close the backend or the store.
+// ctx.Err(). It does not close the backend or the store. A call to a
+// coordinator (a contender's lock) still under way a grace after that
+// (Options.Grace) is not waited for: Run returns what was recorded until
+// then, each such call a library error of its mode, with a
+// *NeverReturnedError (see ErrNeverReturned).
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	if ctx == nil {
 		return nil, errors.New("realtime: Run with a nil context")
@@ -220,15 +233,22 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
-	wg.Wait()
+	stuck := r.waitCalls(wg, runCtx.Done())
 	r.mu.Lock()
+	r.recordStuckLocked(stuck)
 	r.stopped = true
 	r.wall = time.Since(r.start)
 	r.mu.Unlock()
-	r.extra.Wait()
+	if stuck == nil {
+		// A live restart waits for the calls under way: with one stuck,
+		// it never ends.
+		r.extra.Wait()
+	}
 	recordErr := r.assemble()
 	res := r.result()
 	switch {
+	case stuck != nil:
+		return res, errors.Join(&NeverReturnedError{Scenario: r.sc.Name, Grace: r.grace, Calls: stuck}, recordErr)
 	case openErr != nil && ctx.Err() != nil:
 		// Interrupted while opening: the open failed because of it (a
 		// dial cut short reports its own error, not the context's).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
 	"github.com/leasefence/lab/tui"
 )
@@ -36,6 +37,10 @@ type app struct {
 	// reported. Only tests set it: to simulate the fenced mode breaking an
 	// invariant, which a correct library never does.
 	afterRun func(*history.Result)
+	// onSetup, when set, sees a real-time run's setup before its runner
+	// is made. Only tests set it: to put a lock that never returns in a
+	// run, which no lock the lab offers does.
+	onSetup func(*realtime.Setup)
 }
 
 // command is one subcommand.

@@ -289,6 +289,8 @@ type realRun struct {
 	processes bool
 	proc      *procdriver.Runner
 	procStats map[history.Mode]procdriver.ProcessStats
+	// onSetup is the app's (a test's hook).
+	onSetup func(*realtime.Setup)
 }
 
 // open starts the backend and prepares the runner, so that its header is
@@ -302,6 +304,9 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.M
 	if err := s.OpenContenders(ctx, modes); err != nil {
 		s.Close()
 		return err
+	}
+	if rr.onSetup != nil {
+		rr.onSetup(s)
 	}
 	if rr.processes {
 		if rr.proc, err = procdriver.New(s, procdriver.Options{Modes: modes, Subscribers: subs}); err != nil {

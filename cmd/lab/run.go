@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/spec"
@@ -183,7 +184,11 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	res, runErr := rn.run(ctx, out.subscribers())
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
-	if runErr != nil && !interrupted {
+	// A lock's call that never returned ended the run a grace after its
+	// duration: what it recorded is reported and kept, and the call is a
+	// library error of its mode, which fails the run.
+	neverReturned := errors.Is(runErr, realtime.ErrNeverReturned)
+	if runErr != nil && !interrupted && !neverReturned {
 		out.sink.finish(a.stderr, out.watcher.lastAt)
 		return a.badInput("run", runErr)
 	}
@@ -205,6 +210,9 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	}
 	if note := noRetryNote(cfg.sc); note != "" {
 		fmt.Fprintln(a.stderr, "lab run: "+note)
+	}
+	if neverReturned {
+		fmt.Fprintf(a.stderr, "lab run: %v\n", runErr)
 	}
 	switch {
 	case res.Failed():
@@ -255,6 +263,7 @@ func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) 
 	if rr == nil {
 		return rn, nil
 	}
+	rr.onSetup = a.onSetup
 	fan := &fanout{}
 	if err := rr.open(ctx, cfg.sc, cfg.modes, []history.Subscriber{fan}); err != nil {
 		return nil, err

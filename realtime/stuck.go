@@ -1,0 +1,157 @@
+package realtime
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leasefence/lab/history"
+)
+
+// A lock can block in a call and never come back: a deadlock of its own,
+// or a wait that ignores its context. Go cannot stop a goroutine from
+// outside, so the runner cannot take the call back; what it can do is stop
+// waiting for it. Every call to a mode's coordinator (a contender's lock)
+// is tracked from its start to its return, and once the run's duration is
+// over the runner waits its Grace for the calls under way to return. A
+// call still under way then is recorded as the library's error in its
+// mode (the lock's call never returned), the run's history ends there, and
+// Run returns what was recorded with a *NeverReturnedError. The goroutine
+// in the call stays blocked in it; nothing of the run waits for it.
+
+// DefaultGrace is how long after its duration a run waits for the calls
+// under way to return (Options.Grace). Every call's context has ended by
+// then, and a lock that heeds its context returns at once; one that does
+// not but bounds its own I/O (go-redis reads time out after 3s, etcd's
+// client dials after 5s on a loaded machine) returns within its timeouts.
+// Ten seconds is past those with room to spare on a loaded machine, and
+// short beside the ten minutes a test binary would otherwise hang for.
+const DefaultGrace = 10 * time.Second
+
+// ErrNeverReturned is matched (errors.Is) by a *NeverReturnedError: a call
+// to a lock was still under way a grace after the run's end.
+var ErrNeverReturned = errors.New("realtime: a call to the lock never returned")
+
+// NeverReturnedError is Run's error when calls to a lock were still under
+// way a grace after the run's end. The run's result and history hold
+// everything recorded up to then, and a library_error event for each.
+type NeverReturnedError struct {
+	Scenario string
+	Grace    time.Duration
+	Calls    []StuckCall // the oldest first
+}
+
+// StuckCall is a call that never returned.
+type StuckCall struct {
+	Mode     history.Mode
+	Agent    string
+	Call     string // "Acquire", "Renew", "Release"
+	Resource string
+	At       time.Duration // when it was made, since the run began
+}
+
+// String says the call: "agent-1's Acquire of res-1 (mode lock), made at 1.2s".
+func (c StuckCall) String() string {
+	return fmt.Sprintf("%s's %s of %s (mode %s), made at %s", c.Agent, c.Call, c.Resource, c.Mode, history.FormatDuration(c.At))
+}
+
+func (e *NeverReturnedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario %s: %s, never returned: still under way %s after the run's end", e.Scenario, e.Calls[0], history.FormatDuration(e.Grace))
+	if more := len(e.Calls) - 1; more > 0 {
+		fmt.Fprintf(&b, " (and %s)", history.Plural(more, "other call", "other calls"))
+	}
+	b.WriteString(". The lock blocks without heeding its context; its goroutine stays blocked in the call, which nothing can stop. The run ended without it, and its history holds what was recorded until then")
+	return b.String()
+}
+
+func (e *NeverReturnedError) Is(target error) bool { return target == ErrNeverReturned }
+
+// calls are the calls to the coordinators under way.
+type calls struct {
+	mu   sync.Mutex
+	next uint64
+	open map[uint64]StuckCall
+}
+
+// begin records call c as under way, and returns what records its return.
+func (cs *calls) begin(c StuckCall) (done func()) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.open == nil {
+		cs.open = make(map[uint64]StuckCall)
+	}
+	cs.next++
+	id := cs.next
+	cs.open[id] = c
+	return func() {
+		cs.mu.Lock()
+		delete(cs.open, id)
+		cs.mu.Unlock()
+	}
+}
+
+// underWay returns the calls under way, the oldest first.
+func (cs *calls) underWay() []StuckCall {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	out := make([]StuckCall, 0, len(cs.open))
+	for _, c := range cs.open {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b StuckCall) int { return cmp.Compare(a.At, b.At) })
+	return out
+}
+
+// call records a call to the mode's coordinator (a contender's lock) by
+// holder on resource as under way, from its start to done. The wait for a
+// restart to end is not in it: a call held up by a restart is the lab's.
+func (w *world) call(name, holder, resource string) (done func()) {
+	return w.r.calls.begin(StuckCall{Mode: w.mode, Agent: holder, Call: name, Resource: resource, At: w.r.now()})
+}
+
+// waitCalls waits for the run's goroutines (wg) once the run's context has
+// ended. If calls to a coordinator are still under way a grace later, it
+// stops waiting and returns them; a goroutine of the lab's own (a restart,
+// a write to a store) that is slower is waited for, as every one of them
+// heeds the run's context.
+func (r *Runner) waitCalls(wg *sync.WaitGroup, done <-chan struct{}) []StuckCall {
+	all := make(chan struct{})
+	go func() {
+		// This goroutine waits as long as a stuck call does, and does
+		// nothing after: it is the only one that waits for it.
+		wg.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+		return nil
+	case <-done:
+	}
+	t := time.NewTicker(r.grace)
+	defer t.Stop()
+	for {
+		select {
+		case <-all:
+			return nil
+		case <-t.C:
+			if stuck := r.calls.underWay(); len(stuck) > 0 {
+				return stuck
+			}
+		}
+	}
+}
+
+// recordStuckLocked records each stuck call as the library's error in its
+// mode, at the instant it was made; r.mu is held, before the run stops.
+func (r *Runner) recordStuckLocked(stuck []StuckCall) {
+	for _, c := range stuck {
+		r.emitAtLocked(c.Mode, history.Event{Kind: history.LibraryError, Agent: agentIndex(r.h.Agents, c.Agent),
+			Resource: agentIndex(r.h.Resources, c.Resource), Other: -1,
+			Detail: fmt.Sprintf("%s: %s of %s never returned: still under way %s after the run's end", c.Agent, c.Call, c.Resource, history.FormatDuration(r.grace))}, c.At)
+	}
+}
