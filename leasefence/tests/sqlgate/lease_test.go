@@ -1,7 +1,10 @@
 package sqlgate_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -154,6 +157,60 @@ func TestCurrentLeaseNeedsTheTable(t *testing.T) {
 			if _, err := sqlgate.New(t.Context(), db, "r", sqlgate.WithCurrentLease(bad)); !errors.Is(err, leasefence.ErrInvalidRequest) {
 				t.Errorf("WithCurrentLease(%q) = %v, want ErrInvalidRequest", bad, err)
 			}
+		}
+	})
+}
+
+// TestCurrentLeaseHoldsOffTheNextAcquireUntilTheWriteEnds: a write admitted
+// under a live lease runs on past the lease's end; an acquire of the
+// resource meanwhile waits for the write's transaction (PostgreSQL: the
+// lease row held FOR SHARE; SQLite: the write lock), so the write is
+// ordered before the next grant, never after it.
+func TestCurrentLeaseHoldsOffTheNextAcquireUntilTheWriteEnds(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, d database) {
+		db := d.handle(t)
+		ordersTable(t, db, d.dialect())
+		opts := sqllease.Options{TTL: leaseTTL}
+		if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
+			t.Fatal(err)
+		}
+		coord, err := sqllease.New(d.handle(t), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := newGate(t, db, "orders", sqlgate.WithCurrentLease(sqllease.DefaultTable))
+		a := acquire(t, coord, "worker-a", "orders")
+		cl, err := leasefence.NewLockClient("worker-b", leaseTTL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := cl.BeginAcquire("orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type answer struct {
+			out leasefence.AcquireOutcome
+			err error
+		}
+		answered := make(chan answer, 1)
+		err = gate.Commit(t.Context(), a, func(ctx context.Context, tx *sql.Tx) error {
+			time.Sleep(leaseTTL + 20*time.Millisecond) // the lease ends while the write runs
+			go func() {
+				out, err := coord.Acquire(t.Context(), req)
+				answered <- answer{out, err}
+			}()
+			select {
+			case b := <-answered:
+				return fmt.Errorf("worker-b answered %+v, %v while worker-a's admitted write was still running", b.out, b.err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			return insertOrder(a, "a, long write")(ctx, tx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := <-answered; b.err != nil || !b.out.OK || b.out.Grant.Token.Fence <= a.Fence {
+			t.Fatalf("worker-b's acquire after worker-a's write = %+v, %v; want a grant above fence %d", b.out, b.err, a.Fence)
 		}
 	})
 }
