@@ -95,13 +95,16 @@ func (cs *calls) begin(c StuckCall) (done func()) {
 	}
 }
 
-// underWay returns the calls under way, the oldest first.
-func (cs *calls) underWay() []StuckCall {
+// madeBy returns the calls under way that were made at or before
+// instant at, the oldest first.
+func (cs *calls) madeBy(at time.Duration) []StuckCall {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	out := make([]StuckCall, 0, len(cs.open))
+	var out []StuckCall
 	for _, c := range cs.open {
-		out = append(out, c)
+		if c.At <= at {
+			out = append(out, c)
+		}
 	}
 	slices.SortFunc(out, func(a, b StuckCall) int { return cmp.Compare(a.At, b.At) })
 	return out
@@ -115,10 +118,10 @@ func (w *world) call(name, holder, resource string) (done func()) {
 }
 
 // waitCalls waits for the run's goroutines (wg) once the run's context has
-// ended. If calls to a coordinator are still under way a grace later, it
-// stops waiting and returns them; a goroutine of the lab's own (a restart,
-// a write to a store) that is slower is waited for, as every one of them
-// heeds the run's context.
+// ended. If calls to a coordinator made a grace ago or more are still
+// under way a grace later, it stops waiting and returns them; a goroutine
+// of the lab's own (a restart, a write to a store) that is slower is
+// waited for, as every one of them heeds the run's context.
 func (r *Runner) waitCalls(wg *sync.WaitGroup, done <-chan struct{}) []StuckCall {
 	all := make(chan struct{})
 	go func() {
@@ -139,7 +142,7 @@ func (r *Runner) waitCalls(wg *sync.WaitGroup, done <-chan struct{}) []StuckCall
 		case <-all:
 			return nil
 		case <-t.C:
-			if stuck := r.calls.underWay(); len(stuck) > 0 {
+			if stuck := r.calls.madeBy(r.now() - r.grace); len(stuck) > 0 {
 				return stuck
 			}
 		}
