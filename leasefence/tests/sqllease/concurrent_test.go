@@ -2,8 +2,6 @@ package sqllease_test
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/leasetest"
@@ -177,41 +173,14 @@ func unlockedCoordinators(t testing.TB, n int) []*sqllease.Coordinator {
 	opts := sqllease.Options{TTL: time.Minute, Dialect: sqllease.Postgres}
 	var coords []*sqllease.Coordinator
 	for range n {
-		db := sql.OpenDB(unlocking{stdlib.GetConnector(*d.config.Copy())})
-		t.Cleanup(func() { db.Close() })
+		db := d.hooked(t, func(q string) (string, func(), error) {
+			unlocked, found := strings.CutSuffix(q, " FOR UPDATE")
+			if !found {
+				return q, nil, nil
+			}
+			return unlocked, func() { time.Sleep(20 * time.Millisecond) }, nil
+		})
 		coords = append(coords, newCoordinator(t, db, opts))
 	}
 	return coords
-}
-
-// unlocking is a connector whose connections drop FOR UPDATE.
-type unlocking struct{ driver.Connector }
-
-func (u unlocking) Connect(ctx context.Context) (driver.Conn, error) {
-	c, err := u.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return unlockingConn{c}, nil
-}
-
-// unlockingConn passes everything to pgx's connection, with FOR UPDATE
-// taken out of queries.
-type unlockingConn struct{ driver.Conn }
-
-func (c unlockingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
-}
-
-func (c unlockingConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.(driver.ExecerContext).ExecContext(ctx, q, args)
-}
-
-func (c unlockingConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	unlocked, found := strings.CutSuffix(q, " FOR UPDATE")
-	rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, unlocked, args)
-	if found && err == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return rows, err
 }

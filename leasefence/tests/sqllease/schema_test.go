@@ -3,6 +3,8 @@ package sqllease_test
 import (
 	"database/sql"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,4 +180,37 @@ func mustAcquire(t testing.TB, c *sqllease.Coordinator, holder, resource string)
 		t.Fatalf("Acquire(%q) by %s = %+v, %v", resource, holder, out, err)
 	}
 	return out.Grant.Token
+}
+
+// TestARolledBackAcquireIssuesNothing: an acquire whose transaction fails
+// after it took a fence from the counter (its request id's insert fails)
+// rolls back with it: no lease, and the retried request is granted the
+// very fence the failed one took, still above every fence issued before.
+func TestARolledBackAcquireIssuesNothing(t *testing.T) {
+	d := openPostgres(t).(*postgresDB)
+	var failing atomic.Bool
+	db := d.hooked(t, func(q string) (string, func(), error) {
+		if failing.Load() && strings.Contains(q, "_requests (request_id") {
+			return "", nil, errors.New("injected: the connection broke")
+		}
+		return q, nil, nil
+	})
+	c := newCoordinator(t, db, sqllease.Options{TTL: time.Minute})
+	before := mustAcquire(t, c, "agent-a", "r1")
+	req, err := client(t, "agent-b").BeginAcquire("r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	if out, err := c.Acquire(t.Context(), req); err == nil {
+		t.Fatalf("Acquire with the request's insert failing = %+v, want the error", out)
+	}
+	failing.Store(false)
+	if tok, held, err := c.Holder(t.Context(), "r2"); err != nil || held {
+		t.Fatalf("Holder after the rolled-back acquire = %v, %v, %v; want nobody", tok, held, err)
+	}
+	out, err := c.Acquire(t.Context(), req)
+	if err != nil || !out.OK || out.Grant.Token.Fence != before.Fence+1 {
+		t.Fatalf("the retried request = %+v, %v; want a grant of fence %d", out, err, before.Fence+1)
+	}
 }
