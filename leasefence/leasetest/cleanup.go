@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/leasefence/lab/leasefence"
 )
@@ -16,6 +17,7 @@ import (
 // Every clean-up call has to reach the service although ctx has ended.
 func testHoldCleansUp(t tb, s *suite) {
 	errLost := errors.New("leasetest: the reply was lost")
+	errClock := errors.New("leasetest: the clock failed")
 	cases := []struct {
 		name string
 		hold func(h holdCall) error // Hold or TryHold, and its error
@@ -39,9 +41,23 @@ func testHoldCleansUp(t tb, s *suite) {
 		},
 		want: context.Canceled,
 	}, {
+		name: "the client's clock fails as the grant comes",
+		hold: func(h holdCall) error {
+			return h.hold(&replyLoss{Service: h.svc, lose: func() error { h.clock.fail.Store(errClock); return nil }}, leasefence.HoldOptions{})
+		},
+		want: errClock,
+	}, {
 		name: "the reply is lost to ctx's end",
 		hold: func(h holdCall) error {
 			return h.hold(&replyLoss{Service: h.svc, lose: func() error { h.cancel(); return h.ctx.Err() }}, leasefence.HoldOptions{})
+		},
+		want: context.Canceled,
+	}, {
+		name: "ctx ends while Hold backs off after a lost reply",
+		hold: func(h holdCall) error {
+			// The backoff's timer never fires; asking for it ends ctx.
+			after := func(time.Duration) <-chan time.Time { h.cancel(); return nil }
+			return h.hold(&replyLoss{Service: h.svc, lose: func() error { return errLost }}, leasefence.HoldOptions{After: after})
 		},
 		want: context.Canceled,
 	}, {
@@ -56,7 +72,7 @@ func testHoldCleansUp(t tb, s *suite) {
 		t.run(tc.name, func(t tb) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			clock := leasefence.NewManualClock("agent-a")
+			clock := &failingClock{ManualClock: leasefence.NewManualClock("agent-a")}
 			client, err := leasefence.NewClient(leasefence.ClientOptions{Clock: clock, Holder: "agent-a"})
 			if err != nil {
 				t.Fatal(err)
@@ -74,14 +90,28 @@ func testHoldCleansUp(t tb, s *suite) {
 
 // holdCall is what a case of testHoldCleansUp holds with: ctx, which
 // cancel ends, the service under test, and a client on a manual clock,
-// which only the case advances.
+// which only the case advances or makes fail.
 type holdCall struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	svc      leasefence.Service
 	client   *leasefence.Client
-	clock    *leasefence.ManualClock
+	clock    *failingClock
 	resource string
+}
+
+// failingClock is a manual clock whose readings fail with the error in
+// fail once it is set.
+type failingClock struct {
+	*leasefence.ManualClock
+	fail atomic.Value // error
+}
+
+func (c *failingClock) Now() (leasefence.Instant, error) {
+	if err, _ := c.fail.Load().(error); err != nil {
+		return leasefence.Instant{}, err
+	}
+	return c.ManualClock.Now()
 }
 
 // hold calls Hold through svc and returns its error.
