@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqlgate"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
 
 // The floor, with its holder, and the whole log survive closing every
@@ -366,7 +367,7 @@ func TestReadOnlySQLite(t *testing.T) {
 	if _, err := rw.ExecContext(ctx, `CREATE TABLE unrelated (x INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
-	ro := d.handleWith(t, "mode=ro")
+	ro := d.Open(t, "mode=ro")
 	_, err := sqlgate.New(ctx, ro, "orders")
 	if !errors.Is(err, sqlgate.ErrSchema) {
 		t.Fatalf("New on a read-only database without the tables = %v, want ErrSchema", err)
@@ -396,10 +397,10 @@ func TestPostgresPermission(t *testing.T) {
 	d := openPostgres(t).(*postgresDB)
 	ctx := t.Context()
 	admin := d.handle(t)
-	role := d.schema + "_worker"
+	role := d.Schema + "_worker"
 	for _, q := range []string{
 		`CREATE ROLE ` + role + ` LOGIN`,
-		`GRANT USAGE ON SCHEMA ` + d.schema + ` TO ` + role,
+		`GRANT USAGE ON SCHEMA ` + d.Schema + ` TO ` + role,
 	} {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -412,7 +413,7 @@ func TestPostgresPermission(t *testing.T) {
 			}
 		}
 	})
-	worker := d.handleAs(t, role, nil)
+	worker := d.Open(t, role, nil)
 	_, err := sqlgate.New(ctx, worker, "orders")
 	if !errors.Is(err, sqlgate.ErrSchema) {
 		t.Fatalf("New as a role without CREATE = %v, want ErrSchema", err)
@@ -440,7 +441,7 @@ func TestPostgresPermission(t *testing.T) {
 func TestBusySQLite(t *testing.T) {
 	ctx := t.Context()
 	d := openSQLite(t).(*sqliteDB)
-	noWait := d.handleWith(t, "_pragma=journal_mode(WAL)&_pragma=busy_timeout(0)")
+	noWait := d.Open(t, "_pragma=journal_mode(WAL)&_pragma=busy_timeout(0)")
 	g := newGate(t, noWait, "orders", sqlgate.WithRetry(3, time.Millisecond))
 
 	locker := d.handle(t)
@@ -484,7 +485,7 @@ func TestSerializationPostgres(t *testing.T) {
 	d := openPostgres(t).(*postgresDB)
 	ctx := t.Context()
 	admin := d.handle(t)
-	serializable := d.handleAs(t, d.config.User, map[string]string{"default_transaction_isolation": "serializable"})
+	serializable := d.Open(t, "", map[string]string{"default_transaction_isolation": "serializable"})
 	newGate(t, admin, "orders")
 
 	for _, c := range []struct {
@@ -560,7 +561,7 @@ func TestDialect(t *testing.T) {
 			t.Errorf("Dialect(%d).String() = %q, want %q", int(d), d.String(), want)
 		}
 	}
-	if os.Getenv(pgURLEnv) != "" {
+	if os.Getenv(sqltest.PGURLEnv) != "" {
 		pg := openPostgres(t).handle(t)
 		if g := newGate(t, pg, "r"); g.Dialect() != sqlgate.Postgres {
 			t.Errorf("dialect of pgx = %v", g.Dialect())

@@ -2,24 +2,14 @@ package sqlgate_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqlgate"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
-
-// pgURLEnv names the PostgreSQL server the tests use when it is set.
-const pgURLEnv = "LEASEFENCE_PG_URL"
 
 // database is one empty database of a backend, from which any number of
 // *sql.DB handles can be opened: two handles stand for two processes.
@@ -48,84 +38,22 @@ func forEachBackend(t *testing.T, test func(t *testing.T, db database)) {
 
 // sqliteDB is a SQLite file in WAL mode. The busy timeout stands for the
 // one a careful deployment sets; tests of busy answers open their own.
-type sqliteDB struct{ path string }
+type sqliteDB struct{ *sqltest.SQLite }
 
-func openSQLite(t testing.TB) database {
-	return &sqliteDB{path: filepath.Join(t.TempDir(), "gate.db")}
-}
+func openSQLite(t testing.TB) database { return &sqliteDB{sqltest.NewSQLite(t, "gate.db")} }
 
 func (*sqliteDB) dialect() sqlgate.Dialect { return sqlgate.SQLite }
 
-func (d *sqliteDB) handle(t testing.TB) *sql.DB {
-	return d.handleWith(t, "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)")
-}
+func (d *sqliteDB) handle(t testing.TB) *sql.DB { return d.Open(t, sqltest.SQLiteParams) }
 
-func (d *sqliteDB) handleWith(t testing.TB, params string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+d.path+"?"+params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+// postgresDB is a schema of its own on the server LEASEFENCE_PG_URL names.
+type postgresDB struct{ *sqltest.Postgres }
 
-// postgresDB is a schema of its own on the server LEASEFENCE_PG_URL names,
-// dropped when the test ends; every handle has it as its search_path.
-type postgresDB struct {
-	config *pgx.ConnConfig
-	schema string
-}
-
-func pgConfig(t testing.TB) *pgx.ConnConfig {
-	t.Helper()
-	url := os.Getenv(pgURLEnv)
-	if url == "" {
-		t.Skipf("%s is not set: PostgreSQL tests skipped (start a throwaway server with scripts/postgres.sh start, then eval \"$(scripts/postgres.sh env)\")", pgURLEnv)
-	}
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatalf("%s: %v", pgURLEnv, err)
-	}
-	return cfg
-}
-
-func openPostgres(t testing.TB) database {
-	cfg := pgConfig(t)
-	admin := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { admin.Close() })
-	schema := "lf_test_" + strings.ToLower(rand.Text()[:12])
-	if _, err := admin.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("creating schema %s on %s: %v", schema, os.Getenv(pgURLEnv), err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	cfg.RuntimeParams["search_path"] = schema
-	return &postgresDB{config: cfg, schema: schema}
-}
+func openPostgres(t testing.TB) database { return &postgresDB{sqltest.NewPostgres(t)} }
 
 func (*postgresDB) dialect() sqlgate.Dialect { return sqlgate.Postgres }
 
-func (d *postgresDB) handle(t testing.TB) *sql.DB {
-	return d.handleAs(t, d.config.User, nil)
-}
-
-// handleAs opens a handle that logs in as user, with extra run-time
-// parameters.
-func (d *postgresDB) handleAs(t testing.TB, user string, params map[string]string) *sql.DB {
-	t.Helper()
-	cfg := d.config.Copy()
-	cfg.User = user
-	for k, v := range params {
-		cfg.RuntimeParams[k] = v
-	}
-	db := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+func (d *postgresDB) handle(t testing.TB) *sql.DB { return d.Open(t, "", nil) }
 
 // ordersTable creates the table the tests' writes go to: one row per
 // admitted write, numbered in the order the writes landed.

@@ -14,6 +14,7 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/leasetest"
 	"github.com/leasefence/lab/leasefence/sqllease"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
 
 // contend has acquirers goroutines, spread over the coordinators, take
@@ -150,7 +151,7 @@ func TestConcurrentAcquirersCatchAMissingRowLock(t *testing.T) {
 // the test it runs in), and requires its subtest of concurrent acquirers
 // to fail, saying so.
 func TestConformanceCatchesAMissingRowLock(t *testing.T) {
-	pgConfig(t) // skips without PostgreSQL
+	sqltest.PGConfig(t) // skips without PostgreSQL
 	if os.Getenv("SQLLEASE_UNLOCKED_SUITE") != "" {
 		leasetest.TestService(t, func(tb testing.TB) leasetest.Harness {
 			return leasetest.Harness{Service: unlockedCoordinators(tb, 2)[0], TTL: testTTL, Elapse: time.Sleep, Settle: 20 * time.Millisecond}

@@ -18,7 +18,7 @@ type statementHook func(q string) (run string, after func(), err error)
 // through hook: a coordinator with a statement changed, or failing.
 func (d *postgresDB) hooked(t testing.TB, hook statementHook) *sql.DB {
 	t.Helper()
-	db := sql.OpenDB(hookedConnector{stdlib.GetConnector(*d.config.Copy()), hook})
+	db := sql.OpenDB(hookedConnector{stdlib.GetConnector(*d.Config.Copy()), hook})
 	t.Cleanup(func() { db.Close() })
 	return db
 }

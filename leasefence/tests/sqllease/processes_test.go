@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/leasefence/lab/leasefence/sqllease"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
 
 // TestSQLiteAcrossProcesses: three processes (this test binary run again)
@@ -21,7 +21,7 @@ import (
 // them are distinct.
 func TestSQLiteAcrossProcesses(t *testing.T) {
 	if path := os.Getenv("SQLLEASE_CHILD_DB"); path != "" {
-		d := &sqliteDB{path: path}
+		d := &sqliteDB{&sqltest.SQLite{Path: path}}
 		coord, err := sqllease.New(d.handle(t), sqllease.Options{TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
@@ -35,8 +35,8 @@ func TestSQLiteAcrossProcesses(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join(t.TempDir(), "leases.db")
-	d := &sqliteDB{path: path}
+	d := &sqliteDB{sqltest.NewSQLite(t, "leases.db")}
+	path := d.Path
 	newCoordinator(t, d.handle(t), sqllease.Options{TTL: time.Minute})
 	const children = 3
 	outs := make([][]byte, children)
