@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasefence/lab/fixtures"
@@ -47,7 +48,18 @@ type fixtureRun struct {
 	fixture *scenario.Fixture
 	outcome *fixtures.Outcome
 	loadErr error
-	skipped error // why the fixture cannot run on the --backend asked for
+	skipped error         // why the fixture cannot run with the flags given
+	done    chan struct{} // closed when the run ended (or never started)
+}
+
+// ended reports whether the run is over.
+func (r *fixtureRun) ended() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *fixtureRun) name() string {
@@ -65,6 +77,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	junit := fs.String("junit", "", "write a JUnit XML report to `PATH` (creating its directory)")
 	verbose := fs.Bool("v", false, "list every expectation checked, and every failure")
 	jobs := fs.Int("jobs", 0, "seeds run at once; 0 means one per core")
+	parallel := fs.Int("parallel", 1, "real-time fixtures run at once (each waits on the wall clock for most of its time)")
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON on stdout (the lines go to stderr)")
 	contenders := fs.String("contenders", "", "run only these of each fixture's contenders, `NAME,...`, and their expectations; a fixture that runs none of them is skipped")
 	var bf backendFlags
@@ -76,6 +89,9 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	}
 	if *jobs < 0 {
 		return a.badInput("fixtures", fmt.Errorf("--jobs: must be >= 0, got %d", *jobs))
+	}
+	if *parallel < 1 {
+		return a.badInput("fixtures", fmt.Errorf("--parallel: must be >= 1, got %d", *parallel))
 	}
 	if len(pos) == 0 {
 		if !isDir(defaultFixturesDir) {
@@ -115,7 +131,7 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	if *asJSON {
 		a.stdout = a.stderr // the lines, for a person; stdout is the JSON
 	}
-	runs := a.runFixtures(ctx, files, &bf, only, runner, *jobs, *verbose)
+	runs := a.runFixtures(ctx, files, &bf, only, runner, *jobs, *parallel, *verbose)
 	if junitFile != nil {
 		if err := writeJUnit(junitFile, runs, time.Since(start)); err != nil {
 			fmt.Fprintf(a.stderr, "lab fixtures: --junit: %v\n", err)
@@ -133,43 +149,98 @@ func (a *app) fixtures(ctx context.Context, args []string) int {
 	return code
 }
 
-// runFixtures loads and runs each file in turn until ctx ends, printing
-// each one's line as it ends.
+// runFixtures loads and runs each file until ctx ends, printing each one's
+// line in file order as soon as it and every file before it have ended.
+// Up to parallel real-time fixtures run at once: each waits on the wall
+// clock for most of its seconds. A simulated fixture runs alone, its
+// seeds spread over the cores, once the real-time ones before it ended.
 func (a *app) runFixtures(ctx context.Context, files []string, bf *backendFlags, only []history.Mode,
-	runner fixtures.RealRunner, jobs int, verbose bool) []*fixtureRun {
+	runner fixtures.RealRunner, jobs, parallel int, verbose bool) []*fixtureRun {
 	var runs []*fixtureRun
+	var inFlight sync.WaitGroup
+	slots := make(chan struct{}, max(parallel, 1))
+	printed := 0
+	// printEnded prints the ended prefix of runs, in order; with wait, it
+	// waits for each of the first n instead.
+	printEnded := func(n int, wait bool) {
+		for ; printed < n; printed++ {
+			r := runs[printed]
+			if !wait && !r.ended() {
+				return
+			}
+			<-r.done
+			a.printRun(r, verbose)
+		}
+	}
 	for _, f := range files {
 		if ctx.Err() != nil {
 			break
 		}
-		r := &fixtureRun{file: f}
+		r := a.prepareFixture(f, bf, only)
+		if r.loadErr == nil && r.skipped == nil && !r.fixture.RealTime() {
+			inFlight.Wait() // a simulated fixture runs alone
+			printEnded(len(runs), true)
+		}
 		runs = append(runs, r)
-		if r.fixture, r.loadErr = scenario.LoadFixture(f); r.loadErr != nil {
-			a.printBroken(r)
+		if r.loadErr != nil || r.skipped != nil {
+			close(r.done)
+			printEnded(len(runs), false)
 			continue
 		}
-		if only != nil {
-			if err := r.fixture.Only(only); err != nil {
-				r.skipped = err
-				fmt.Fprintf(a.stdout, "SKIP %s: not with --contenders: %v\n", r.fixture.Name, err)
-				continue
-			}
+		slots <- struct{}{}
+		inFlight.Add(1)
+		run := func() {
+			defer func() { <-slots; inFlight.Done(); close(r.done) }()
+			prog := a.newProgress(r.fixture.Name)
+			prog.enabled = prog.enabled && parallel <= 1 // one bar at a time
+			r.outcome = fixtures.Run(ctx, r.fixture, fixtures.RunOptions{Jobs: jobs, Runner: runner, Progress: func(done, total int) {
+				prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
+			}})
+			prog.clear()
 		}
-		if bf.backend != "" {
-			if err := r.fixture.SetBackend(bf.backend); err != nil {
-				r.skipped = err
-				fmt.Fprintf(a.stdout, "SKIP %s: not on --backend %s: %v\n", r.fixture.Name, bf.backend, err)
-				continue
-			}
+		if r.fixture.RealTime() && parallel > 1 {
+			go run()
+		} else {
+			run()
 		}
-		prog := a.newProgress(r.fixture.Name)
-		r.outcome = fixtures.Run(ctx, r.fixture, fixtures.RunOptions{Jobs: jobs, Runner: runner, Progress: func(done, total int) {
-			prog.show(float64(done)/float64(total), fmt.Sprintf("%d/%d seeds", done, total))
-		}})
-		prog.clear()
+		printEnded(len(runs), false)
+	}
+	printEnded(len(runs), true)
+	return runs
+}
+
+// prepareFixture loads f and decides whether it runs with the flags
+// given; a fixture that does not load, or cannot run with them, says why
+// in its run.
+func (a *app) prepareFixture(f string, bf *backendFlags, only []history.Mode) *fixtureRun {
+	r := &fixtureRun{file: f, done: make(chan struct{})}
+	if r.fixture, r.loadErr = scenario.LoadFixture(f); r.loadErr != nil {
+		return r
+	}
+	if only != nil {
+		if err := r.fixture.Only(only); err != nil {
+			r.skipped = fmt.Errorf("not with --contenders: %w", err)
+			return r
+		}
+	}
+	if bf.backend != "" {
+		if err := r.fixture.SetBackend(bf.backend); err != nil {
+			r.skipped = fmt.Errorf("not on --backend %s: %w", bf.backend, err)
+		}
+	}
+	return r
+}
+
+// printRun prints the line (and details) of a run that ended.
+func (a *app) printRun(r *fixtureRun, verbose bool) {
+	switch {
+	case r.loadErr != nil:
+		a.printBroken(r)
+	case r.skipped != nil:
+		fmt.Fprintf(a.stdout, "SKIP %s: %v\n", r.fixture.Name, r.skipped)
+	default:
 		a.printFixture(r, verbose)
 	}
-	return runs
 }
 
 // fixturesSummary prints the closing lines of `lab fixtures` and returns

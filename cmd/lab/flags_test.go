@@ -101,6 +101,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"v":                   {"loud", `--v: must be true or false, got "loud"`},
 		"json":                {"maybe", `--json: must be true or false, got "maybe"`},
 		"jobs":                {"some", `--jobs: must be an integer, got "some"`},
+		"parallel":            {"0", `--parallel: must be >= 1, got 0`},
 	},
 }
 
