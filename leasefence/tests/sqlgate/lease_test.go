@@ -12,26 +12,25 @@ import (
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqlgate"
 	"github.com/leasefence/lab/leasefence/sqllease"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
 
 const leaseTTL = 300 * time.Millisecond
 
-// acquire takes resource for holder through c, and fails t unless granted.
-func acquire(t testing.TB, c *sqllease.Coordinator, holder, resource string) leasefence.Token {
+// leaseSetup opens a handle on d with the orders table and sqllease's
+// tables of opts, and a coordinator on another handle.
+func leaseSetup(t testing.TB, d database, opts sqllease.Options) (*sql.DB, *sqllease.Coordinator) {
 	t.Helper()
-	cl, err := leasefence.NewLockClient(holder, leaseTTL, 0)
+	db := d.handle(t)
+	ordersTable(t, db, d.dialect())
+	if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
+		t.Fatal(err)
+	}
+	coord, err := sqllease.New(d.handle(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := cl.BeginAcquire(resource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.Acquire(t.Context(), req)
-	if err != nil || !out.OK {
-		t.Fatalf("Acquire(%q) by %s = %+v, %v", resource, holder, out, err)
-	}
-	return out.Grant.Token
+	return db, coord
 }
 
 // wantLeaseNotLive fails t unless err is a logged lease refusal of tok
@@ -58,29 +57,20 @@ func wantLeaseNotLive(t testing.TB, err error, tok leasefence.Token, seq uint64)
 // the stale holder is refused by the floor as usual.
 func TestCurrentLeaseRefusesAStaleHolderBeforeTheNewHoldersFirstWrite(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
-		db := d.handle(t)
-		ordersTable(t, db, d.dialect())
-		opts := sqllease.Options{TTL: leaseTTL}
-		if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
-			t.Fatal(err)
-		}
-		coord, err := sqllease.New(d.handle(t), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, coord := leaseSetup(t, d, sqllease.Options{TTL: leaseTTL})
 		leased := newGate(t, db, "orders", sqlgate.WithCurrentLease(sqllease.DefaultTable))
 		floorOnly := newGate(t, d.handle(t), "orders", sqlgate.WithTablePrefix("floor_only_"))
 
-		a := acquire(t, coord, "worker-a", "orders")
+		a := sqltest.MustAcquire(t, coord, "worker-a", "orders")
 		for _, g := range []*sqlgate.Gate{leased, floorOnly} {
 			if err := g.Commit(t.Context(), a, insertOrder(a, "a, live")); err != nil {
 				t.Fatalf("worker-a's write under its live lease: %v", err)
 			}
 		}
 		time.Sleep(leaseTTL + 20*time.Millisecond) // worker-a stalls past its lease
-		b := acquire(t, coord, "worker-b", "orders")
+		b := sqltest.MustAcquire(t, coord, "worker-b", "orders")
 
-		err = leased.Commit(t.Context(), a, insertOrder(a, "a, late"))
+		err := leased.Commit(t.Context(), a, insertOrder(a, "a, late"))
 		wantLeaseNotLive(t, err, a, 1)
 		checkFloor(t, leased, a)
 		checkLog(t, leased, []leasefence.Rejection{{Seq: 1, Resource: "orders", Holder: a.Holder, Fence: a.Fence, FloorHolder: a.Holder, FloorFence: a.Fence}})
@@ -108,25 +98,16 @@ func TestCurrentLeaseRefusesAStaleHolderBeforeTheNewHoldersFirstWrite(t *testing
 // a forged holder and a renewed lease, at a gate made WithCurrentLease.
 func TestCurrentLeaseEndsWithEveryEnd(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
-		db := d.handle(t)
-		ordersTable(t, db, d.dialect())
-		opts := sqllease.Options{Table: "lf_locks", TTL: time.Second}
-		if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
-			t.Fatal(err)
-		}
-		coord, err := sqllease.New(db, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, coord := leaseSetup(t, d, sqllease.Options{Table: "lf_locks", TTL: time.Second})
 		gate := newGate(t, db, "r", sqlgate.WithCurrentLease("lf_locks"))
 
-		a := acquire(t, coord, "worker-a", "r")
+		a := sqltest.MustAcquire(t, coord, "worker-a", "r")
 		if out, err := coord.Release(t.Context(), a); err != nil || !out.OK {
 			t.Fatalf("Release = %+v, %v", out, err)
 		}
 		wantLeaseNotLive(t, gate.Commit(t.Context(), a, insertOrder(a, "released")), a, 1)
 
-		b := acquire(t, coord, "worker-b", "r")
+		b := sqltest.MustAcquire(t, coord, "worker-b", "r")
 		forged := b
 		forged.Holder = "worker-c"
 		wantLeaseNotLive(t, gate.Commit(t.Context(), forged, insertOrder(forged, "forged")), forged, 2)
@@ -168,18 +149,9 @@ func TestCurrentLeaseNeedsTheTable(t *testing.T) {
 // ordered before the next grant, never after it.
 func TestCurrentLeaseHoldsOffTheNextAcquireUntilTheWriteEnds(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, d database) {
-		db := d.handle(t)
-		ordersTable(t, db, d.dialect())
-		opts := sqllease.Options{TTL: leaseTTL}
-		if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
-			t.Fatal(err)
-		}
-		coord, err := sqllease.New(d.handle(t), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, coord := leaseSetup(t, d, sqllease.Options{TTL: leaseTTL})
 		gate := newGate(t, db, "orders", sqlgate.WithCurrentLease(sqllease.DefaultTable))
-		a := acquire(t, coord, "worker-a", "orders")
+		a := sqltest.MustAcquire(t, coord, "worker-a", "orders")
 		cl, err := leasefence.NewLockClient("worker-b", leaseTTL, 0)
 		if err != nil {
 			t.Fatal(err)

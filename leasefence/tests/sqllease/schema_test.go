@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqllease"
+	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
 
 // tableExists reports whether db has a table named name (unqualified, in
@@ -79,14 +80,14 @@ func TestCreateSchemaIsIdempotentAndVersioned(t *testing.T) {
 		db := d.handle(t)
 		opts := sqllease.Options{Table: "lf_leases", TTL: time.Minute}
 		c := newCoordinator(t, db, opts)
-		first := mustAcquire(t, c, "agent-a", "r")
+		first := sqltest.MustAcquire(t, c, "agent-a", "r")
 		if err := sqllease.CreateSchema(t.Context(), db, opts); err != nil {
 			t.Fatalf("CreateSchema again: %v", err)
 		}
 		if tok, held, err := c.Holder(t.Context(), "r"); err != nil || !held || tok != first {
 			t.Fatalf("Holder after CreateSchema again = %v, %v, %v; want %v", tok, held, err, first)
 		}
-		if next := mustAcquire(t, c, "agent-b", "r2"); next.Fence <= first.Fence {
+		if next := sqltest.MustAcquire(t, c, "agent-b", "r2"); next.Fence <= first.Fence {
 			t.Fatalf("fence %d after %d: the counter went back", next.Fence, first.Fence)
 		}
 		if _, err := db.ExecContext(t.Context(), `UPDATE lf_leases_meta SET version = 99`); err != nil {
@@ -118,7 +119,7 @@ func TestTablesInAnotherSchema(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = db.ExecContext(t.Context(), `DROP SCHEMA `+schema+`_locks CASCADE`) })
 	c := newCoordinator(t, db, sqllease.Options{Table: schema + "_locks.leases", TTL: time.Minute})
-	mustAcquire(t, c, "agent-a", "r")
+	sqltest.MustAcquire(t, c, "agent-a", "r")
 	if tableExists(t, db, sqllease.Postgres, sqllease.DefaultTable) {
 		t.Errorf("the default table was created beside the named one")
 	}
@@ -153,7 +154,7 @@ func TestFencesSurviveAReopen(t *testing.T) {
 		if again, err := after.Acquire(t.Context(), req); err != nil || again.Reason != leasefence.ReasonStaleRequest {
 			t.Fatalf("the released request again after the reopen = %+v, %v; want stale-request", again, err)
 		}
-		if next := mustAcquire(t, after, "agent-b", "other"); next.Fence <= out.Grant.Token.Fence {
+		if next := sqltest.MustAcquire(t, after, "agent-b", "other"); next.Fence <= out.Grant.Token.Fence {
 			t.Fatalf("fence %d after the reopen, %d before", next.Fence, out.Grant.Token.Fence)
 		}
 	})
@@ -166,20 +167,6 @@ func client(t testing.TB, holder string) *leasefence.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// mustAcquire acquires resource for holder and fails t unless granted.
-func mustAcquire(t testing.TB, c *sqllease.Coordinator, holder, resource string) leasefence.Token {
-	t.Helper()
-	req, err := client(t, holder).BeginAcquire(resource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.Acquire(t.Context(), req)
-	if err != nil || !out.OK {
-		t.Fatalf("Acquire(%q) by %s = %+v, %v", resource, holder, out, err)
-	}
-	return out.Grant.Token
 }
 
 // TestARolledBackAcquireIssuesNothing: an acquire whose transaction fails
@@ -196,7 +183,7 @@ func TestARolledBackAcquireIssuesNothing(t *testing.T) {
 		return q, nil, nil
 	})
 	c := newCoordinator(t, db, sqllease.Options{TTL: time.Minute})
-	before := mustAcquire(t, c, "agent-a", "r1")
+	before := sqltest.MustAcquire(t, c, "agent-a", "r1")
 	req, err := client(t, "agent-b").BeginAcquire("r2")
 	if err != nil {
 		t.Fatal(err)

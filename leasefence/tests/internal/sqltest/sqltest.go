@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the "sqlite" driver
+
+	"github.com/leasefence/lab/leasefence"
 )
 
 // PGURLEnv names the PostgreSQL server the tests use when it is set.
@@ -104,4 +106,23 @@ func (d *Postgres) Open(t testing.TB, user string, params map[string]string) *sq
 	db := stdlib.OpenDB(*cfg)
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// MustAcquire acquires resource for holder, a client of its own, through
+// svc, and fails t unless it is granted.
+func MustAcquire(t testing.TB, svc leasefence.Service, holder, resource string) leasefence.Token {
+	t.Helper()
+	c, err := leasefence.NewClient(leasefence.ClientOptions{Clock: leasefence.NewMonotonicClock(leasefence.Domain(holder)), Holder: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := c.BeginAcquire(resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := svc.Acquire(t.Context(), req)
+	if err != nil || !out.OK {
+		t.Fatalf("Acquire(%q) by %s = %+v, %v", resource, holder, out, err)
+	}
+	return out.Grant.Token
 }
