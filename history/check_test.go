@@ -145,16 +145,28 @@ func TestFailoverFenceReuses(t *testing.T) {
 }
 
 // A refusal of the newer holder's write is not "the gate refused the
-// stale write": the counterexample says whose write it refused.
+// stale write": the counterexample says whose write it refused, newer by
+// what, and why a gate refuses it.
 func TestRefusedOverlapSaysWhoseWrite(t *testing.T) {
 	h, events, err := ReadFile("testdata/refusal_below_refused_fence.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	const want = "both believed they held it; the gate refused agent-2@2, the newer lease (granted after agent-1@1's), " +
+		"as it refuses any fence below the highest it admitted: a later holder's, or one from before a restart that lost the counter " +
+		"(a refusal with neither counts as unexplained)"
+	seen := 0
 	for _, cx := range Check(h, events).Modes[Fenced].Counterexamples {
-		if cx.Kind == RefusedWrite && cx.Detail != "both believed they held it; the gate refused the newer holder's write" {
+		if cx.Kind != RefusedWrite {
+			continue
+		}
+		seen++
+		if cx.Detail != want {
 			t.Errorf("counterexample %+v", cx)
 		}
+	}
+	if seen != 1 {
+		t.Errorf("%d refused-write counterexamples, want the one", seen)
 	}
 }
 
