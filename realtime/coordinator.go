@@ -24,6 +24,12 @@ type genState struct {
 	incarnation int32
 	coordEnd    time.Duration
 	guessed     GuessedEnds
+	// released is the release that ended this generation, if one did:
+	// the index of its event in the mode's emitted events (-1: none), and
+	// the instant its call reached the coordinator. The next grant may be
+	// recorded after it, yet stamped before its answer came back.
+	released      int
+	releaseCalled time.Duration
 }
 
 // GuessedEnds are the last lease generations of one resource that a
@@ -63,23 +69,40 @@ func (g *GuessedEnds) Guess(f leasefence.Fence, incarnation int32, replacedAt ti
 // live one, that reached the coordinator at instant arrived. If the
 // generation is one taken for expired at a grant no earlier than arrived,
 // the release is what let it go, its answer still on its way: its guessed
-// expiry in events becomes the release, dated at arrived (left an expiry,
-// it would claim the lease ran to its deadline, past the next grant), and
-// Released reports true. Otherwise it reports false, and the release is
-// the coordinator's claim for the checker to judge: a correct coordinator
-// refuses the release of a generation that is not its live one.
+// expiry in events becomes the release (LetGo), and Released reports
+// true. Otherwise it reports false, and the release is the coordinator's
+// claim for the checker to judge: a correct coordinator refuses the
+// release of a generation that is not its live one.
 func (g *GuessedEnds) Released(events []history.Event, f leasefence.Fence, incarnation int32, arrived time.Duration) bool {
 	for _, ge := range g.ends {
-		if ge.fence != f || ge.incarnation != incarnation || arrived > ge.replacedAt {
-			continue
+		if ge.fence == f && ge.incarnation == incarnation && LetGo(events, ge.event, f, arrived, ge.replacedAt) {
+			return true
 		}
-		if ge.event >= 0 && ge.event < len(events) && events[ge.event].Kind == history.Expired && events[ge.event].Fence == f {
-			e := &events[ge.event]
-			e.Kind, e.At, e.Deadline = history.Released, arrived, 0
-		}
-		return true
 	}
 	return false
+}
+
+// LetGo is the rule for a release of generation f whose call reached the
+// coordinator at arrived and whose answer came back after the next grant,
+// stamped at grantAt: if arrived is no later than grantAt, the release is
+// what let the lease go, and the history's end of it, events[i] (the
+// expiry guessed at that grant, or the release dated at its answer), is
+// the release dated at arrived; LetGo reports whether it was. Dated at
+// the grant as an expiry, or after it, the end would claim the lease ran
+// past the next grant: a mutual-exclusion violation of the lab's making.
+func LetGo(events []history.Event, i int, f leasefence.Fence, arrived, grantAt time.Duration) bool {
+	if arrived > grantAt {
+		return false
+	}
+	if i >= 0 && i < len(events) && events[i].Fence == f {
+		switch e := &events[i]; {
+		case e.Kind == history.Expired:
+			e.Kind, e.At, e.Deadline = history.Released, arrived, 0
+		case e.Kind == history.Released && e.At > grantAt:
+			e.At = arrived
+		}
+	}
+	return true
 }
 
 // coordClock is the coordinator's clock: true time since the run began,
@@ -159,7 +182,7 @@ func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (lea
 	case out.OK:
 		c.w.extended(ri, out.Grant)
 	case out.Reason == leasefence.ReasonExpired:
-		c.w.ended(ri, req.Token.Fence, history.Expired)
+		c.w.ended(ri, req.Token.Fence, history.Expired, 0)
 	}
 	return out, err
 }
@@ -172,7 +195,7 @@ func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence
 	out, err := c.w.svc().Release(ctx, t)
 	returned()
 	if ri := agentIndex(c.w.r.h.Resources, t.Resource); err == nil && out.OK && ri >= 0 {
-		if !c.w.ended(ri, t.Fence, history.Released) {
+		if !c.w.ended(ri, t.Fence, history.Released, sent) {
 			c.w.releasedOther(ri, t, sent)
 		}
 	}
@@ -200,6 +223,11 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	// The instant the coordinator minted the fence, as it stamped it.
 	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
 	guessed := cur.guessed
+	if cur.known && cur.ended && cur.incarnation == w.incarnation && cur.released >= 0 {
+		// Released before this grant was recorded, but maybe answered
+		// after its stamp.
+		LetGo(r.emitted[w.mode], cur.released, cur.fence, cur.releaseCalled, at)
+	}
 	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
 		// The coordinator granted the resource again: the previous lease
 		// had expired there, unrenewed (a release would be known, unless
@@ -213,7 +241,7 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 		guessed.Guess(cur.fence, cur.incarnation, at, event)
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
-	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: guessed}
+	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: guessed, released: -1}
 	w.maxFence = max(w.maxFence, g.Token.Fence)
 	r.emitAtLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end}, at)
@@ -234,9 +262,10 @@ func (w *world) extended(ri int, g leasefence.Grant) {
 		Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
 }
 
-// ended records that the coordinator let a generation go: released, or
-// (a renewal refused as expired) expired.
-func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) bool {
+// ended records that the coordinator let a generation go: released (by
+// a call that reached it at true instant called), or (a renewal refused
+// as expired) expired.
+func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind, called time.Duration) bool {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -248,6 +277,9 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind) bool {
 	e := history.Event{Kind: kind, Agent: cur.agent, Resource: ri, Fence: f, Incarnation: cur.incarnation, Other: -1}
 	if kind == history.Expired {
 		e.Deadline = cur.coordEnd
+	}
+	if kind == history.Released && !r.stopped {
+		cur.released, cur.releaseCalled = len(r.emitted[w.mode]), called
 	}
 	r.emitLocked(w.mode, e)
 	return true

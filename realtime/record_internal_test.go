@@ -1,8 +1,11 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +156,56 @@ func TestReleaseInFlightReplacesTheGuessedExpiry(t *testing.T) {
 	}
 	if want := []history.Kind{history.Granted, history.Released, history.Granted}; !slices.Equal(kinds, want) {
 		t.Errorf("events %v, want %v", kinds, want)
+	}
+}
+
+// A release recorded before the next grant, but answered after the
+// coordinator stamped that grant, is dated at its call's arrival when
+// that came first: dated at its answer, the history would have the grant
+// before the release, a mutual-exclusion violation of the runner's making
+// (overlap on redis, --release --agents 6 --ttl 200ms --think 1ms-5ms
+// --stall 1ms-2ms, agents in process: 1-2 a run). A release whose call
+// came after the stamp keeps its date: the order is the lock's to answer.
+func TestReleaseAnsweredAfterTheNextGrantsStamp(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		calledBefore bool
+	}{{"called before the stamp", true}, {"called after the stamp", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := &Runner{h: history.Header{Agents: []string{"agent-1", "agent-2"}, Resources: []string{"res-1"}}, start: start, emitted: map[history.Mode][]history.Event{}}
+			w := &world{r: r, mode: history.Naive, gens: make([]genState, 1), clock: newCoordClock(start, 0)}
+			grant := func(holder string, f leasefence.Fence, stamp leasefence.Instant) leasefence.Grant {
+				return leasefence.Grant{Token: leasefence.Token{Resource: "res-1", Holder: holder, Fence: f}, TTL: time.Minute, CoordinatorExpiresAt: stamp.Add(time.Minute)}
+			}
+			now, _ := w.clock.Now()
+			w.granted(0, 0, grant("agent-1", 1, now))
+			called := r.now()
+			time.Sleep(2 * time.Millisecond)
+			stamp, _ := w.clock.Now() // the coordinator stamps the next grant
+			if !tc.calledBefore {
+				time.Sleep(2 * time.Millisecond)
+				called = r.now()
+			}
+			time.Sleep(2 * time.Millisecond)
+			w.ended(0, 1, history.Released, called) // the release's answer is recorded
+			w.granted(1, 0, grant("agent-2", 2, stamp))
+			events := slices.Clone(r.emitted[history.Naive])
+			slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
+			var got []string
+			for _, e := range events {
+				got = append(got, fmt.Sprintf("%s/%d", e.Kind, e.Fence))
+				if e.Kind == history.Released && tc.calledBefore && e.At != called {
+					t.Errorf("release at %v, want its call's arrival, %v", e.At, called)
+				}
+			}
+			want := "granted/1 released/1 granted/2"
+			if !tc.calledBefore {
+				want = "granted/1 granted/2 released/1"
+			}
+			if g := strings.Join(got, " "); g != want {
+				t.Errorf("events %s, want %s", g, want)
+			}
+		})
 	}
 }
