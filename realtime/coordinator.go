@@ -146,8 +146,7 @@ type coordSide struct {
 // is pushed to the resource's gate when the push is on, whatever becomes
 // of the reply: the coordinator pushes it, as in the simulator.
 func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, int32, error) {
-	c.w.r.restarting.RLock()
-	defer c.w.r.restarting.RUnlock()
+	defer c.w.holdOffRestarts()()
 	returned := c.w.call("Acquire", req.Holder, req.Resource)
 	out, err := c.w.svc().Acquire(ctx, req)
 	returned()
@@ -171,8 +170,7 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 }
 
 func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
-	c.w.r.restarting.RLock()
-	defer c.w.r.restarting.RUnlock()
+	defer c.w.holdOffRestarts()()
 	returned := c.w.call("Renew", req.Token.Holder, req.Token.Resource)
 	out, err := c.w.svc().Renew(ctx, req)
 	returned()
@@ -188,8 +186,7 @@ func (c *coordSide) Renew(ctx context.Context, req leasefence.RenewRequest) (lea
 }
 
 func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
-	c.w.r.restarting.RLock()
-	defer c.w.r.restarting.RUnlock()
+	defer c.w.holdOffRestarts()()
 	sent := c.w.r.now()
 	returned := c.w.call("Release", t.Holder, t.Resource)
 	out, err := c.w.svc().Release(ctx, t)

@@ -95,7 +95,8 @@ type Runner struct {
 	primaries []PrimaryFaultRecord // the faults of the Redis primary played
 
 	// restarting is held by a coordinator restart, and read-held by each
-	// call to a coordinator from its send to its record: a grant is then
+	// call to a coordinator the restart concerns (holdOffRestarts) from
+	// its send to its record: a grant is then
 	// recorded under the incarnation that made it, never under the one
 	// before a restart that had already brought the new coordinator up.
 	restarting sync.RWMutex
@@ -442,6 +443,20 @@ func (r *Runner) restart(ctx context.Context, persist bool) {
 		e.Incarnation = w.incarnation
 		r.emitAtLocked(w.mode, e, began)
 	}
+}
+
+// holdOffRestarts read-holds restarting for a call to w's coordinator, if
+// a restart concerns it, and returns what lets go. A contender's lock
+// that no restart touches (beside the lab's coordinator, with no
+// OnRestart) takes no part: a call of its that never returns then holds up
+// no restart, and through a restart waiting for it no call of another
+// mode.
+func (w *world) holdOffRestarts() (release func()) {
+	if c, ok := w.backend.(*Contender); ok && w.backend != w.r.backend && c.OnRestart == nil {
+		return func() {}
+	}
+	w.r.restarting.RLock()
+	return w.r.restarting.RUnlock
 }
 
 // restartContenders plays a restart on the contenders that say how

@@ -24,9 +24,9 @@ func (l stuckLock) Acquire(context.Context, string, string, time.Duration) (real
 // A contender whose Acquire never returns, run beside the lab's fenced
 // mode as lab run runs contenders: the run ends a grace after its
 // duration with a NeverReturnedError naming the contender's calls alone,
-// each recorded as its library error; the fenced mode is judged on what it
-// recorded, and a restart held up behind the stuck call charges the
-// fenced mode nothing.
+// each recorded as its library error. The fenced mode runs to the end,
+// its coordinator restarted on time (a restart does not wait for a lock
+// that no restart touches), and it is charged nothing.
 func TestContenderThatNeverReturns(t *testing.T) {
 	t.Parallel()
 	stop := make(chan struct{})
@@ -69,6 +69,13 @@ func TestContenderThatNeverReturns(t *testing.T) {
 	}
 	if len(s.Violations) == 0 || !strings.Contains(strings.Join(s.Violations, "; "), "Acquire of res-1 never returned") {
 		t.Errorf("the contender's violations %v do not say its Acquire never returned", s.Violations)
+	}
+	restarted := false
+	for _, e := range kept {
+		restarted = restarted || e.Mode == history.Fenced && e.Kind == history.CoordinatorRestarted
+	}
+	if !restarted {
+		t.Error("the fenced mode's coordinator was not restarted: the restart waited for the stuck calls")
 	}
 	errs := 0
 	for _, e := range kept {
