@@ -100,8 +100,10 @@ const ProbeResource = "labtest-probe"
 // scenario or fixture file) in real time and fails t with the first
 // counterexample, naming the history file it kept, when the lock landed
 // a stale write, granted a resource twice (a mutual-exclusion violation)
-// or returned an error it never should. A problem with the arguments
-// (no such scenario, Fenced on a lock without a fence) fails t at once.
+// or returned an error it never should, or when a call to it never
+// returned (see Grace: Run returns within the run's duration and the
+// grace whatever the lock does). A problem with the arguments (no such
+// scenario, Fenced on a lock without a fence) fails t at once.
 func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	t.Helper()
 	var c config
