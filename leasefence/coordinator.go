@@ -46,6 +46,18 @@ type CoordinatorOptions struct {
 	// Prover, if non-nil, proves every fresh grant (Grant.Proof); nil: no
 	// proofs. See Prover for when it is called.
 	Prover Prover
+	// LockDelay: after a lease ends without a release (it expired, its
+	// holder's renewals having stopped or been lost), the resource is
+	// refused to every acquirer, its last holder included, until LockDelay
+	// has passed since the lease's expiry: "lock-delay"
+	// (ReasonLockDelay), with a RetryAfter covering the rest of the delay.
+	// A release ends the lease at once, with no delay. 0 (the default): no
+	// delay. At most MaxLockDelay unless AllowLongLockDelay; never
+	// negative. It is for a resource that cannot check a fence, and buys a
+	// probability, not a guarantee: see docs/library.md.
+	LockDelay time.Duration
+	// AllowLongLockDelay accepts a LockDelay above MaxLockDelay.
+	AllowLongLockDelay bool
 }
 
 // Coordinator grants leases and mints fences. It is safe for concurrent use.
@@ -60,6 +72,7 @@ type Coordinator struct {
 	ttl    time.Duration
 	trace  *CoordinatorTrace
 	prover Prover
+	delay  time.Duration // CoordinatorOptions.LockDelay
 
 	mu     sync.Mutex
 	fence  Fence                 // highest fence issued, over all resources
@@ -92,6 +105,9 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 	case opts.ReplayCache < 0 || opts.ReplayCache > MaxReplayCache:
 		return nil, fmt.Errorf("%w: CoordinatorOptions.ReplayCache must be >= 0 and <= MaxReplayCache (%d), got %d", ErrInvalidRequest, MaxReplayCache, opts.ReplayCache)
 	}
+	if err := ValidateLockDelay("CoordinatorOptions.LockDelay", opts.LockDelay, opts.AllowLongLockDelay); err != nil {
+		return nil, err
+	}
 	n := opts.ReplayCache
 	if n == 0 {
 		n = DefaultReplayCache
@@ -101,6 +117,7 @@ func NewCoordinator(opts CoordinatorOptions) (*Coordinator, error) {
 		ttl:    opts.TTL,
 		trace:  opts.Trace,
 		prover: opts.Prover,
+		delay:  opts.LockDelay,
 		fence:  opts.StartFence,
 		leases: make(map[string]leaseState),
 		replay: make(map[string]int32, min(n, DefaultReplayCache)),
@@ -121,7 +138,9 @@ func (c *Coordinator) TTL() time.Duration { return c.ttl }
 
 // Acquire grants a lease on a free, expired or released resource under a
 // newly minted fence. A live lease answers "held" (another holder) or
-// "already-held" (the same holder), with HeldBy and RetryAfter. A repeated
+// "already-held" (the same holder), with HeldBy and RetryAfter; a lease
+// that expired less than LockDelay ago answers "lock-delay" to everyone,
+// with RetryAfter and no HeldBy. A repeated
 // RequestID answers with the grant already made while that lease is live,
 // "stale-request" once it is not, and "request-conflict" when the id was used
 // by another holder or for another resource.
@@ -171,6 +190,8 @@ func (c *Coordinator) acquireLocked(req AcquireRequest, now Instant) (out Acquir
 		}
 		left, _ := st.expiry.Sub(now) // same domain: both read off c.clock
 		return AcquireOutcome{Reason: reason, HeldBy: st.token.Holder, RetryAfter: left}, false, nil
+	} else if left := lockDelayLeft(st, c.delay, now); ok && left > 0 {
+		return AcquireOutcome{Reason: ReasonLockDelay, RetryAfter: left}, false, nil
 	}
 	// Both refusals below come before anything changes: a lease that
 	// cannot be dated, or a fence that would wrap, is never granted.

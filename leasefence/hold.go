@@ -21,8 +21,8 @@ var (
 	// match ErrReleased to tell a release from a loss.
 	ErrReleased = errors.New("leasefence: lease released")
 	// ErrHoldRefused: Hold got an answer it cannot wait out: the service
-	// refused the acquire for a reason other than "held", "already-held" or
-	// "stale-request" (for instance "request-conflict").
+	// refused the acquire for a reason other than "held", "already-held",
+	// "lock-delay" or "stale-request" (for instance "request-conflict").
 	ErrHoldRefused = errors.New("leasefence: acquire refused")
 	// ErrHeld: TryHold found the resource held. The concrete error is
 	// *HeldError.
@@ -37,11 +37,14 @@ var (
 // HeldError is TryHold's answer for a resource another lease holds.
 type HeldError struct {
 	Resource   string
-	HeldBy     string        // the holder of the live lease (the caller itself for "already-held")
-	RetryAfter time.Duration // until that lease expires, if it is not renewed
+	HeldBy     string        // the holder of the live lease (the caller itself for "already-held"); "" in a lock-delay
+	RetryAfter time.Duration // until that lease expires, if it is not renewed, or the lock-delay ends
 }
 
 func (e *HeldError) Error() string {
+	if e.HeldBy == "" {
+		return fmt.Sprintf("leasefence: %s is in its lock-delay for another %v", e.Resource, e.RetryAfter)
+	}
 	return fmt.Sprintf("leasefence: %s is held by %s for another %v", e.Resource, e.HeldBy, e.RetryAfter)
 }
 
@@ -102,8 +105,8 @@ type HoldOptions struct {
 	OnRelease func() error
 }
 
-// Hold acquires resource through svc, waiting out "held" and "already-held"
-// answers (RetryAfter, capped by MaxWait, with jitter so that waiters do
+// Hold acquires resource through svc, waiting out "held", "already-held"
+// and "lock-delay" answers (RetryAfter, capped by MaxWait, with jitter so that waiters do
 // not return in step) and resending the SAME request after an error, so a
 // lost reply never burns a fence: the service answers the retried id with
 // the grant it already made. Then it renews in the background until
@@ -170,9 +173,9 @@ func Hold(ctx context.Context, svc Service, c *Client, resource string, opts Hol
 }
 
 // TryHold is Hold with one attempt and no waiting: one acquire request,
-// and a session if it is granted. A resource another lease holds is an
-// error matching ErrHeld (a *HeldError saying who holds it and for how
-// long); an error from the service is returned as is, after the request is
+// and a session if it is granted. A resource another lease holds, or in
+// its lock-delay, is an error matching ErrHeld (a *HeldError saying who
+// holds it, nobody in a lock-delay, and for how long); an error from the service is returned as is, after the request is
 // resent once to release a grant it may have made (see "Clean-up after an
 // error" at Hold). Everything else is as for Hold.
 func TryHold(ctx context.Context, svc Service, c *Client, resource string, opts HoldOptions) (*Session, error) {
@@ -279,7 +282,7 @@ func (a *acquisition) acquire() (*Lease, error) {
 			return lease, nil
 		}
 		switch out.Reason {
-		case ReasonHeld, ReasonAlreadyHeld:
+		case ReasonHeld, ReasonAlreadyHeld, ReasonLockDelay:
 			if a.once {
 				return nil, &HeldError{Resource: a.resource, HeldBy: out.HeldBy, RetryAfter: out.RetryAfter}
 			}

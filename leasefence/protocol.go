@@ -69,6 +69,8 @@ type Grant struct {
 //     is no longer the live lease.
 //   - ReasonRequestConflict ("request-conflict"): a request id already
 //     used by another holder or for another resource.
+//   - ReasonLockDelay ("lock-delay"): the resource's last lease expired
+//     without a release less than the coordinator's LockDelay ago.
 type Reason string
 
 // The reasons a request is refused.
@@ -94,6 +96,11 @@ const (
 	// ReasonRequestConflict: a request id already used by another holder or
 	// for another resource.
 	ReasonRequestConflict Reason = "request-conflict"
+	// ReasonLockDelay: the resource's last lease ended without a release
+	// (it expired) less than the coordinator's LockDelay ago; nobody, its
+	// last holder included, is granted it until the delay has passed
+	// (RetryAfter). Only an acquire is answered so.
+	ReasonLockDelay Reason = "lock-delay"
 )
 
 // AcquireOutcome is the coordinator's answer to an AcquireRequest.

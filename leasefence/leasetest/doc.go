@@ -27,5 +27,6 @@
 // fences kept in 32 bits, a gate that checks then sets, a TTL counted from
 // the reply, a renewal that resurrects an expired lease, a fresh grant for
 // a retried request, a refusal answered but not logged, readers blind to
-// their ctx) and require each to fail the subtest written for it.
+// their ctx, a lock-delay ignored, a lock-delay after a release too) and
+// require each to fail the subtest written for it.
 package leasetest

@@ -33,6 +33,8 @@ func TestSuitesKillTheMutants(t *testing.T) {
 		{"check-then-set gate", gateSuite(checkThenSet), "Concurrent"},
 		{"refusal not logged", gateSuite(unloggedRefusals), "AdmissionRule"},
 		{"readers blind to ctx", gateSuite(ctxBlind), "ReadersContexts"},
+		{"lock-delay ignored", lockDelaySuite(ignoredLockDelay), "AfterExpiry"},
+		{"lock-delay after a release", lockDelaySuite(lockDelayAfterRelease), "NotAfterRelease"},
 	}
 	for _, m := range mutants {
 		t.Run(m.name, func(t *testing.T) {
@@ -54,6 +56,7 @@ func TestSuitesKillTheMutants(t *testing.T) {
 	}{
 		{"Local", serviceSuite(func(svc leasefence.Service, _ func(time.Duration)) leasefence.Service { return svc })},
 		{"FenceGate", gateSuite(FenceGateHarness)},
+		{"Local with a lock-delay", lockDelaySuite(localWithLockDelay)},
 	} {
 		t.Run("control "+c.name, func(t *testing.T) {
 			r := newRecorder(t, "suite")
@@ -283,4 +286,74 @@ func (b blind) RejectionsSince(_ context.Context, seq uint64) ([]leasefence.Reje
 
 func (b blind) RejectionCount(context.Context) (uint64, error) {
 	return uint64(b.g.RejectionCount()), nil
+}
+
+// testLockDelayOf is the lock-delay the lock-delay mutants and their
+// control are asked for.
+const testLockDelayOf = 5 * time.Second
+
+// lockDelaySuite runs TestLockDelay on the service that build makes on a
+// manual clock, asked for a lock-delay of delay.
+func lockDelaySuite(build func(clock *leasefence.ManualClock, ttl, delay time.Duration) (leasefence.Service, error)) func(t tb) {
+	return func(t tb) {
+		testLockDelay(t, func(t testing.TB) Harness {
+			clock := leasefence.NewManualClock("coordinator")
+			const ttl = 3 * time.Second
+			svc, err := build(clock, ttl, testLockDelayOf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return Harness{Service: svc, TTL: ttl, Elapse: clock.Advance, LockDelay: testLockDelayOf}
+		})
+	}
+}
+
+func localWithLockDelay(clock *leasefence.ManualClock, ttl, delay time.Duration) (leasefence.Service, error) {
+	coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl, LockDelay: delay})
+	return leasefence.Local(coord), err
+}
+
+// ignoredLockDelay takes the option and does nothing with it: a grant
+// right after an expiry, as every coordinator made before lock-delay.
+func ignoredLockDelay(clock *leasefence.ManualClock, ttl, _ time.Duration) (leasefence.Service, error) {
+	return localWithLockDelay(clock, ttl, 0)
+}
+
+// lockDelayAfterRelease delays the next grant after a release too, as a
+// coordinator that cannot tell a release from an expiry would (an etcd
+// lease left to run out its TTL rather than deleted): it costs every
+// orderly hand-over the whole delay.
+func lockDelayAfterRelease(clock *leasefence.ManualClock, ttl, delay time.Duration) (leasefence.Service, error) {
+	svc, err := localWithLockDelay(clock, ttl, delay)
+	return &delaysReleases{Service: svc, clock: clock, delay: delay, released: map[string]leasefence.Instant{}}, err
+}
+
+type delaysReleases struct {
+	leasefence.Service
+	clock    *leasefence.ManualClock
+	delay    time.Duration
+	mu       sync.Mutex
+	released map[string]leasefence.Instant // by resource: when its last lease was released
+}
+
+func (s *delaysReleases) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+	out, err := s.Service.Release(ctx, t)
+	if err == nil && out.OK {
+		now, _ := s.clock.Now()
+		s.mu.Lock()
+		s.released[t.Resource] = now
+		s.mu.Unlock()
+	}
+	return out, err
+}
+
+func (s *delaysReleases) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	now, _ := s.clock.Now()
+	s.mu.Lock()
+	at, ok := s.released[req.Resource]
+	s.mu.Unlock()
+	if since, err := now.Sub(at); ok && err == nil && since < s.delay {
+		return leasefence.AcquireOutcome{Reason: leasefence.ReasonLockDelay, RetryAfter: s.delay - since}, nil
+	}
+	return s.Service.Acquire(ctx, req)
 }

@@ -25,6 +25,9 @@ type Harness struct {
 	// its expiry: 0 for an in-memory coordinator; about a second for etcd,
 	// which revokes expired leases every half second.
 	Settle time.Duration
+	// LockDelay is the lock-delay the service was made with: 0 for
+	// TestService, > 0 for TestLockDelay.
+	LockDelay time.Duration
 }
 
 // TestService runs the leasefence.Service conformance suite against
@@ -61,8 +64,8 @@ func testService(t tb, newService func(t testing.TB) Harness) {
 	for _, tt := range tests {
 		t.run(tt.name, func(t tb) {
 			h := newService(t)
-			if h.Service == nil || h.TTL <= 0 || h.Elapse == nil {
-				t.Fatalf("leasetest: the factory returned an incomplete Harness %+v", h)
+			if h.Service == nil || h.TTL <= 0 || h.Elapse == nil || h.LockDelay != 0 {
+				t.Fatalf("leasetest: the factory returned an incomplete Harness for TestService (LockDelay must be 0): %+v", h)
 			}
 			tt.fn(t, &suite{Harness: h, t: t})
 		})

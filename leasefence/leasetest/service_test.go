@@ -20,3 +20,16 @@ func TestLocal(t *testing.T) {
 		return leasetest.Harness{Service: leasefence.Local(coord), TTL: ttl, Elapse: clock.Advance}
 	})
 }
+
+// The in-memory coordinator with a lock-delay, on a manual clock.
+func TestLocalLockDelay(t *testing.T) {
+	leasetest.TestLockDelay(t, func(t testing.TB) leasetest.Harness {
+		clock := leasefence.NewManualClock("coordinator")
+		const ttl, delay = 3 * time.Second, 10 * time.Second
+		coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl, LockDelay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leasetest.Harness{Service: leasefence.Local(coord), TTL: ttl, Elapse: clock.Advance, LockDelay: delay}
+	})
+}
