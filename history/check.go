@@ -193,6 +193,7 @@ func (c *Checker) Report() *Report {
 	j.rules()
 	r := j.r
 	r.Vacuous = r.CommitsAdmitted+r.CommitsRefused+r.WritesFailed == 0
+	r.NotExercised = c.notExercised(r)
 	r.PerResource = j.per
 	r.Counterexamples, r.MoreCounterexamples = j.cx.list()
 	j.forgeries()
@@ -228,6 +229,31 @@ func (c *Checker) Report() *Report {
 // ExclusionViolation follows the count of the mutual-exclusion
 // violations in their violation.
 const ExclusionViolation = ": the lock granted a resource while an earlier lease on it still ran"
+
+// What a run can leave unexercised, as Report.NotExercised names it.
+const (
+	NotExercisedExclusion   = "mutual exclusion (no takeover: no resource was granted while an earlier lease on it was unreleased)"
+	NotExercisedGate        = "the gate (no overlap and no refusal: no write could be stale)"
+	NotExercisedContainment = "containment (no lease expired: no holder could believe in one past its expiry)"
+)
+
+// notExercised names the properties of the mode that r shows the run never
+// put to the test.
+func (c *Checker) notExercised(r *Report) []string {
+	var out []string
+	if r.Takeovers == 0 {
+		out = append(out, NotExercisedExclusion)
+	}
+	if c.h.Fenced(c.mode) {
+		if r.Overlaps == 0 && r.CommitsRefused == 0 {
+			out = append(out, NotExercisedGate)
+		}
+		if r.Expiries == 0 {
+			out = append(out, NotExercisedContainment)
+		}
+	}
+	return out
+}
 
 // FailoverReuseViolation follows the count of the fences reused after the
 // coordinator's store failed over: a loss of the store's, not a lie of the
@@ -407,6 +433,7 @@ func (j *judgement) rules() {
 	j.cx.merge(&s.cx)
 	x := j.c.exclusion
 	j.r.MutualExclusionViolations = x.n
+	j.r.Takeovers = x.takeovers
 	for _, e := range x.cx {
 		j.cx.add(e)
 	}

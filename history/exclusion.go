@@ -50,6 +50,9 @@ type exclusion struct {
 	prev []exclusiveLease
 	n    int
 	cx   []Counterexample
+	// takeovers counts the grants of a resource whose earlier lease had
+	// not been released: the grants that put exclusion to the test.
+	takeovers int
 	// real: the history's times are the runner's records of replies, not
 	// the server's own instants; then sent holds the earliest instant
 	// each pending acquire (by request id) and renewal (by resource and
@@ -134,6 +137,9 @@ func (x *exclusion) add(e *Event) {
 	case Denied, AcquireAbandoned:
 		delete(x.sent, e.RequestID) // the request won nothing: forget it
 	case Granted:
+		if p != nil && !p.released {
+			x.takeovers++
+		}
 		if p != nil && !p.released && p.end > e.At && (p.expiredAt < 0 || p.expiredAt >= e.At) {
 			x.n++
 			if len(x.cx) < MaxCounterexamples && e.Resource >= 0 && e.Resource < len(x.h.Resources) {

@@ -160,6 +160,15 @@ type Report struct {
 	// the mode (Violations): a fence makes such a grant harmless to the
 	// resource, not the lock correct.
 	MutualExclusionViolations int `json:"mutual_exclusion_violations"`
+	// Takeovers counts the grants of a resource whose earlier lease had
+	// not been released (it expired, a restart forgot it, or it still
+	// ran): the grants that put mutual exclusion to the test.
+	Takeovers int `json:"takeovers"`
+	// NotExercised names each property of the mode the run never put to
+	// the test (none: every one was), for which its zeros say nothing:
+	// mutual exclusion with no takeover; for a fenced mode, the gate with
+	// no overlap and no refusal, and containment with no expiry.
+	NotExercised []string `json:"not_exercised,omitempty"`
 	// RefusedOverlaps are overlaps in which the older holder's write was
 	// refused.
 	RefusedOverlaps int `json:"refused_overlaps"`

@@ -253,6 +253,10 @@ func verdictParagraphs(res *history.Result) []string {
 		case f.Vacuous:
 			ps = append(ps, "VERDICT: VACUOUS. The fenced mode made no write at all, so nothing it promises was put to "+
 				"the test: its zeros say nothing. Give the agents time to write (a shorter think, a longer run).")
+		case len(f.NotExercised) > 0:
+			ps = append(ps, "verdict: INCONCLUSIVE. The fenced mode broke nothing, but the run did not put all it promises to "+
+				"the test, and what was not tested is not said to have held. Not exercised: "+strings.Join(f.NotExercised, "; ")+
+				". Stalls past the TTL exercise them.")
 		case res.DriftWithinBudget:
 			ps = append(ps, "verdict: the fenced mode held its invariants: no stale write landed through a gate, "+
 				"every refusal is explained by an overlap or a lost fence counter, and no holder believed past "+
@@ -311,7 +315,10 @@ func contenderParagraphs(res *history.Result) []string {
 		who := fmt.Sprintf("%s (%s, %s)", m, strings.TrimSpace(c.Library+" "+c.Version), c.Discipline)
 		excl := fmt.Sprintf("%s: the lock granted a resource while an earlier lease on it still ran",
 			history.Plural(rep.MutualExclusionViolations, "mutual-exclusion violation", "mutual-exclusion violations"))
-		if rep.MutualExclusionViolations == 0 {
+		switch {
+		case rep.MutualExclusionViolations == 0 && rep.Takeovers == 0:
+			excl = "mutual exclusion not exercised: no resource was granted while an earlier lease on it was unreleased"
+		case rep.MutualExclusionViolations == 0:
 			excl = "no mutual-exclusion violation: the lock never granted a resource while an earlier lease on it still ran"
 		}
 		gens := generationsNote(c.Generations)
@@ -323,6 +330,9 @@ func contenderParagraphs(res *history.Result) []string {
 				brokeWhat(rep.Violations, "THE LIBRARY RETURNED AN ERROR IT NEVER SHOULD", "BROKE ITS INVARIANTS"), strings.Join(rep.Violations, "; ")))
 		case rep.Vacuous:
 			ps = append(ps, fmt.Sprintf("%s: vacuous: it made no write, so nothing was put to the test.", who))
+		case c.Discipline == history.DisciplineFenced && len(rep.NotExercised) > 0:
+			ps = append(ps, fmt.Sprintf("%s: INCONCLUSIVE: it broke nothing, but the run did not put all it promises to the test, "+
+				"and what was not tested is not said to have held. Not exercised: %s%s.", who, strings.Join(rep.NotExercised, "; "), gens))
 		case c.Discipline == history.DisciplineFenced:
 			ps = append(ps, fmt.Sprintf("%s held its invariants: no stale write landed through a gate (%d refused); %s%s.", who, rep.CommitsRefused, excl, gens))
 		default:
@@ -434,18 +444,27 @@ const (
 	VerdictHeld    = "held"
 	VerdictBroken  = "broken"
 	VerdictVacuous = "vacuous" // nothing broke, and nothing was tested: the fenced mode made no write
+	// VerdictInconclusive: nothing broke, but the run left a property
+	// unexercised (history.Report.NotExercised), which is never held.
+	VerdictInconclusive = "inconclusive"
 )
 
 // Verdict is VerdictBroken when res failed (the fenced mode broke an
-// invariant, or the library returned an error it never should), else
-// VerdictVacuous when the run made no write to judge (history.Result.Vacuous),
-// else VerdictHeld.
+// invariant, a lock broke mutual exclusion, or the library returned an
+// error it never should), else VerdictVacuous when the run made no write
+// to judge (history.Result.Vacuous), else VerdictInconclusive when a
+// mode's verdict is, else VerdictHeld.
 func Verdict(res *history.Result) string {
 	switch {
 	case res.Failed():
 		return VerdictBroken
 	case res.Vacuous():
 		return VerdictVacuous
+	}
+	for _, rep := range res.Modes {
+		if ModeVerdict(rep) == VerdictInconclusive {
+			return VerdictInconclusive
+		}
 	}
 	return VerdictHeld
 }
@@ -463,7 +482,8 @@ const VerdictUnsafe = "unsafe"
 // ModeVerdict is one contender's verdict: VerdictBroken when it broke an
 // invariant its discipline promises, its lock broke mutual exclusion or
 // its library returned an error it never should, VerdictVacuous when it
-// made no write, VerdictUnsafe when (naive) a stale write landed, else
+// made no write, VerdictUnsafe when (naive) a stale write landed,
+// VerdictInconclusive when the run left a property of it unexercised, else
 // VerdictHeld.
 func ModeVerdict(rep *history.Report) string {
 	switch {
@@ -473,6 +493,8 @@ func ModeVerdict(rep *history.Report) string {
 		return VerdictVacuous
 	case rep.StaleWritesLanded > 0:
 		return VerdictUnsafe
+	case len(rep.NotExercised) > 0:
+		return VerdictInconclusive
 	}
 	return VerdictHeld
 }

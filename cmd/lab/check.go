@@ -25,10 +25,11 @@ runner wrote it.
 A line that cannot be read is an error naming the file and the line; the
 events before it are still checked and reported, marked INTERRUPTED.
 
-Exit status: 0 when the fenced mode held its invariants, 1 when it broke one,
-a lock granted a resource while an earlier lease on it still ran (in any
-mode), or the history records a library error, 2 for a file that cannot be
-read (or read to its end).`
+Exit status: 0 when nothing broke (the verdict is inconclusive, not held,
+where the history left a property untested), 1 when the fenced mode broke an
+invariant or made no write, a lock granted a resource while an earlier lease
+on it still ran (in any mode), or the history records a library error, 2 for
+a file that cannot be read (or read to its end).`
 
 // check is `lab check`.
 func (a *app) check(ctx context.Context, args []string) int {

@@ -374,7 +374,9 @@
 //	  "virtual_duration_ms": 3000,    // the scenario's duration
 //	  "events": 28,                   // events simulated, all modes
 //	  "drift_within_budget": true,    // the skew budget covers the worst drift
-//	  "verdict": "held",              // "held", or "broken" when there are violations (exit status 1)
+//	  "verdict": "held",              // "held"; "broken" when there are violations (exit status 1);
+//	                                  //   "vacuous" when the fenced mode made no write (exit status 1);
+//	                                  //   "inconclusive" when a mode left a property unexercised (exit status 0)
 //	  "backend": "sim",               // the runner: sim, memory or etcd (the history header's)
 //	  "real": { ... },                // real backends only: where, resource, wall_ms, time_scale,
 //	                                  //   faults {calls, requests_dropped, partitioned, duplicated, replies_dropped}
@@ -402,7 +404,12 @@
 // containment_breaches (a holder believed after the coordinator's expiry;
 // fenced promises 0 while drift is within the skew budget), fence_reuses
 // (only a restart that lost the counter), unexplained_refusals (always 0
-// unless the gate is wrong), and, with forgers (--resource http),
+// unless the gate is wrong), mutual_exclusion_violations (a grant while an
+// earlier lease on the resource ran: a violation in any mode), takeovers
+// (grants of a resource whose earlier lease was not released: what puts
+// exclusion to the test), admitted_below_own_floor (a gate admitted a
+// fence below one it had admitted; only when not 0; always 0 unless the
+// gate is wrong), and, with forgers (--resource http),
 // forgeries_refused, forgeries_landed and forged_floors_moved (a forged
 // write landed above every fence before it; fenced promises 0 of both
 // landed and moved). Then "per_resource" (a list of {resource,
@@ -413,9 +420,12 @@
 // one of stale-write, silent-overlap, refused-write, containment-breach,
 // fence-reuse, unexplained-refusal), "more_counterexamples" ({<kind>: how
 // many more of that kind the history showed}, only when some were left
-// out; the text report says "and K more <kind>") and, only when the fenced mode broke an
-// invariant or the library returned an error it never should (in either
-// mode), "violations" (a list of sentences). Fields are only ever
+// out; the text report says "and K more <kind>"), "not_exercised" (only
+// when the run left a property of the mode untested: sentences naming
+// mutual exclusion, the gate or containment; the mode's verdict is then
+// "inconclusive", never "held") and, only when the fenced mode broke an
+// invariant, a lock broke mutual exclusion or the library returned an
+// error it never should (in any mode), "violations" (a list of sentences). Fields are only ever
 // added; a name is never changed or removed.
 //
 // `lab swarm --json` prints harness.SwarmResult: "scenario",
