@@ -2,6 +2,7 @@ package procdriver_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,8 @@ func TestHoldPausedProcess(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +131,11 @@ func TestHoldPausedProcess(t *testing.T) {
 		t.Errorf("the late write: %q, want refused as stale", l)
 	}
 	cmd.Wait()
+	// Woken, the holder's renewal that its session gave up on ends with
+	// its context; etcd's client, left at its default logger, would warn
+	// of it on every wake ("retrying of unary invoker failed ... context
+	// canceled"). The lab's clients log nothing.
+	if strings.Contains(stderr.String(), "retrying of unary invoker") {
+		t.Errorf("the woken holder's etcd client logged:\n%s", stderr.String())
+	}
 }

@@ -35,6 +35,17 @@
 // importer's module graph lists no etcd server, bbolt or raft
 // (scripts/importcost.sh checks).
 //
+// # etcd's client logs
+//
+// etcdlease logs nothing and leaves the client's logger alone: the client
+// is yours. etcd's client, at its default logger, writes a JSON warning,
+// "retrying of unary invoker failed ... context canceled", for every call
+// whose context ends before its answer. After a process wakes from a pause
+// (SIGSTOP, a long GC pause) it is the renewal its session gave up on at
+// the lease's deadline: the lease was lost, as Session.Lost says, and etcd
+// did not fail. A clientv3.Config Logger at error level (as Example_hold's)
+// keeps etcd's errors without these warnings.
+//
 // # Coordinator
 //
 // Coordinator implements leasefence.Service with the in-memory
