@@ -53,6 +53,18 @@ type Options struct {
 	// Watermark: the process's memory of the fences it has seen, which no
 	// Acquire mints at or below; nil remembers nothing.
 	Watermark *Watermark
+	// LockDelay: after a lease expires (never after a release), the
+	// resource is refused to everyone, its last holder included, until
+	// LockDelay has passed since the expiry, with the reason "lock-delay"
+	// and a RetryAfter covering the rest: as
+	// leasefence.CoordinatorOptions.LockDelay, and in Redis, so that every
+	// coordinator on the prefix, and one that restarted, refuses alike.
+	// Whole milliseconds; 0 (the default) is no delay; at most
+	// leasefence.MaxLockDelay unless AllowLongLockDelay. See delayKey in
+	// the scripts, and the package doc, for how it is kept.
+	LockDelay time.Duration
+	// AllowLongLockDelay accepts a LockDelay above leasefence.MaxLockDelay.
+	AllowLongLockDelay bool
 }
 
 // Coordinator is a leasefence.Service on Redis. It is safe for concurrent
@@ -68,6 +80,7 @@ type Coordinator struct {
 
 	repl      Replication
 	watermark *Watermark
+	delayPX   string // the delay key's PX: TTL + LockDelay in ms, or "0" without a lock-delay
 }
 
 var _ leasefence.Service = (*Coordinator)(nil)
@@ -89,6 +102,16 @@ func New(rdb redis.UniversalClient, opts Options) (*Coordinator, error) {
 	if err := wholeMillis("Options.ReplayWindow", window); err != nil {
 		return nil, err
 	}
+	if err := leasefence.ValidateLockDelay("Options.LockDelay", opts.LockDelay, opts.AllowLongLockDelay); err != nil {
+		return nil, err
+	}
+	delayPX := "0"
+	if opts.LockDelay > 0 {
+		if err := wholeMillis("Options.LockDelay", opts.LockDelay); err != nil {
+			return nil, err
+		}
+		delayPX = millis(opts.TTL + opts.LockDelay)
+	}
 	if opts.MinFence >= MaxFence {
 		return nil, fmt.Errorf("%w: Options.MinFence %d leaves no fence below MaxFence %d", leasefence.ErrInvalidRequest, opts.MinFence, MaxFence)
 	}
@@ -104,7 +127,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Coordinator, error) {
 		clock = leasefence.NewMonotonicClock("redis")
 	}
 	return &Coordinator{rdb: rdb, keys: k, ttl: opts.TTL, clock: clock, minFence: opts.MinFence, window: window,
-		repl: opts.Replication, watermark: opts.Watermark}, nil
+		repl: opts.Replication, watermark: opts.Watermark, delayPX: delayPX}, nil
 }
 
 func wholeMillis(name string, d time.Duration) error {
@@ -140,13 +163,14 @@ func newKeys(prefix string) (keys, error) {
 func (k keys) counter() string                  { return k.tag + "fence" }
 func (k keys) holder(resource string) string    { return k.tag + "holder:" + resource }
 func (k keys) last(resource string) string      { return k.tag + "last:" + resource }
+func (k keys) delay(resource string) string     { return k.tag + "delay:" + resource }
 func (k keys) request(id string) string         { return k.tag + "req:" + id }
 func (k keys) gateFloor(resource string) string { return k.tag + "gate:" + resource + ":floor" }
 func (k keys) gateLog(resource string) string   { return k.tag + "gate:" + resource + ":log" }
 
 // reserved are the beginnings of every key above.
 func (k keys) reserved() []string {
-	return []string{k.counter(), k.tag + "holder:", k.tag + "last:", k.tag + "req:", k.tag + "gate:"}
+	return []string{k.counter(), k.tag + "holder:", k.tag + "last:", k.tag + "delay:", k.tag + "req:", k.tag + "gate:"}
 }
 
 func nilCtx(op string) error {
@@ -172,8 +196,8 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	}
 	seen := c.watermark.fence(c.keys.counter()) // before the script, as Watermark.floor says
 	res, acked, err := c.runAcquire(ctx,
-		[]string{c.keys.counter(), c.keys.holder(req.Resource), c.keys.last(req.Resource), c.keys.request(req.RequestID)},
-		req.Holder, req.Resource, millis(c.ttl), fenceArg(max(c.minFence, seen)), millis(c.window), fenceArg(MaxFence),
+		[]string{c.keys.counter(), c.keys.holder(req.Resource), c.keys.last(req.Resource), c.keys.request(req.RequestID), c.keys.delay(req.Resource)},
+		req.Holder, req.Resource, millis(c.ttl), fenceArg(max(c.minFence, seen)), millis(c.window), fenceArg(MaxFence), c.delayPX,
 	)
 	if err != nil {
 		return leasefence.AcquireOutcome{}, err
@@ -204,6 +228,9 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		}
 		retry := max(time.Duration(r.int(2))*time.Millisecond, time.Millisecond)
 		return leasefence.AcquireOutcome{Reason: reason, HeldBy: r.str(1), RetryAfter: retry}, r.err
+	case "lock-delay":
+		retry := max(time.Duration(r.int(1))*time.Millisecond, time.Millisecond)
+		return leasefence.AcquireOutcome{Reason: leasefence.ReasonLockDelay, RetryAfter: retry}, r.err
 	case "stale-request":
 		return leasefence.AcquireOutcome{Reason: leasefence.ReasonStaleRequest}, nil
 	case "request-conflict":
@@ -247,7 +274,7 @@ func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 	if t.Fence > MaxFence {
 		return leasefence.RenewOutcome{Reason: leasefence.ReasonUnknown}, ctx.Err()
 	}
-	reason, err := c.run(ctx, renewScript, t, millis(c.ttl))
+	reason, err := c.run(ctx, renewScript, t, millis(c.ttl), c.delayPX)
 	if err != nil || reason != "" {
 		return leasefence.RenewOutcome{Reason: reason}, err
 	}
@@ -281,7 +308,7 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 // the reason it did not.
 func (c *Coordinator) run(ctx context.Context, s *redis.Script, t leasefence.Token, extra ...any) (leasefence.Reason, error) {
 	args := append([]any{fenceArg(t.Fence), t.Holder}, extra...)
-	res, err := s.Run(ctx, c.rdb, []string{c.keys.holder(t.Resource), c.keys.last(t.Resource)}, args...).Slice()
+	res, err := s.Run(ctx, c.rdb, []string{c.keys.holder(t.Resource), c.keys.last(t.Resource), c.keys.delay(t.Resource)}, args...).Slice()
 	if err != nil {
 		return "", err
 	}

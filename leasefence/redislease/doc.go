@@ -43,6 +43,7 @@
 //	{p}fence              the fence counter
 //	{p}holder:<resource>  the live lease: "<fence>:<holder>", with the lease's TTL (PX)
 //	{p}last:<resource>    the latest grant on the resource (hash), kept after it ends
+//	{p}delay:<resource>   with Options.LockDelay: outlives the holder key by the delay
 //	{p}req:<request id>   an acquire's record (hash), for retries; lives Options.ReplayWindow
 //	{p}gate:<resource>:floor  a gate's floor (hash: fence, holder)
 //	{p}gate:<resource>:log    a gate's refusal log (a stream, entry ids <seq>-0)
@@ -73,6 +74,24 @@
 //     tell "released", "expired", "superseded" and "unknown" apart after the
 //     holder key is gone; a token below the resource's latest fence that was
 //     never issued for it is "superseded", as in memory.
+//   - Options.LockDelay: the script that sets the holder key's TTL (the
+//     grant, every renewal) sets {p}delay:<resource> to the TTL plus the
+//     delay, and Release deletes both. Acquire refuses "lock-delay" while
+//     the delay key outlives the holder key, with its PTTL as RetryAfter.
+//     Why a second key rather than the holder key kept for TTL+delay:
+//     Redis expires both at their PX to the millisecond, in the one atomic
+//     script that set them, so the delay runs exactly from the lease's
+//     expiry with no moment where a lease is live but its delay unset,
+//     and the holder key keeps meaning "live" to every script (renew,
+//     release, the gate's readers) unchanged. A release is a DEL of the
+//     delay key in the same script, so a release is never delayed, and an
+//     expired holder's release, refused as "expired", leaves the delay
+//     key alone. The delay is in Redis, so a coordinator started after
+//     the expiry (or one without a LockDelay of its own) refuses too; the
+//     delay of the coordinator that last granted or renewed the lease is
+//     the one that runs. Redis's limits apply to it: a restart without
+//     persistence, or a failover to a replica that missed the write, loses
+//     the delay key with the lease.
 //
 // # Gate
 //

@@ -35,12 +35,25 @@ local function judge(fence, holder, hk, lk)
   if l[3] == '1' then return 'released' end
   return 'expired'
 end
+
+-- delayKey sets the resource's lock-delay key dk to outlive the holder key
+-- by the lock-delay (px, the TTL plus the delay, in ms), or deletes it when
+-- px is '0': it is set in the script that sets the holder key's TTL, so its
+-- end is always the lease's expiry plus the delay.
+local function delayKey(dk, px)
+  if px == '0' then
+    redis.call('DEL', dk)
+  else
+    redis.call('SET', dk, '1', 'PX', px)
+  end
+end
 `
 
-// acquireScript: KEYS counter, holder, last, request; ARGV holder,
-// resource, ttl ms, min fence, replay window ms, max fence. A grant answers
-// with its fence and the counter's own next value (below the fence when
-// the min fence moved it).
+// acquireScript: KEYS counter, holder, last, request, delay; ARGV holder,
+// resource, ttl ms, min fence, replay window ms, max fence, ttl + lock-delay
+// ms (0 without a lock-delay). A grant answers with its fence and the
+// counter's own next value (below the fence when the min fence moved it).
+// A lock-delay answers with the delay key's PTTL.
 var acquireScript = redis.NewScript(luaLease + `
 local rec = redis.call('HMGET', KEYS[4], 'h', 'r', 'f', 't')
 local cur = redis.call('GET', KEYS[2])
@@ -55,6 +68,8 @@ if cur then
   local _, h = parse(cur)
   return {'held', h, redis.call('PTTL', KEYS[2])}
 end
+local delay = redis.call('PTTL', KEYS[5])
+if delay > 0 then return {'lock-delay', delay} end
 local f = redis.call('INCR', KEYS[1])
 local drawn = f
 local min = tonumber(ARGV[4])
@@ -70,24 +85,28 @@ end
 redis.call('HSET', KEYS[3], 'f', fs, 'h', ARGV[1], 'released', '0')
 redis.call('HSET', KEYS[4], 'h', ARGV[1], 'r', ARGV[2], 'f', fs, 't', ARGV[3])
 redis.call('PEXPIRE', KEYS[4], ARGV[5])
+delayKey(KEYS[5], ARGV[7])
 return {'granted', fs, drawn}
 `)
 
-// renewScript: KEYS holder, last; ARGV fence, holder, ttl ms.
+// renewScript: KEYS holder, last, delay; ARGV fence, holder, ttl ms,
+// ttl + lock-delay ms (0 without a lock-delay).
 var renewScript = redis.NewScript(luaLease + `
 local j = judge(tonumber(ARGV[1]), ARGV[2], KEYS[1], KEYS[2])
 if j == 'current' then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  delayKey(KEYS[3], ARGV[4])
   return {'ok'}
 end
 return {j}
 `)
 
-// releaseScript: KEYS holder, last; ARGV fence, holder.
+// releaseScript: KEYS holder, last, delay; ARGV fence, holder. A release
+// deletes the delay key with the holder key: no lock-delay after it.
 var releaseScript = redis.NewScript(luaLease + `
 local j = judge(tonumber(ARGV[1]), ARGV[2], KEYS[1], KEYS[2])
 if j == 'current' then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[3])
   redis.call('HSET', KEYS[2], 'released', '1')
   return {'ok'}
 end
