@@ -357,11 +357,12 @@ func TestHoldCtxBoundsOnlyTheAcquisition(t *testing.T) {
 		acquireLease(t, b, f.coord, "busy")
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
+		before := f.armed() // read before Hold can arm its backoff
 		go func() {
 			_, err := leasefence.Hold(ctx, f.svc, f.client, "busy", leasefence.HoldOptions{After: f.time.After})
 			done <- err
 		}()
-		f.time.waitArmed(t, f.armed()+1)
+		f.time.waitArmed(t, before+1)
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Hold = %v, want context.Canceled", err)
