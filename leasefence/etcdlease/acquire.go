@@ -56,14 +56,17 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 			c.keepSpare(ctx, lease, sent)
 			return leasefence.AcquireOutcome{}, err
 		}
-		resp, err := c.cli.Txn(ctx).If(
+		resp, err := c.cli.Txn(ctx).If(append([]clientv3.Cmp{
 			clientv3.Compare(clientv3.CreateRevision(hk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
-		).Then(
+		}, c.lockDelayCmps(req.Resource)...)...).Then(
 			clientv3.OpPut(hk, req.Holder, clientv3.WithLease(lease)),
 			clientv3.OpPut(rk, mustJSON(requestValue{Holder: req.Holder, Resource: req.Resource, TTL: grantedTTL}), clientv3.WithLease(replay)),
 			clientv3.OpPut(c.keys.last(req.Resource), mustJSON(lastValue{Holder: req.Holder})),
-		).Else(clientv3.OpGet(hk), clientv3.OpGet(rk)).Commit()
+			c.armOp(req.Resource, req.Holder),
+		).Else(
+			clientv3.OpGet(hk), clientv3.OpGet(rk), clientv3.OpGet(c.keys.armed(req.Resource)), clientv3.OpGet(c.keys.delay(req.Resource)),
+		).Commit()
 		switch {
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			// The replay lease was revoked behind our back, or the new
@@ -98,9 +101,18 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		// The comparison failed, so the transaction wrote nothing: the
 		// lease has nothing attached and can serve a later acquire.
 		c.keepSpare(ctx, lease, sent)
-		// A failed comparison means the holder key or the request record
-		// exists, and the Else branch read both in that revision.
-		return c.answer(ctx, req, firstKV(resp, 0), firstKV(resp, 1))
+		// A failed comparison means the holder key, the request record or
+		// a lock-delay's key exists, and the Else branch read them all in
+		// that revision.
+		hkv, rkv := firstKV(resp, 0), firstKV(resp, 1)
+		if rkv != nil || hkv != nil {
+			return c.answer(ctx, req, hkv, rkv)
+		}
+		out, err := c.lockDelay(ctx, req.Resource, firstKV(resp, 2), firstKV(resp, 3))
+		if errors.Is(err, errRaced) {
+			continue
+		}
+		return out, err
 	}
 	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
 }

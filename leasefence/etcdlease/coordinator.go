@@ -44,6 +44,18 @@ type Options struct {
 	// a prefix needs one that the same resources accept (the same signing
 	// key): a retry may be answered by any of them. See grantProof.
 	Prover leasefence.Prover
+	// LockDelay: after a lease expires (never after a release), the
+	// resource is refused to everyone, its last holder included, for
+	// LockDelay, with the reason "lock-delay" and a RetryAfter covering the
+	// rest, as leasefence.CoordinatorOptions.LockDelay; the delay is an
+	// etcd key, so every coordinator on the prefix, and one that
+	// restarted, refuses alike. Whole seconds (an etcd lease times it);
+	// 0 (the default) is no delay; at most leasefence.MaxLockDelay unless
+	// AllowLongLockDelay. It runs from the first acquire that finds the
+	// expiry, not from the expiry itself: see lockdelay.go for why.
+	LockDelay time.Duration
+	// AllowLongLockDelay accepts a LockDelay above leasefence.MaxLockDelay.
+	AllowLongLockDelay bool
 }
 
 // Coordinator is a leasefence.Service on etcd. It is safe for concurrent
@@ -60,6 +72,7 @@ type Coordinator struct {
 	clock  leasefence.Clock
 	window time.Duration
 	prover leasefence.Prover
+	delay  int64 // Options.LockDelay, seconds
 
 	// life bounds the background work: cancelled by Close and, since it
 	// derives from the client's context, by the client's Close.
@@ -100,6 +113,11 @@ func New(cli *clientv3.Client, opts Options) (*Coordinator, error) {
 		return nil, fmt.Errorf("%w: Options.TTL must be whole seconds >= 1s, got %v", leasefence.ErrInvalidRequest, opts.TTL)
 	case opts.ReplayWindow < 0 || opts.ReplayWindow%time.Second != 0 || (opts.ReplayWindow > 0 && opts.ReplayWindow < time.Second):
 		return nil, fmt.Errorf("%w: Options.ReplayWindow must be 0 or whole seconds >= 1s, got %v", leasefence.ErrInvalidRequest, opts.ReplayWindow)
+	case opts.LockDelay%time.Second != 0:
+		return nil, fmt.Errorf("%w: Options.LockDelay must be whole seconds (an etcd lease times it), got %v", leasefence.ErrInvalidRequest, opts.LockDelay)
+	}
+	if err := leasefence.ValidateLockDelay("Options.LockDelay", opts.LockDelay, opts.AllowLongLockDelay); err != nil {
+		return nil, err
 	}
 	clock := opts.Clock
 	if clock == nil {
@@ -119,6 +137,7 @@ func New(cli *clientv3.Client, opts Options) (*Coordinator, error) {
 		life:   life,
 		end:    end,
 		prover: opts.Prover,
+		delay:  int64(opts.LockDelay / time.Second),
 	}, nil
 }
 

@@ -90,6 +90,14 @@
 //     (a key without a lease, one per resource), which is how renew and
 //     release tell "released", "expired", "superseded" and "unknown" apart
 //     after the holder key is gone.
+//   - With Options.LockDelay, a grant also writes <prefix>armed/<resource>
+//     and a release deletes it: a holder key gone while it remains is an
+//     expiry. The first acquire to find one replaces it, in one
+//     transaction, with <prefix>delay/<resource> on an etcd lease of the
+//     delay, and every acquire answers "lock-delay" while that key lives.
+//     The delay so runs from the first acquire after the expiry, never
+//     less than LockDelay after it; lockdelay.go says why not from the
+//     expiry itself.
 //
 // Where etcd cannot tell two reasons apart, this is what is answered:
 //

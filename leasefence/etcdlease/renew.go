@@ -183,6 +183,7 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 	).Then(
 		clientv3.OpDelete(hk),
 		clientv3.OpPut(lk, mustJSON(lastValue{Holder: t.Holder, Fence: k.fence, Released: true})),
+		clientv3.OpDelete(c.keys.armed(t.Resource)), // released, not expired: no lock-delay
 	).Else(clientv3.OpGet(hk), clientv3.OpGet(lk)).Commit()
 	if err != nil {
 		return leasefence.ReleaseOutcome{}, err

@@ -1,0 +1,74 @@
+package etcdlease_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/etcdlease"
+	"github.com/leasefence/lab/leasefence/leasetest"
+)
+
+const testLockDelay = 3 * time.Second
+
+func TestLockDelayConformance(t *testing.T) {
+	leasetest.TestLockDelay(t, func(t testing.TB) leasetest.Harness {
+		return leasetest.Harness{
+			Service:   newCoordinator(t, etcdlease.Options{TTL: time.Second, LockDelay: testLockDelay}),
+			TTL:       time.Second,
+			Elapse:    time.Sleep,
+			Settle:    time.Second,
+			LockDelay: testLockDelay,
+		}
+	})
+}
+
+// The lock-delay lives in etcd: an expiry granted by one coordinator is
+// found by another made after it (a process that restarted), and the delay
+// that one starts is honoured by a third, made later still and with no
+// lock-delay of its own.
+func TestLockDelayOutlivesTheCoordinator(t *testing.T) {
+	prefix := newPrefix()
+	first := newCoordinator(t, etcdlease.Options{Prefix: prefix, LockDelay: testLockDelay})
+	if out := acquireOnce(t, first, holderClient(t, "agent-a"), "r"); !out.OK {
+		t.Fatalf("Acquire = %+v", out)
+	}
+	time.Sleep(2 * time.Second) // the TTL, and etcd's revocation
+	for _, coord := range []*etcdlease.Coordinator{
+		newCoordinator(t, etcdlease.Options{Prefix: prefix, LockDelay: testLockDelay}),
+		newCoordinator(t, etcdlease.Options{Prefix: prefix}),
+	} {
+		out := acquireOnce(t, coord, holderClient(t, "agent-b"), "r")
+		if out.OK || out.Reason != leasefence.ReasonLockDelay || out.RetryAfter <= 0 || out.RetryAfter > testLockDelay {
+			t.Fatalf("Acquire by a new coordinator in the lock-delay = %+v; want lock-delay", out)
+		}
+	}
+}
+
+func TestLockDelayOption(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    etcdlease.Options
+		wantErr string // "" for accepted
+	}{
+		{"a second", etcdlease.Options{TTL: time.Second, LockDelay: time.Second}, ""},
+		{"a day", etcdlease.Options{TTL: time.Second, LockDelay: leasefence.MaxLockDelay}, ""},
+		{"a week, allowed", etcdlease.Options{TTL: time.Second, LockDelay: 7 * leasefence.MaxLockDelay, AllowLongLockDelay: true}, ""},
+		{"negative", etcdlease.Options{TTL: time.Second, LockDelay: -time.Second}, "Options.LockDelay must be >= 0"},
+		{"above a day", etcdlease.Options{TTL: time.Second, LockDelay: 25 * time.Hour}, "Options.LockDelay 25h0m0s is longer than MaxLockDelay"},
+		{"not whole seconds", etcdlease.Options{TTL: time.Second, LockDelay: 1500 * time.Millisecond}, "Options.LockDelay must be whole seconds"},
+	} {
+		c, err := etcdlease.New(cli, tc.opts)
+		if err == nil {
+			c.Close()
+		}
+		if tc.wantErr == "" && err != nil {
+			t.Errorf("New with a lock-delay of %s = %v", tc.name, err)
+		}
+		if tc.wantErr != "" && (!errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("New with a lock-delay of %s = %v, want ErrInvalidRequest saying %q", tc.name, err, tc.wantErr)
+		}
+	}
+}
