@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/leasefence/leasetest"
 )
 
 // The lock-delay runs from the lease's expiry instant, to the nanosecond,
@@ -42,34 +43,10 @@ func TestCoordinatorLockDelayScript(t *testing.T) {
 }
 
 func TestCoordinatorLockDelayOption(t *testing.T) {
-	clock := leasefence.NewManualClock("coordinator")
-	for _, tt := range []struct {
-		name      string
-		delay     time.Duration
-		allowLong bool
-		wantErr   string // "" for accepted
-	}{
-		{"zero", 0, false, ""},
-		{"a nanosecond", time.Nanosecond, false, ""},
-		{"a day", leasefence.MaxLockDelay, false, ""},
-		{"negative", -time.Second, false, "CoordinatorOptions.LockDelay must be >= 0"},
-		{"a day and a nanosecond", leasefence.MaxLockDelay + 1, false, "CoordinatorOptions.LockDelay 24h0m0.000000001s is longer than MaxLockDelay"},
-		{"a week, allowed", 7 * leasefence.MaxLockDelay, true, ""},
-		{"negative, allowed long", -time.Second, true, "CoordinatorOptions.LockDelay must be >= 0"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: time.Second, LockDelay: tt.delay, AllowLongLockDelay: tt.allowLong})
-			if tt.wantErr == "" {
-				if err != nil || c == nil {
-					t.Fatalf("NewCoordinator = %v, %v; want a coordinator", c, err)
-				}
-				return
-			}
-			if !errors.Is(err, leasefence.ErrInvalidRequest) || c != nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("NewCoordinator = %v, %v; want nil and ErrInvalidRequest saying %q", c, err, tt.wantErr)
-			}
-		})
-	}
+	leasetest.TestLockDelayOption(t, "CoordinatorOptions.LockDelay", func(delay time.Duration, allowLong bool) error {
+		_, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: leasefence.NewManualClock("coordinator"), TTL: time.Second, LockDelay: delay, AllowLongLockDelay: allowLong})
+		return err
+	})
 }
 
 // Hold waits a lock-delay out, as it waits out a held lease, and TryHold

@@ -1,7 +1,10 @@
 package leasetest
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasefence/lab/leasefence"
 )
@@ -93,6 +96,44 @@ func testNoLockDelayAfterRelease(t tb, s *suite) {
 			t.Fatalf("fence %d after the release of %d", again.Token.Fence, g.Token.Fence)
 		} else if out := s.release(again.Token); !out.OK {
 			t.Fatalf("Release = %+v", out)
+		}
+	}
+}
+
+// TestLockDelayOption checks a coordinator's constructor on the lock-delay
+// rule every coordinator shares (leasefence.ValidateLockDelay): newWith
+// makes a coordinator with a LockDelay of delay and AllowLongLockDelay
+// allowLong, and returns New's error. 0, a second and MaxLockDelay are
+// accepted, and a week when allowed; a negative delay is refused naming
+// option, allowed long or not, and so is one a second over MaxLockDelay
+// when not allowed. Every delay it tries is whole seconds.
+func TestLockDelayOption(t *testing.T, option string, newWith func(delay time.Duration, allowLong bool) error) {
+	testLockDelayOption(t, option, newWith)
+}
+
+func testLockDelayOption(t testing.TB, option string, newWith func(delay time.Duration, allowLong bool) error) {
+	t.Helper()
+	week := 7 * leasefence.MaxLockDelay
+	for _, tc := range []struct {
+		delay     time.Duration
+		allowLong bool
+		wantErr   string // "" for accepted
+	}{
+		{0, false, ""},
+		{time.Second, false, ""},
+		{leasefence.MaxLockDelay, false, ""},
+		{week, true, ""},
+		{-time.Second, false, option + " must be >= 0"},
+		{-time.Second, true, option + " must be >= 0"},
+		{leasefence.MaxLockDelay + time.Second, false, option + " 24h0m1s is longer than MaxLockDelay"},
+		{week, false, option + " 168h0m0s is longer than MaxLockDelay"},
+	} {
+		err := newWith(tc.delay, tc.allowLong)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s %v (AllowLongLockDelay %v): %v, want accepted", option, tc.delay, tc.allowLong, err)
+		case tc.wantErr != "" && (!errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s %v (AllowLongLockDelay %v): %v, want ErrInvalidRequest saying %q", option, tc.delay, tc.allowLong, err, tc.wantErr)
 		}
 	}
 }

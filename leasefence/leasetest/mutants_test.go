@@ -357,3 +357,29 @@ func (s *delaysReleases) Acquire(ctx context.Context, req leasefence.AcquireRequ
 	}
 	return s.Service.Acquire(ctx, req)
 }
+
+// TestLockDelayOption must catch a constructor that takes any lock-delay
+// (no bound, as a coordinator that forgot the rule), and pass the rule.
+func TestLockDelayOptionCatchesNoBound(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		newWith  func(delay time.Duration, allowLong bool) error
+		wantFail bool
+	}{
+		{"no bound", func(time.Duration, bool) error { return nil }, true},
+		{"negative refused, no upper bound", func(d time.Duration, _ bool) error {
+			return leasefence.ValidateLockDelay("Options.LockDelay", d, true)
+		}, true},
+		{"the rule", func(d time.Duration, allowLong bool) error {
+			return leasefence.ValidateLockDelay("Options.LockDelay", d, allowLong)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRecorder(t, "suite")
+			r.run("option", func(t tb) { testLockDelayOption(t, "Options.LockDelay", c.newWith) })
+			if failed := slices.Contains(r.book.read(&r.book.failures), "suite/option"); failed != c.wantFail {
+				t.Fatalf("TestLockDelayOption failed: %v, want %v\n%s", failed, c.wantFail, strings.Join(r.book.read(&r.book.lines), "\n"))
+			}
+		})
+	}
+}

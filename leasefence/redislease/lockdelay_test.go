@@ -56,24 +56,12 @@ func TestLockDelayOutlivesTheCoordinator(t *testing.T) {
 func TestLockDelayOption(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer c.Close()
-	for _, tc := range []struct {
-		name    string
-		opts    redislease.Options
-		wantErr string // "" for accepted
-	}{
-		{"a second", redislease.Options{TTL: time.Second, LockDelay: time.Second}, ""},
-		{"a day", redislease.Options{TTL: time.Second, LockDelay: leasefence.MaxLockDelay}, ""},
-		{"a week, allowed", redislease.Options{TTL: time.Second, LockDelay: 7 * leasefence.MaxLockDelay, AllowLongLockDelay: true}, ""},
-		{"negative", redislease.Options{TTL: time.Second, LockDelay: -time.Second}, "Options.LockDelay must be >= 0"},
-		{"above a day", redislease.Options{TTL: time.Second, LockDelay: 25 * time.Hour}, "Options.LockDelay 25h0m0s is longer than MaxLockDelay"},
-		{"not whole ms", redislease.Options{TTL: time.Second, LockDelay: 1500 * time.Microsecond}, "Options.LockDelay must be whole milliseconds"},
-	} {
-		_, err := redislease.New(c, tc.opts)
-		if tc.wantErr == "" && err != nil {
-			t.Errorf("New with a lock-delay of %s = %v", tc.name, err)
-		}
-		if tc.wantErr != "" && (!errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("New with a lock-delay of %s = %v, want ErrInvalidRequest saying %q", tc.name, err, tc.wantErr)
-		}
+	leasetest.TestLockDelayOption(t, "Options.LockDelay", func(delay time.Duration, allowLong bool) error {
+		_, err := redislease.New(c, redislease.Options{TTL: time.Second, LockDelay: delay, AllowLongLockDelay: allowLong})
+		return err
+	})
+	_, err := redislease.New(c, redislease.Options{TTL: time.Second, LockDelay: 1500 * time.Microsecond})
+	if !errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), "Options.LockDelay must be whole milliseconds") {
+		t.Errorf("New with a lock-delay of 1.5ms = %v, want ErrInvalidRequest saying it must be whole milliseconds", err)
 	}
 }

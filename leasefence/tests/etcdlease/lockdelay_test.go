@@ -48,27 +48,18 @@ func TestLockDelayOutlivesTheCoordinator(t *testing.T) {
 }
 
 func TestLockDelayOption(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		opts    etcdlease.Options
-		wantErr string // "" for accepted
-	}{
-		{"a second", etcdlease.Options{TTL: time.Second, LockDelay: time.Second}, ""},
-		{"a day", etcdlease.Options{TTL: time.Second, LockDelay: leasefence.MaxLockDelay}, ""},
-		{"a week, allowed", etcdlease.Options{TTL: time.Second, LockDelay: 7 * leasefence.MaxLockDelay, AllowLongLockDelay: true}, ""},
-		{"negative", etcdlease.Options{TTL: time.Second, LockDelay: -time.Second}, "Options.LockDelay must be >= 0"},
-		{"above a day", etcdlease.Options{TTL: time.Second, LockDelay: 25 * time.Hour}, "Options.LockDelay 25h0m0s is longer than MaxLockDelay"},
-		{"not whole seconds", etcdlease.Options{TTL: time.Second, LockDelay: 1500 * time.Millisecond}, "Options.LockDelay must be whole seconds"},
-	} {
-		c, err := etcdlease.New(cli, tc.opts)
+	newWith := func(opts etcdlease.Options) error {
+		c, err := etcdlease.New(cli, opts)
 		if err == nil {
 			c.Close()
 		}
-		if tc.wantErr == "" && err != nil {
-			t.Errorf("New with a lock-delay of %s = %v", tc.name, err)
-		}
-		if tc.wantErr != "" && (!errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), tc.wantErr)) {
-			t.Errorf("New with a lock-delay of %s = %v, want ErrInvalidRequest saying %q", tc.name, err, tc.wantErr)
-		}
+		return err
+	}
+	leasetest.TestLockDelayOption(t, "Options.LockDelay", func(delay time.Duration, allowLong bool) error {
+		return newWith(etcdlease.Options{TTL: time.Second, LockDelay: delay, AllowLongLockDelay: allowLong})
+	})
+	err := newWith(etcdlease.Options{TTL: time.Second, LockDelay: 1500 * time.Millisecond})
+	if !errors.Is(err, leasefence.ErrInvalidRequest) || !strings.Contains(err.Error(), "Options.LockDelay must be whole seconds") {
+		t.Errorf("New with a lock-delay of 1.5s = %v, want ErrInvalidRequest saying it must be whole seconds", err)
 	}
 }
