@@ -17,7 +17,7 @@ import (
 
 // Exit codes. They are the command's contract with scripts and CI.
 const (
-	exitOK          = 0   // the fenced mode held its invariants; every fixture passed
+	exitOK          = 0   // nothing broke (held, or inconclusive); every fixture passed
 	exitFailed      = 1   // the fenced mode broke an invariant (a library bug) or made no write (vacuous), or a fixture failed
 	exitUsage       = 2   // bad input: a flag, a scenario name, a file
 	exitInterrupted = 130 // stopped by Ctrl-C; what it had was printed
@@ -114,10 +114,10 @@ Commands:
 	}
 	fmt.Fprint(w, `
 With no command, lab runs "watch" on the default scenario (`+spec.DefaultScenario+`).
-Run "lab <command> --help" for a command's flags. Exit status: 0 when the
-fenced mode held its invariants (and every fixture passed), 1 when it did
-not (a bug in the library) or a fixture failed, 2 for bad input, 130 when
-interrupted.
+Run "lab <command> --help" for a command's flags. Exit status: 0 when
+nothing broke (and every fixture passed), 1 when the fenced mode broke an
+invariant or a lock broke mutual exclusion (a bug in the lock) or a fixture
+failed, 2 for bad input, 130 when interrupted.
 `)
 }
 

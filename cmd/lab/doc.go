@@ -290,8 +290,9 @@
 // tracing reads only the history, so a real-time run's file traces too).
 // An event that names no agent or resource where its kind names one, or
 // one the header does not list, is a line that cannot be read. Exit
-// status as for lab run: 0 the fenced mode held its invariants, 1 it broke
-// one (or the history records a library error), 2 the file cannot be read.
+// status as for lab run: 0 nothing broke, 1 the fenced mode broke an
+// invariant, a lock broke mutual exclusion (or the history records a
+// library error), 2 the file cannot be read.
 // A line that cannot be read is named as FILE:LINE; the events before it are
 // still judged and reported, marked INTERRUPTED.
 //
@@ -448,10 +449,12 @@
 //
 // # Exit status
 //
-//	0    the fenced mode held its invariants (every seed; every fixture passed)
-//	1    the fenced mode broke an invariant, or the library returned an error it never
-//	     should: a bug in the library, reported loudly on standard error with the
-//	     command that reproduces it; or a fixture failed
+//	0    nothing broke (every seed; every fixture passed): the verdict is held, or
+//	     inconclusive where the run left a property untested
+//	1    the fenced mode broke an invariant, a lock broke mutual exclusion (in any
+//	     mode), or the library returned an error it never should: a bug in the lock,
+//	     reported loudly on standard error with the command that reproduces it; or a
+//	     fixture failed
 //	2    bad input: a flag, a scenario name, a file (nothing ran); a fixture file
 //	     that does not load
 //	130  interrupted by Ctrl-C

@@ -35,9 +35,10 @@ a self-contained page of the run's timeline. --events writes the run's history
 the scenario the swarm runs for --seed: the command lab swarm prints for a
 failing seed.
 
-Exit status: 0 when the fenced mode held its invariants, 1 when it broke one
-or the library returned an error it never should (a bug in the library), 2 for
-bad input, 130 when interrupted.`
+Exit status: 0 when nothing broke (the verdict says inconclusive where the run
+left a property untested), 1 when the fenced mode broke an invariant, a lock
+broke mutual exclusion (in any mode) or the library returned an error it never
+should (a bug in the lock), 2 for bad input, 130 when interrupted.`
 
 // runConfig is everything a run needs, checked before it starts.
 type runConfig struct {
