@@ -15,7 +15,6 @@ import (
 // tables.
 type statements struct {
 	version string
-	now     string
 	// ensure makes the resource's row if it has none: a free resource
 	// whose highest fence is 0. On SQLite, being a write, it takes the
 	// database's write lock before anything is read.
@@ -23,7 +22,10 @@ type statements struct {
 	// lock reads the resource's row and, on PostgreSQL, locks it until the
 	// transaction ends: the lock is what keeps two acquirers from both
 	// seeing the resource free.
-	lock    string
+	lock string
+	// request reads the database's clock and the answer remembered for a
+	// request id, if any, in one statement: run after lock, so the clock
+	// is read once the row is this transaction's.
 	request string
 	prune   string
 	// mint takes the next fence from the counter: above the counter and
@@ -48,11 +50,11 @@ func newStatements(d Dialect, t tables) statements {
 	}
 	s := statements{
 		version: `SELECT version FROM ` + t.meta,
-		now:     `SELECT ` + now,
 		ensure:  `INSERT INTO ` + t.leases + ` (resource, holder, fence, expires_us, released) VALUES ($1, '', 0, 0, 1) ON CONFLICT (resource) DO NOTHING`,
 		lock:    lock,
-		request: `SELECT resource, holder, fence, ttl_us FROM ` + t.requests + ` WHERE request_id = $1`,
-		prune:   `DELETE FROM ` + t.requests + ` WHERE resource = $1 AND at_us < $2`,
+		request: `SELECT n.now_us, r.resource, r.holder, r.fence, r.ttl_us FROM (SELECT ` + now + ` AS now_us) AS n ` +
+			`LEFT JOIN ` + t.requests + ` AS r ON r.request_id = $1`,
+		prune: `DELETE FROM ` + t.requests + ` WHERE resource = $1 AND at_us < $2`,
 		mint: `UPDATE ` + t.meta + ` SET fence = CASE WHEN fence < $1 THEN $1 ELSE fence END + 1 ` +
 			`WHERE fence < $2 RETURNING fence`,
 		grant:    `UPDATE ` + t.leases + ` SET holder = $2, fence = $3, expires_us = $4, released = 0 WHERE resource = $1`,
@@ -139,11 +141,12 @@ func (c *Coordinator) decide(ctx context.Context, tx *sql.Tx, req leasefence.Acq
 	}
 	r.released = released != 0
 	var nowUS int64
-	if err := tx.QueryRowContext(ctx, c.q.now).Scan(&nowUS); err != nil {
+	var prior remembered
+	if err := tx.QueryRowContext(ctx, c.q.request, req.RequestID).Scan(&nowUS, &prior.resource, &prior.holder, &prior.fence, &prior.ttlUS); err != nil {
 		return decision{}, err
 	}
-	if d, seen, err := c.replay(ctx, tx, req, r, nowUS); seen || err != nil {
-		return d, err
+	if prior.resource.Valid {
+		return replay(req, r, prior, nowUS), nil
 	}
 	if r.live(nowUS) {
 		reason := leasefence.ReasonHeld
@@ -179,22 +182,23 @@ func (c *Coordinator) decide(ctx context.Context, tx *sql.Tx, req leasefence.Acq
 	return decision{fence: fence, ttl: c.ttl, left: c.ttl}, nil
 }
 
-// replay answers a request id the table remembers: seen is true if it does.
-func (c *Coordinator) replay(ctx context.Context, tx *sql.Tx, req leasefence.AcquireRequest, r row, nowUS int64) (d decision, seen bool, err error) {
-	var resource, holder string
-	var fence, ttlUS int64
-	err = tx.QueryRowContext(ctx, c.q.request, req.RequestID).Scan(&resource, &holder, &fence, &ttlUS)
+// remembered is the answer the requests table holds for a request id;
+// every field is NULL when it holds none.
+type remembered struct {
+	resource, holder sql.NullString
+	fence, ttlUS     sql.NullInt64
+}
+
+// replay answers a request id the table remembers, from its answer and the
+// resource's row.
+func replay(req leasefence.AcquireRequest, r row, prior remembered, nowUS int64) decision {
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return decision{}, false, nil
-	case err != nil:
-		return decision{}, false, err
-	case resource != req.Resource || holder != req.Holder:
-		return decision{reason: leasefence.ReasonRequestConflict}, true, nil
-	case fence != r.fence || holder != r.holder || !r.live(nowUS):
-		return decision{reason: leasefence.ReasonStaleRequest}, true, nil
+	case prior.resource.String != req.Resource || prior.holder.String != req.Holder:
+		return decision{reason: leasefence.ReasonRequestConflict}
+	case prior.fence.Int64 != r.fence || prior.holder.String != r.holder || !r.live(nowUS):
+		return decision{reason: leasefence.ReasonStaleRequest}
 	}
-	return decision{fence: fence, ttl: micros(ttlUS), left: micros(r.expiresUS - nowUS)}, true, nil
+	return decision{fence: prior.fence.Int64, ttl: micros(prior.ttlUS.Int64), left: micros(r.expiresUS - nowUS)}
 }
 
 // outcome is the answer to req that d decided. A grant's expiry is stamped
