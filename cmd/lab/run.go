@@ -368,6 +368,10 @@ func (a *app) reportBug(res *history.Result, reproduce string) {
 		// The runner recorded what no history may hold: the lab is wrong,
 		// whatever the library did.
 		headline = fmt.Sprintf("BUG IN THE LAB: %s.\n!!  This is not a problem with your scenario: the runner is wrong.", bugSummary(res))
+	case !ownBroke(res):
+		// Only a lock of another library's (or a user's) broke: the
+		// leasefence library is not at fault.
+		headline = fmt.Sprintf("A LOCK UNDER TEST IS WRONG: %s.\n!!  This is not a problem with your scenario, nor with leasefence: the lock named is wrong.", bugSummary(res))
 	case !slices.ContainsFunc(violations, func(v string) bool { return !strings.HasSuffix(v, history.FailoverReuseViolation) }):
 		// Every violation is a fence the store lost in a failover: the
 		// configuration's, which the library documents, not a lie of its.
@@ -420,6 +424,17 @@ func (w *runWatcher) Event(e history.Event) {
 }
 
 // bugSummary says which promise a failed run saw broken.
+// ownBroke reports whether a mode of the lab's own (naive, fenced: the
+// leasefence library) has a violation.
+func ownBroke(res *history.Result) bool {
+	for _, rep := range res.Modes {
+		if lib := rep.Contender.Library; (lib == "" || lib == history.LabLibrary) && len(rep.Violations) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func bugSummary(res *history.Result) string {
 	for _, v := range res.Violations() {
 		if strings.Contains(v, history.UnreadableViolation) {
