@@ -70,6 +70,10 @@ type resourceMk struct {
 	pushed        leasefence.Fence
 	pushedApplied time.Duration
 	inForce       leasefence.Fence
+	// minted is the highest fence a library's lock minted on the
+	// resource, and mintedSinceLoss the highest since the last restart
+	// that lost the counter (see mint).
+	minted, mintedSinceLoss leasefence.Fence
 }
 
 func newRuleState(h *Header) ruleState {
@@ -86,6 +90,9 @@ func (c *Checker) rule(e *Event) {
 	case CoordinatorRestarted:
 		if e.Outcome == OutcomeCounterLost {
 			s.topSinceLoss = 0
+			for i := range s.res {
+				s.res[i].mintedSinceLoss = 0
+			}
 		}
 	case FaultBegan, FaultEnded:
 		s.fault(e)
@@ -106,20 +113,29 @@ func (c *Checker) rule(e *Event) {
 
 // mint judges a newly minted generation's fence: above every fence minted
 // before it, or else a reuse, excused only by a restart that lost the
-// counter between the two mints.
+// counter between the two mints. The lab's coordinator mints from one
+// counter, so every fence minted before counts. A library's lock (a
+// header contender whose generations it numbers) promises its order on
+// each resource alone, and the lab records grants on different resources
+// in the order their replies came back, not the server's: only the fences
+// minted before on the same resource count.
 func (c *Checker) mint(g *Generation, at time.Duration) {
 	s := &c.rules
-	if g.Fence <= s.top {
+	top, sinceLoss := &s.top, &s.topSinceLoss
+	if c.h.Contender(c.mode).Generations != "" && g.Resource >= 0 && int(g.Resource) < len(s.res) {
+		top, sinceLoss = &s.res[g.Resource].minted, &s.res[g.Resource].mintedSinceLoss
+	}
+	if g.Fence <= *top {
 		s.fenceReuses++
 		s.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(at), Resource: c.resourceName(g.Resource),
-			Holder: c.agentName(g.Agent), Fence: g.Fence, OtherFence: s.top,
-			Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, s.top, g.Incarnation+1)})
-		if g.Fence <= s.topSinceLoss {
+			Holder: c.agentName(g.Agent), Fence: g.Fence, OtherFence: *top,
+			Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, *top, g.Incarnation+1)})
+		if g.Fence <= *sinceLoss {
 			s.unexcusedReuses++
 		}
 	}
-	s.top = max(s.top, g.Fence)
-	s.topSinceLoss = max(s.topSinceLoss, g.Fence)
+	*top = max(*top, g.Fence)
+	*sinceLoss = max(*sinceLoss, g.Fence)
 }
 
 // fault follows the faults under way, for the reuses a failover explains.
