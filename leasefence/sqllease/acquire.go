@@ -155,6 +155,9 @@ func (c *Coordinator) decide(ctx context.Context, tx *sql.Tx, req leasefence.Acq
 		}
 		return decision{reason: reason, heldBy: r.holder, left: micros(r.expiresUS - nowUS)}, nil
 	}
+	if left := c.lockDelayLeft(r, nowUS); left > 0 {
+		return decision{reason: leasefence.ReasonLockDelay, left: left}, nil
+	}
 	if _, err := tx.ExecContext(ctx, c.q.prune, req.Resource, nowUS-c.window.Microseconds()); err != nil {
 		return decision{}, err
 	}
@@ -206,7 +209,7 @@ func replay(req leasefence.AcquireRequest, r row, prior remembered, nowUS int64)
 func (c *Coordinator) outcome(req leasefence.AcquireRequest, d decision) (leasefence.AcquireOutcome, error) {
 	switch d.reason {
 	case "":
-	case leasefence.ReasonHeld, leasefence.ReasonAlreadyHeld:
+	case leasefence.ReasonHeld, leasefence.ReasonAlreadyHeld, leasefence.ReasonLockDelay:
 		return leasefence.AcquireOutcome{Reason: d.reason, HeldBy: d.heldBy, RetryAfter: max(d.left, time.Microsecond)}, nil
 	default:
 		return leasefence.AcquireOutcome{Reason: d.reason}, nil

@@ -78,6 +78,17 @@ type Options struct {
 	// fresh acquisition, like a retry evicted from the in-memory
 	// coordinator's replay cache.
 	ReplayWindow time.Duration
+	// LockDelay: after a lease expires (never after a release), the
+	// resource is refused to everyone, its last holder included, until
+	// LockDelay has passed since the expiry, with the reason "lock-delay"
+	// and a RetryAfter covering the rest, as
+	// leasefence.CoordinatorOptions.LockDelay. Whole microseconds; 0 (the
+	// default) is no delay; at most leasefence.MaxLockDelay unless
+	// AllowLongLockDelay. Only New needs it; see lockdelay.go for how the
+	// table keeps it.
+	LockDelay time.Duration
+	// AllowLongLockDelay accepts a LockDelay above leasefence.MaxLockDelay.
+	AllowLongLockDelay bool
 }
 
 // tablePattern is a table name that makes a plain identifier, optionally
@@ -124,6 +135,7 @@ type Coordinator struct {
 	tabs    tables
 	ttl     time.Duration
 	window  time.Duration
+	delay   time.Duration // Options.LockDelay
 	clock   leasefence.Clock
 	q       statements
 	checked atomic.Bool // the schema version was read and matched
@@ -151,6 +163,9 @@ func New(db *sql.DB, opts Options) (*Coordinator, error) {
 	if err := wholeMicros("Options.ReplayWindow", window); err != nil {
 		return nil, err
 	}
+	if err := checkLockDelay(opts); err != nil {
+		return nil, err
+	}
 	tabs, err := newTables(opts.Table)
 	if err != nil {
 		return nil, err
@@ -163,7 +178,7 @@ func New(db *sql.DB, opts Options) (*Coordinator, error) {
 	if clock == nil {
 		clock = leasefence.NewMonotonicClock("sqllease")
 	}
-	return &Coordinator{db: db, dialect: d, tabs: tabs, ttl: opts.TTL, window: window, clock: clock, q: newStatements(d, tabs)}, nil
+	return &Coordinator{db: db, dialect: d, tabs: tabs, ttl: opts.TTL, window: window, delay: opts.LockDelay, clock: clock, q: newStatements(d, tabs)}, nil
 }
 
 func wholeMicros(name string, d time.Duration) error {
