@@ -76,6 +76,12 @@
 //     reads within TTL of the end of that range grants and renews nothing.
 //   - Fences never wrap: once the coordinator has issued the highest Fence,
 //     Acquire fails with ErrFencesExhausted.
+//   - A lock-delay (CoordinatorOptions.LockDelay, and every store
+//     coordinator's LockDelay) is at most MaxLockDelay (a day) unless
+//     AllowLongLockDelay, and never negative: ValidateLockDelay is the one
+//     rule. It is for a resource that cannot check a fence, and is a
+//     probability, not a fence: a call landing later than the delay after
+//     the expiry still lands.
 //   - Holders, resources and request ids are non-empty, valid UTF-8 without
 //     control characters and at most MaxIDLen (1 KiB) bytes: one rule
 //     (ValidateID, ValidateToken, ValidateAcquire, ValidateRenew) that the
