@@ -1,0 +1,25 @@
+// Package sqlbench_test measures sqllease and sqlgate on PostgreSQL and
+// SQLite against the bare SQL a team would write instead, in one run and
+// by turns (each iteration runs every implementation once, in turn, so
+// that all see the same machine at the same moments):
+//
+//   - AcquireRelease: a lease taken and given back through sqllease,
+//     against a bare pg_try_advisory_lock / pg_advisory_unlock pair
+//     (PostgreSQL) and against a bare INSERT ... ON CONFLICT upsert of a
+//     row of sqllease's layout and the UPDATE that frees it;
+//   - GateCommit: an insert through sqlgate, floor only and
+//     WithCurrentLease, against the same insert in a bare transaction;
+//   - PostgresCalls: every statement of those cycles, timed call by call
+//     through a pgx tracer, and counted.
+//
+// On a throwaway server:
+//
+//	scripts/postgres.sh start && eval "$(scripts/postgres.sh env)"
+//	cd leasefence/tests && go test -run '^$' -bench . -benchtime 1000x -count 8 ./sqlbench
+//
+// Without LEASEFENCE_PG_URL the PostgreSQL cases skip, saying so, and
+// SQLite runs alone. Each -count is one round: it reports every
+// implementation's median (p50-µs-<impl>), the ratio of ours to each
+// baseline (<ours>/<baseline>) and the load average as it ended (load1).
+// The figures and what explains them are in bench/README.md.
+package sqlbench_test
