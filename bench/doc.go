@@ -5,7 +5,9 @@
 // dashboard frame, the SQL gate against a bare transaction, and etcdlease
 // against etcd's concurrency.Mutex and a bare keep-alive. (redislease
 // against redsync and redislock is in leasefence/tests/redisbench, whose
-// module alone depends on them.)
+// module alone depends on them; sqllease and sqlgate against bare SQL on
+// PostgreSQL and SQLite, by turns, in leasefence/tests/sqlbench, whose
+// module already requires them.)
 //
 // It holds no code to import: the benchmarks live in its test files and use
 // only the public API of the packages they measure, so they show what a
