@@ -13,7 +13,7 @@ import (
 	"github.com/leasefence/lab/leasefence/redislease"
 )
 
-const testLockDelay = 1200 * time.Millisecond
+const testLockDelay = 2 * time.Second
 
 func TestLockDelayConformance(t *testing.T) {
 	c := needRedis(t)

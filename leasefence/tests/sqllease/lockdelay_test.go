@@ -9,7 +9,7 @@ import (
 	"github.com/leasefence/lab/leasefence/sqllease"
 )
 
-const testLockDelay = 900 * time.Millisecond
+const testLockDelay = 1500 * time.Millisecond
 
 // TestLockDelayConformance runs leasetest's lock-delay suite on each
 // backend, through two coordinators on two handles of one database.
