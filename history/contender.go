@@ -3,6 +3,8 @@ package history
 import (
 	"fmt"
 	"slices"
+
+	"github.com/leasefence/lab/leasefence"
 )
 
 // Discipline is how a contender's holders write to the resource.
@@ -56,6 +58,20 @@ func (h *Header) Contender(m Mode) Contender {
 		}
 	}
 	return Contender{Name: m}
+}
+
+// LateGrant reports whether a grant of generation g in mode m, on a
+// resource whose newest grant recorded so far is generation newest, is
+// one the lock made before that one and the lab recorded after it. The
+// lab records a grant when its reply is back with the lab (an agent's
+// process paused by SIGSTOP right after its lock answered records it when
+// it wakes); a library's lock numbers its generations in its own order
+// (its fence, its server's), so a lower one is earlier. Such a grant took
+// over nothing: the checker judges neither its exclusion nor its fence,
+// and never blames the lab's record order on the lock. The lab's own
+// coordinator mints in the order it records.
+func (h *Header) LateGrant(m Mode, g, newest leasefence.Fence) bool {
+	return h.Contender(m).Generations != "" && g < newest
 }
 
 // Fenced reports whether mode m writes through the gate with its fence,

@@ -18,7 +18,9 @@ import (
 // earlier lease, not the lock's lie). The expiry is the one the history has: the server's where the
 // runner could read it, the lease's own Deadline for a contender lock
 // (realtime.Contender). It is the lock's own fault, whatever its holders
-// did. It returns the count and up to MaxCounterexamples of them: what a
+// did. A grant a library's lock made before the resource's newest, which
+// the lab recorded late (Header.LateGrant), took over nothing and is not
+// judged. It returns the count and up to MaxCounterexamples of them: what a
 // Checker's Report counts as MutualExclusionViolations.
 //
 // In a real-time history (a header's Backend other than the simulator's)
@@ -137,6 +139,10 @@ func (x *exclusion) add(e *Event) {
 	case Denied, AcquireAbandoned:
 		delete(x.sent, e.RequestID) // the request won nothing: forget it
 	case Granted:
+		if p != nil && x.h.LateGrant(e.Mode, e.Fence, p.fence) {
+			delete(x.sent, e.RequestID)
+			return
+		}
 		if p != nil && !p.released {
 			x.takeovers++
 		}

@@ -86,7 +86,7 @@ func refold(h *history.Header, events []history.Event) foldCounts {
 			c.releases++
 		case history.Granted:
 			c.minted++
-			if prev := previousGrant(events, i); prev >= 0 {
+			if prev := previousGrant(h, events, i); prev >= 0 && !h.LateGrant(e.Mode, e.Fence, events[prev].Fence) {
 				c.takeovers += btoi(!releasedBetween(events, prev, i))
 				c.exclusion += btoi(grantedTwice(h, events, prev, i))
 			}
@@ -119,14 +119,24 @@ func btoi(b bool) int {
 	return 0
 }
 
-// previousGrant is the grant of the same resource before events[i], or -1.
-func previousGrant(events []history.Event, i int) int {
+// previousGrant is the grant of the same resource before events[i], or
+// -1; for a library's lock, the newest of them in its own order (of equal
+// generations, the last recorded): a grant recorded late took over nothing.
+func previousGrant(h *history.Header, events []history.Event, i int) int {
+	own := h.Contender(events[i].Mode).Generations != ""
+	found := -1
 	for j := i - 1; j >= 0; j-- {
-		if events[j].Kind == history.Granted && events[j].Resource == events[i].Resource {
+		if events[j].Kind != history.Granted || events[j].Resource != events[i].Resource {
+			continue
+		}
+		if !own {
 			return j
 		}
+		if found < 0 || events[j].Fence > events[found].Fence {
+			found = j
+		}
 	}
-	return -1
+	return found
 }
 
 // releasedBetween: the lease granted at events[g] was released before the

@@ -118,12 +118,16 @@ func (c *Checker) rule(e *Event) {
 // header contender whose generations it numbers) promises its order on
 // each resource alone, and the lab records grants on different resources
 // in the order their replies came back, not the server's: only the fences
-// minted before on the same resource count.
+// minted before on the same resource count, and one below the newest is a
+// late record (Header.LateGrant), not a reuse.
 func (c *Checker) mint(g *Generation, at time.Duration) {
 	s := &c.rules
 	top, sinceLoss := &s.top, &s.topSinceLoss
 	if c.h.Contender(c.mode).Generations != "" && g.Resource >= 0 && int(g.Resource) < len(s.res) {
 		top, sinceLoss = &s.res[g.Resource].minted, &s.res[g.Resource].mintedSinceLoss
+		if c.h.LateGrant(c.mode, g.Fence, *top) {
+			return
+		}
 	}
 	if g.Fence <= *top {
 		s.fenceReuses++
