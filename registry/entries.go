@@ -27,6 +27,8 @@ const (
 	Redsync         = "redsync"           // contender: go-redsync/redsync v4 on one Redis
 	Redislock       = "redislock"         // contender: bsm/redislock
 	Redlock         = "redlock"           // contender: redsync's quorum over RedlockServers redis-servers
+	ZooKeeper       = "zookeeper"         // contender: go-zookeeper/zk's Lock, written to naively
+	ZooKeeperFenced = "zookeeper-fenced"  // contender: the same Lock, its znode's czxid the fence
 )
 
 // RedlockServers is how many independent redis-servers the redlock
@@ -40,6 +42,10 @@ const Lab = history.LabLibrary
 // etcdClient is the module of etcd's client, whose concurrency package
 // the etcd-mutex contenders run.
 const etcdClient = "go.etcd.io/etcd/client/v3"
+
+// zkClient is the module of go-zookeeper's client, whose Lock the
+// zookeeper contenders run.
+const zkClient = "github.com/go-zookeeper/zk"
 
 // The contenders' write disciplines (see Entry.Discipline).
 const (
@@ -105,6 +111,14 @@ var table = []*Entry{
 		"the holder checks Until(); a scenario's restarts restart the first server (redis-1), the other two stay healthy; generations in the order the lab saw the grants",
 		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: DisciplineNaive,
 		Needs: Needs{Server: "3 redis-servers"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: redlockRefuses},
+	{Kind: Contenders, Name: ZooKeeper, Doc: "go-zookeeper/zk's Lock (ZooKeeper's lock recipe) on a throwaway ZooKeeper of its own (or the one $LEASEFENCE_ZK_ADDR names), a session per Acquire whose timeout is the TTL, written to as most code does: " +
+		"the holder believes while its lock znode is its session's; a holder's process paused past the timeout loses its session and its znode; generations are the lock znodes' czxids",
+		Library: zkClient, Version: ModuleVersion(zkClient), Discipline: DisciplineNaive,
+		Needs: Needs{Server: "zookeeper"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
+	{Kind: Contenders, Name: ZooKeeperFenced, Doc: "the same Lock, written through the resource's gate with the lock znode's czxid as the fence: " +
+		"a lock recipe cannot stop a holder that lost its session from writing (CURATOR-206), a fence checked at the resource is the remedy",
+		Library: zkClient, Version: ModuleVersion(zkClient), Fence: true, Discipline: DisciplineFenced,
+		Needs: Needs{Server: "zookeeper", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 }
 
 // Agents as processes run on the backends and with the stores that every

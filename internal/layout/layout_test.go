@@ -36,9 +36,10 @@ var arrows = map[string][]string{
 	"realtime/httpstore":         {"leasefence", "realtime", "history", "registry", "leasefence/fencehttp", "leasefence/fencetoken"},
 	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
+	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
 	"realtime/internal/unlinked": {},                                          // a test that links no adapter
 	"realtime/internal/runtest":  {"realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
-	"realtime/adapters":          {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks"},
+	"realtime/adapters":          {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock"},
 	// The process driver names no adapter either: its children attach to
 	// the run's backend, store and contenders by the attachers the
 	// adapters register.

@@ -39,6 +39,8 @@ type topology struct {
 	app *redis.Client
 }
 
+// startTopology starts a deployment of the test's own, on free ports: the
+// failover tests run in parallel, waiting on the Sentinels' clocks.
 func startTopology(t *testing.T) *topology {
 	t.Helper()
 	if testing.Short() {
@@ -217,6 +219,7 @@ func (tp *topology) failoverTry(t *testing.T, try int, opts redislease.Options) 
 // after it: a grant it answered is gone, the resource is granted again (two
 // holders), and its fence is issued again, all without an error anywhere.
 func TestFailoverDefaultLosesAGrantAndReissuesItsFence(t *testing.T) {
+	t.Parallel()
 	tp := startTopology(t)
 	n := failoverTries(t)
 	var two, reissued, missed int
@@ -248,6 +251,7 @@ func TestFailoverDefaultLosesAGrantAndReissuesItsFence(t *testing.T) {
 // replica left), and the process's next grant, on the rewound counter, is
 // above every fence it saw, with the rewind recorded as ErrRewound.
 func TestFailoverWithWaitAndWatermarkIsCaughtAndNamed(t *testing.T) {
+	t.Parallel()
 	tp := startTopology(t)
 	n := failoverTries(t)
 	var named, caught, reissued, missed int
@@ -368,6 +372,7 @@ func (tp *topology) racePause(t *testing.T, try int, opts redislease.Options) (a
 // sent when the primary stopped (measured, and logged); with WAIT for both
 // replicas no grant answered as made is lost.
 func TestFailoverRacingGrants(t *testing.T) {
+	t.Parallel()
 	tp := startTopology(t)
 	n := failoverTries(t)
 	for _, o := range []struct {

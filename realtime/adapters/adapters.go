@@ -1,7 +1,7 @@
 // Package adapters links every adapter of the real-time runner, so that
 // each registers itself with the registry: the backends and stores
 // (etcdbackend, redisbackend, sqlitestore, httpstore) and the library
-// contenders (etcdmutex, redislocks). A program that runs whatever the
+// contenders (etcdmutex, redislocks, zklock). A program that runs whatever the
 // registry names imports it for its side effects:
 //
 //	import _ "github.com/leasefence/lab/realtime/adapters"
@@ -18,4 +18,5 @@ import (
 	_ "github.com/leasefence/lab/realtime/redisbackend" // backend and store redis
 	_ "github.com/leasefence/lab/realtime/redislocks"   // contenders redsync, redislock
 	_ "github.com/leasefence/lab/realtime/sqlitestore"  // store sqlite
+	_ "github.com/leasefence/lab/realtime/zklock"       // contenders zookeeper, zookeeper-fenced
 )

@@ -15,6 +15,9 @@ import (
 
 // start starts a deployment for t, closed in t.Cleanup; it skips t when
 // redis-server is not installed.
+// start starts a deployment of the test's own, on free ports and in its
+// own directory: the tests that start one run in parallel, most of their
+// time spent waiting for the Sentinels on the wall clock.
 func start(t *testing.T, opts redisdeploy.Options) *redisdeploy.Deployment {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
@@ -66,6 +69,7 @@ func waitWrite(t *testing.T, c *redis.Client, k, v string) {
 }
 
 func TestStartsAPrimaryReplicasAndSentinels(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{})
 	if len(d.Servers) != 3 || len(d.Sentinels) != 3 {
 		t.Fatalf("%d servers and %d Sentinels; want 3 and 3", len(d.Servers), len(d.Sentinels))
@@ -103,6 +107,7 @@ func TestStartsAPrimaryReplicasAndSentinels(t *testing.T) {
 // A paused primary is failed over past the Sentinels' down-after time; the
 // failover client follows, and the old primary, resumed, is a replica.
 func TestPausedPrimaryIsFailedOver(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{})
 	c := failoverClient(t, d)
 	waitWrite(t, c, "before", "1")
@@ -132,6 +137,7 @@ func TestPausedPrimaryIsFailedOver(t *testing.T) {
 // A killed primary, restarted after a failover, comes back as a replica of
 // the new one: the Sentinels rewrote its configuration file.
 func TestKilledPrimaryComesBackAsAReplica(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{})
 	old := d.Servers[0]
 	old.Kill()
@@ -150,6 +156,7 @@ func TestKilledPrimaryComesBackAsAReplica(t *testing.T) {
 }
 
 func TestSentinelFailoverCommand(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{Replicas: 1})
 	old := d.Servers[0]
 	if err := d.Failover(t.Context()); err != nil {
@@ -174,6 +181,7 @@ func TestWaitFailoverSaysWhenNoneCame(t *testing.T) {
 }
 
 func TestCloseLeavesNothing(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{Replicas: 1, Sentinels: 1})
 	if err := d.Servers[0].Pause(); err != nil {
 		t.Fatal(err)

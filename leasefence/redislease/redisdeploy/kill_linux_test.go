@@ -61,6 +61,7 @@ func killPending(d string) bool {
 // A kill ends the server's children with it: an AOF rewrite in progress
 // does not go on writing into the server's directory after it.
 func TestKillEndsTheServersChildren(t *testing.T) {
+	t.Parallel()
 	s := startLone(t, redisdeploy.AOFEverySec)
 	c := s.Client()
 	defer c.Close()

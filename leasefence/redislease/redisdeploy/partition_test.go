@@ -15,6 +15,7 @@ import (
 // client's writes, which no replica receives; the Sentinels promote a
 // replica; healed, the old primary becomes its replica and loses them.
 func TestPartitionedPrimaryTakesWritesThatAFailoverLoses(t *testing.T) {
+	t.Parallel()
 	d := start(t, redisdeploy.Options{})
 	c := failoverClient(t, d)
 	waitWrite(t, c, "before", "1")

@@ -44,6 +44,7 @@ func set(t *testing.T, s *redisdeploy.Server, k string) {
 
 // What each persistence keeps across each way of coming back.
 func TestLoneServerRestarts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		p       redisdeploy.Persistence
@@ -73,6 +74,7 @@ func TestLoneServerRestarts(t *testing.T) {
 }
 
 func TestLoneServerPause(t *testing.T) {
+	t.Parallel()
 	s := startLone(t, redisdeploy.AOFAlways)
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
