@@ -20,13 +20,19 @@
 //
 // The suites need nothing but the implementation under test; they work for
 // an in-memory coordinator on a manual clock and for one on a real store in
-// real time alike (see Harness).
+// real time alike (see Harness). In real time a machine can stall past a
+// lease's end between a grant and the check that it is held: TestService
+// counts on a lease only up to its holder's deadline (the request's send
+// plus the TTL granted, on the suite's clock, as a holder dates it), skips
+// a check answered after it, and calls two grants of a resource two live
+// holders only when each came before the other's deadline.
 //
 // A suite is only as good as the broken implementations it catches. The
 // package's own tests keep a set of them (a release keyed by holder name,
 // fences kept in 32 bits, a gate that checks then sets, a TTL counted from
 // the reply, a renewal that resurrects an expired lease, a fresh grant for
-// a retried request, a refusal answered but not logged, readers blind to
-// their ctx, a lock-delay ignored, a lock-delay after a release too) and
-// require each to fail the subtest written for it.
+// a retried request, a takeover of a live lease, a refusal answered but
+// not logged, readers blind to their ctx, a lock-delay ignored, a
+// lock-delay after a release too) and require each to fail the subtest
+// written for it.
 package leasetest

@@ -29,6 +29,7 @@ func TestSuitesKillTheMutants(t *testing.T) {
 		{"resurrecting renew", serviceSuite(resurrectingRenew), "NoResurrection"},
 		{"fresh grant on retry", serviceSuite(freshGrantOnRetry), "IdempotentRetry"},
 		{"reply-anchored TTL", serviceSuite(replyAnchoredTTL), "GrantedTTLWithinTheLease"},
+		{"takeover of a live lease", serviceSuite(takeoverOfLiveLeases), "OneLiveHolderUnderConcurrentAcquirers"},
 		{"32-bit fences", gateSuite(narrowFences), "WideFences"},
 		{"check-then-set gate", gateSuite(checkThenSet), "Concurrent"},
 		{"refusal not logged", gateSuite(unloggedRefusals), "AdmissionRule"},
@@ -170,6 +171,29 @@ func (s *forgetful) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 	out, err := s.Service.Acquire(ctx, req)
 	out.Grant.RequestID = strings.TrimSuffix(out.Grant.RequestID, suffix)
 	return out, err
+}
+
+// takeoverOfLiveLeases answers an acquire of a held resource by ending the
+// live lease and granting a new one, as a coordinator that trusts a stale
+// read of the resource does: every acquirer of a round is granted while
+// the one before it still holds.
+func takeoverOfLiveLeases(svc leasefence.Service, _ func(time.Duration)) leasefence.Service {
+	return takeover{svc}
+}
+
+type takeover struct{ leasefence.Service }
+
+func (s takeover) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	out, err := s.Service.Acquire(ctx, req)
+	if err != nil || out.Reason != leasefence.ReasonHeld {
+		return out, err
+	}
+	if tok, held, err := s.Service.(leasefence.HolderReader).Holder(ctx, req.Resource); err != nil || !held {
+		return out, err
+	} else if _, err := s.Service.Release(ctx, tok); err != nil {
+		return out, err
+	}
+	return s.Service.Acquire(ctx, req)
 }
 
 // replyAnchoredTTL dates its leases when it processes a request but counts
@@ -382,4 +406,64 @@ func TestLockDelayOptionCatchesNoBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A correct coordinator on a machine so slow that every acquire takes
+// longer than the TTL: a lease ends before its holder hears of it, before
+// the next call reaches the coordinator, and a round of acquirers gets a
+// grant after each expiry, none while another's holder could still count
+// on its lease. The suite must accuse it of nothing, nor judge what the
+// load outran: each subtest skips.
+func TestSuiteAcquitsACoordinatorSlowerThanItsTTL(t *testing.T) {
+	const ttl = 20 * time.Millisecond
+	for _, c := range []struct {
+		name string
+		fn   func(t tb, s *suite)
+		// before: the pause comes before the coordinator decides (the
+		// request in transit) rather than after (the reply in transit).
+		before bool
+	}{
+		{"Held", testHeld, true},
+		{"IdempotentRetry", testIdempotentRetry, true},
+		{"OneLiveHolderUnderConcurrentAcquirers", testOneLiveHolder, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			coord, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: leasefence.NewMonotonicClock("coordinator"), TTL: ttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := &slowAcquires{Service: leasefence.Local(coord), pause: ttl * 3 / 2, before: c.before}
+			r := newRecorder(t, "suite")
+			r.run(c.name, func(t tb) {
+				c.fn(t, &suite{Harness: Harness{Service: svc, TTL: ttl, Elapse: time.Sleep}, t: t})
+			})
+			lines := strings.Join(r.book.read(&r.book.lines), "\n")
+			if failed := r.book.read(&r.book.failures); len(failed) > 0 {
+				t.Fatalf("the suite failed %q on a correct coordinator slower than its TTL:\n%s", failed, lines)
+			}
+			if !strings.Contains(lines, "nothing to judge") {
+				t.Fatalf("the suite judged what the load outran:\n%s", lines)
+			}
+		})
+	}
+}
+
+// slowAcquires answers one acquire at a time, each taking pause before or
+// after the coordinator decides it, as on a loaded machine.
+type slowAcquires struct {
+	leasefence.Service
+	mu     sync.Mutex
+	pause  time.Duration
+	before bool
+}
+
+func (s *slowAcquires) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.before {
+		time.Sleep(s.pause)
+		return s.Service.Acquire(ctx, req)
+	}
+	defer time.Sleep(s.pause)
+	return s.Service.Acquire(ctx, req)
 }
