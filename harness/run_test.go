@@ -415,3 +415,22 @@ func TestResultJSON(t *testing.T) {
 		}
 	}
 }
+
+// The scenario's lock_delay is the simulator coordinator's: with it, an
+// acquire that comes while an expired lease's delay runs is denied as
+// "lock-delay"; without it, never.
+func TestLockDelayReachesCoordinator(t *testing.T) {
+	for _, delay := range []time.Duration{0, 2 * time.Second} {
+		sc := builtin(t, "overlap")
+		sc.LockDelay = delay
+		n := 0
+		run(t, sc, history.SubscriberFunc(func(e history.Event) {
+			if e.Kind == history.Denied && e.Reason == leasefence.ReasonLockDelay {
+				n++
+			}
+		}))
+		if (n > 0) != (delay > 0) {
+			t.Errorf("lock_delay %v: %d denials for lock-delay", delay, n)
+		}
+	}
+}

@@ -186,7 +186,7 @@ func NewSim(sc spec.Scenario, mode history.Mode, subs ...history.Subscriber) (*S
 
 func (s *Sim) startCoordinator(start leasefence.Fence) error {
 	c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{
-		Clock: s.coordClock, TTL: s.sc.TTL, StartFence: start,
+		Clock: s.coordClock, TTL: s.sc.TTL, StartFence: start, LockDelay: s.sc.LockDelay,
 	})
 	if err != nil {
 		return fmt.Errorf("harness: coordinator: %w", err)

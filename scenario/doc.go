@@ -23,8 +23,11 @@
 //
 // Durations are Go duration strings ("950ms", "1.5s"). A distribution
 // (think, stall, work_gap, request_delay, reply_delay, push.delay) is a
-// mapping {min, max, tail_p, tail_min, tail_max} or the one-line form of
-// ParseDist; a range of drift in ppm is {min, max}, "MIN:MAX" or one
+// mapping {min, max, tail_p, tail_min, tail_max}, a heavy-tailed
+// log-normal {lognormal: {median: 300ms, p99: 4s}} (spec.LogNormal), or
+// the one-line form of ParseDist. A distribution given as a mapping
+// replaces the one it overrides whole. lock_delay is the coordinator's
+// lock-delay (spec.Scenario.LockDelay). A range of drift in ppm is {min, max}, "MIN:MAX" or one
 // number; a range of clock offsets is {min, max}, "MIN:MAX" or one duration.
 //
 // # Strictness

@@ -220,3 +220,25 @@ network:
 	// gap-lossy 2 0.5
 	// gap-lossy.yaml:4: network.drop_replies: must be a probability in [0, 1], got 1.5
 }
+
+// A log-normal stall and a lock-delay read from a file, and write back to
+// the same scenario.
+func TestParseLogNormalAndLockDelay(t *testing.T) {
+	sc, err := scenario.Parse("ld.yaml", []byte(`
+builtin: overlap
+lock_delay: 2s
+agent:
+  stall: {lognormal: {median: 300ms, p99: 4s}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := spec.LogNormal{Median: 300 * time.Millisecond, P99: 4 * time.Second}
+	if sc.LockDelay != 2*time.Second || sc.Agent.Stall.LogNormal != want {
+		t.Fatalf("lock_delay %v, stall %+v", sc.LockDelay, sc.Agent.Stall)
+	}
+	back, err := scenario.Parse("ld.yaml", scenario.Format(sc))
+	if err != nil || !reflect.DeepEqual(back, sc) {
+		t.Fatalf("round trip: %v\n%s", err, scenario.Format(sc))
+	}
+}

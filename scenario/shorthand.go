@@ -95,10 +95,10 @@ func parseFinite(s string) (float64, error) {
 }
 
 // FormatDist writes d in the form ParseDist reads, and false if that form
-// cannot hold it exactly (a negative duration, or a tail probability that
-// is not finite).
+// cannot hold it exactly (a negative duration, a tail probability that
+// is not finite, or a log-normal, which is written as a mapping).
 func FormatDist(d spec.Dist) (string, bool) {
-	if d.Min < 0 || d.Max < 0 || d.TailMin < 0 || d.TailMax < 0 || math.IsNaN(d.TailP) || math.IsInf(d.TailP, 0) {
+	if d.LogNormal.On() || d.Min < 0 || d.Max < 0 || d.TailMin < 0 || d.TailMax < 0 || math.IsNaN(d.TailP) || math.IsInf(d.TailP, 0) {
 		return "", false
 	}
 	s := formatSpan(d.Min, d.Max)

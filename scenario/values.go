@@ -171,6 +171,10 @@ func (d *decoder) decodeSpecial(n ast.Node, path string, v reflect.Value) bool {
 			x, err := ParseDist(str.Value)
 			return set(x, err, "%v")
 		}
+		// A distribution given as a mapping is the whole distribution,
+		// not an edit of the one it overrides: a lognormal over a
+		// built-in's uniform stall leaves no min or max behind.
+		v.Set(reflect.Zero(v.Type()))
 	case rangeType:
 		switch n.(type) {
 		case *ast.StringNode:

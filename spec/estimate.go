@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -43,6 +44,10 @@ const minCycle = 100 * time.Microsecond
 
 // Mean is the distribution's mean.
 func (d Dist) Mean() time.Duration {
+	if l := d.LogNormal; l.On() {
+		sigma := l.Sigma()
+		return time.Duration(min(float64(l.Median)*math.Exp(sigma*sigma/2), float64(MaxDuration)))
+	}
 	body := float64(d.Min+d.Max) / 2
 	tail := float64(d.TailMin+d.TailMax) / 2
 	return time.Duration((1-d.TailP)*body + d.TailP*tail)

@@ -40,6 +40,13 @@ func (sc *Scenario) Header(modes []history.Mode) history.Header {
 // Sample draws from d with r: every runner's draw, so that runners that
 // follow the same scenario with the same seed draw the same durations.
 func (d Dist) Sample(r *rand.Rand) time.Duration {
+	if l := d.LogNormal; l.On() {
+		x := float64(l.Median) * math.Exp(l.Sigma()*r.NormFloat64())
+		if x >= float64(MaxDuration) {
+			return MaxDuration
+		}
+		return time.Duration(x)
+	}
 	if d.TailP > 0 && r.Float64() < d.TailP {
 		return uniform(r, d.TailMin, d.TailMax)
 	}

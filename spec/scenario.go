@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 )
 
 // Scenario is everything that decides a run: the same Scenario (seed
@@ -24,6 +25,13 @@ type Scenario struct {
 	Pick      PickPolicy `json:"pick,omitempty"` // how an agent picks the resource of its next attempt
 
 	TTL time.Duration `json:"ttl"`
+	// LockDelay is the coordinator's lock-delay
+	// (leasefence.CoordinatorOptions.LockDelay): after a lease expires
+	// unreleased, the coordinator refuses the resource to everyone for this
+	// long, so that a stalled holder's write in flight most likely lands
+	// before the next holder begins. 0 is none; at most
+	// leasefence.MaxLockDelay.
+	LockDelay time.Duration `json:"lock_delay,omitempty"`
 	// ClockSkew is every client's ClockSkew: the drift budget subtracted
 	// from each deadline.
 	ClockSkew time.Duration `json:"clock_skew,omitempty"`
@@ -177,13 +185,40 @@ type Push struct {
 // Dist is a distribution of durations with an optional long tail: mostly
 // uniform in [Min, Max], and with probability TailP uniform in
 // [TailMin, TailMax] instead (a model call that takes longer than the
-// lease). Min == Max is a constant; the zero Dist is always 0.
+// lease). Min == Max is a constant; the zero Dist is always 0. With
+// LogNormal set (On), the distribution is that log-normal instead, and the
+// other fields must be zero.
 type Dist struct {
-	Min     time.Duration `json:"min,omitempty"`
-	Max     time.Duration `json:"max,omitempty"`
-	TailP   float64       `json:"tail_p,omitempty"`
-	TailMin time.Duration `json:"tail_min,omitempty"`
-	TailMax time.Duration `json:"tail_max,omitempty"`
+	Min       time.Duration `json:"min,omitempty"`
+	Max       time.Duration `json:"max,omitempty"`
+	TailP     float64       `json:"tail_p,omitempty"`
+	TailMin   time.Duration `json:"tail_min,omitempty"`
+	TailMax   time.Duration `json:"tail_max,omitempty"`
+	LogNormal LogNormal     `json:"lognormal,omitzero"`
+}
+
+// LogNormal is the heavy-tailed distribution of a model call's latency (or
+// any service time with rare long stalls): exp of a normal, given by its
+// median and its 99th percentile, which fix the normal's mean ln(Median)
+// and standard deviation sigma = ln(P99/Median)/z99 (z99 = 2.3263, the
+// standard normal's 99th percentile). Its mean is Median*exp(sigma²/2):
+// with median 300ms and p99 4s, sigma is 1.11 and the mean 560ms, and one
+// draw in 100 is above 4s, one in 1000 above about 9.4s. A draw is capped
+// at MaxDuration, so that a run's arithmetic stays bounded.
+type LogNormal struct {
+	Median time.Duration `json:"median"`
+	P99    time.Duration `json:"p99"`
+}
+
+// On reports whether l is set: the zero LogNormal is none.
+func (l LogNormal) On() bool { return l != LogNormal{} }
+
+// z99 is the standard normal's 99th percentile.
+const z99 = 2.3263478740408408
+
+// Sigma is the standard deviation of ln of a draw.
+func (l LogNormal) Sigma() float64 {
+	return math.Log(float64(l.P99)/float64(l.Median)) / z99
 }
 
 // Const is the distribution that is always d.
@@ -305,6 +340,9 @@ func (s *Scenario) validateRun(bad complaint) {
 	}
 	if s.TTL <= 0 || s.TTL > MaxDuration {
 		bad("ttl", "must be in (0, %v], got %v", MaxDuration, s.TTL)
+	}
+	if s.LockDelay < 0 || s.LockDelay > leasefence.MaxLockDelay {
+		bad("lock_delay", "must be in [0, %v], got %v", leasefence.MaxLockDelay, s.LockDelay)
 	}
 	if s.ClockSkew < 0 || (s.TTL > 0 && s.ClockSkew >= s.TTL) {
 		bad("clock_skew", "must be in [0, ttl), got %v", s.ClockSkew)
@@ -445,6 +483,18 @@ func (s *Scenario) CheckIntervention(iv history.Intervention) error {
 }
 
 func checkDist(bad complaint, field string, d Dist) {
+	if l := d.LogNormal; l.On() {
+		if d.Min != 0 || d.Max != 0 || d.TailP != 0 || d.TailMin != 0 || d.TailMax != 0 {
+			bad(field, "a lognormal takes no min, max or tail: it is the whole distribution")
+		}
+		if l.Median <= 0 || l.Median > MaxDuration {
+			bad(field+".lognormal.median", "must be in (0, %v], got %v", MaxDuration, l.Median)
+		}
+		if l.P99 < l.Median || l.P99 > MaxDuration {
+			bad(field+".lognormal.p99", "must be in [median, %v], got %v", MaxDuration, l.P99)
+		}
+		return
+	}
 	if d.Min < 0 || d.Max < d.Min {
 		bad(field, "needs 0 <= min <= max, got min %v max %v", d.Min, d.Max)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -48,6 +49,20 @@ func TestBoundsRefused(t *testing.T) {
 		{"script[0].reply_delay", func(sc *spec.Scenario) {
 			d := maxInt64
 			sc.Script = []spec.Action{{Agent: "agent-1", Do: spec.ActAcquire, ReplyDelay: &d}}
+		}},
+		{"lock_delay", func(sc *spec.Scenario) { sc.LockDelay = -time.Second }},
+		{"lock_delay", func(sc *spec.Scenario) { sc.LockDelay = leasefence.MaxLockDelay + time.Nanosecond }},
+		{"agent.stall.lognormal.median", func(sc *spec.Scenario) {
+			sc.Agent.Stall = spec.Dist{LogNormal: spec.LogNormal{P99: time.Second}}
+		}},
+		{"agent.stall.lognormal.p99", func(sc *spec.Scenario) {
+			sc.Agent.Stall = spec.Dist{LogNormal: spec.LogNormal{Median: time.Second, P99: time.Millisecond}}
+		}},
+		{"agent.stall.lognormal.p99", func(sc *spec.Scenario) {
+			sc.Agent.Stall = spec.Dist{LogNormal: spec.LogNormal{Median: time.Second, P99: maxInt64}}
+		}},
+		{"agent.stall", func(sc *spec.Scenario) {
+			sc.Agent.Stall = spec.Dist{Max: time.Second, LogNormal: spec.LogNormal{Median: time.Second, P99: time.Second}}
 		}},
 		{"interventions[0]", func(sc *spec.Scenario) {
 			sc.Interventions = []history.Intervention{{Kind: history.StallAgent, Agent: "agent-1", Duration: maxInt64}}
