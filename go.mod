@@ -3,6 +3,7 @@ module github.com/leasefence/lab
 go 1.26.0
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/bsm/redislock v0.9.4
 	github.com/charmbracelet/bubbles v1.0.0
 	github.com/charmbracelet/bubbletea v1.3.10
@@ -39,7 +40,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require go.opentelemetry.io/otel/metric v1.47.0 // indirect
+require (
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+)
 
 require (
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect

@@ -315,10 +315,7 @@ func (w *world) push(ri int, t leasefence.Token, epoch int32) {
 	case w.discipline == history.DisciplineNaive:
 		return // as in the simulator, a naive resource has no gate to push to
 	}
-	r.spawn(func(ctx context.Context) {
-		if sleep(ctx, d) != nil {
-			return
-		}
+	r.after(r.now()+d, e.Agent, func(ctx context.Context) {
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 		// The push is dated from when it was sent, and says how long it

@@ -87,8 +87,6 @@ func (d *driver) start(ctx context.Context) {
 	if !d.ag.Scripted() {
 		return
 	}
-	// One goroutine hands the agent its actions at their instants, in the
-	// script's order: two actions of one instant come in the order written.
 	var acts []spec.Action
 	for _, act := range d.w.r.sc.Script {
 		if act.Agent == d.name {
@@ -96,13 +94,19 @@ func (d *driver) start(ctx context.Context) {
 		}
 	}
 	slices.SortStableFunc(acts, func(a, b spec.Action) int { return cmp.Compare(a.At, b.At) })
-	d.w.r.spawn(func(ctx context.Context) {
-		for _, act := range acts {
-			if sleep(ctx, act.At-d.w.r.now()) != nil {
-				return
-			}
-			d.feed(func(now time.Duration) []agent.Output { return d.ag.Script(now, act) })
-		}
+	d.script(acts)
+}
+
+// script arms the first of acts, which hands it to the agent and then
+// arms the rest: each action is armed once the one before it was carried
+// out, so that two actions of one instant come in the order written.
+func (d *driver) script(acts []spec.Action) {
+	if len(acts) == 0 {
+		return
+	}
+	d.w.r.after(acts[0].At, d.idx, func(context.Context) {
+		d.feed(func(now time.Duration) []agent.Output { return d.ag.Script(now, acts[0]) })
+		d.script(acts[1:])
 	})
 }
 
@@ -143,11 +147,7 @@ func (d *driver) emit(e history.Event) { d.w.r.emit(d.w.mode, e) }
 
 // arm fires the agent's timer at the true instant at.
 func (d *driver) arm(t agent.Timer, at time.Duration, gen uint32) {
-	r := d.w.r
-	r.spawn(func(ctx context.Context) {
-		if sleep(ctx, at-r.now()) != nil {
-			return
-		}
+	d.w.r.after(at, d.idx, func(context.Context) {
 		d.feed(func(now time.Duration) []agent.Output { return d.ag.Fire(now, t, gen) })
 	})
 }

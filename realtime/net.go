@@ -98,20 +98,13 @@ func (d *driver) send(req agent.Request) {
 		return
 	}
 	r := d.w.r
-	r.spawn(func(ctx context.Context) {
-		if sleep(ctx, m.fate.RequestDelay) == nil {
-			d.deliver(ctx, m)
-		}
-	})
+	sent := r.now()
+	r.after(sent+m.fate.RequestDelay, d.idx, func(ctx context.Context) { d.deliver(ctx, m) })
 	if m.fate.Duplicated {
 		d.stats.duplicated.Add(1)
 		lag := m.fate.RequestDelay + m.fate.DuplicateLag
 		d.emit(d.event(m, history.RequestDuplicated, lag))
-		r.spawn(func(ctx context.Context) {
-			if sleep(ctx, lag) == nil {
-				d.deliver(ctx, m)
-			}
-		})
+		r.after(sent+lag, d.idx, func(ctx context.Context) { d.deliver(ctx, m) })
 	}
 }
 
@@ -169,10 +162,10 @@ func (d *driver) deliver(ctx context.Context, m *message) {
 		d.emit(d.event(m, history.ReplyDropped, 0))
 		return
 	}
-	if reply == nil || sleep(ctx, m.fate.ReplyDelay) != nil {
+	if reply == nil {
 		return
 	}
-	d.feed(reply)
+	d.w.r.after(d.w.r.now()+m.fate.ReplyDelay, d.idx, func(context.Context) { d.feed(reply) })
 }
 
 // sleep waits d, or until ctx ends.

@@ -50,6 +50,12 @@ type Options struct {
 	// coordinator still under way (DefaultGrace for 0); then it ends
 	// without them (NeverReturnedError).
 	Grace time.Duration
+	// Settle, if set, is called after each timer the run fires, before the
+	// next (timers.go): in a testing/synctest bubble, synctest.Wait, so
+	// that what one timer sets off runs until it waits before the next
+	// timer of the same virtual instant fires, and a seed gives one run.
+	// It must return once the run's other goroutines wait.
+	Settle func()
 }
 
 // Result is a real-time run's verdict: the checker's Result on the
@@ -82,7 +88,9 @@ type Runner struct {
 	subs    []history.Subscriber
 	timeout time.Duration
 	grace   time.Duration
-	calls   calls // the calls to the coordinators under way
+	settle  func()  // Options.Settle
+	calls   calls   // the calls to the coordinators under way
+	timers  *timers // every timed thing the run does, fired in one order
 	start   time.Time
 
 	mu        sync.Mutex // every event is stamped and kept under it
@@ -90,6 +98,8 @@ type Runner struct {
 	emitted   map[history.Mode][]history.Event // in the order they happened, until assemble
 	live      []history.Subscriber             // hear each event as it happens (a dashboard)
 	stopped   bool
+	abandoned error         // Abandon's, once it ended the run
+	last      time.Duration // the instant of the latest event stamped
 	wall      time.Duration // the run's length, once stopped
 	members   []MemberFaultRecord
 	primaries []PrimaryFaultRecord // the faults of the Redis primary played
@@ -99,7 +109,9 @@ type Runner struct {
 	// its send to its record: a grant is then
 	// recorded under the incarnation that made it, never under the one
 	// before a restart that had already brought the new coordinator up.
-	restarting sync.RWMutex
+	// Its waiters wait on channels (rwGate): a call held across it may wait
+	// on a bubble's virtual clock.
+	restarting *rwGate
 
 	worlds []*world
 	began  bool            // Run was called, under mu
@@ -132,7 +144,8 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 		}
 	}
 	r := &Runner{sc: sc, backend: opts.Backend, locks: opts.Contenders, store: opts.Store, subs: opts.Subscribers, timeout: opts.CallTimeout,
-		checkers: make(map[history.Mode]*history.Checker), emitted: make(map[history.Mode][]history.Event), live: opts.live}
+		checkers: make(map[history.Mode]*history.Checker), emitted: make(map[history.Mode][]history.Event), live: opts.live,
+		restarting: newRWGate(), timers: newTimers(), settle: opts.Settle}
 	if r.backend == nil {
 		r.backend = NewMemory()
 	}
@@ -222,7 +235,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-runCtx.Done()
+			r.fire(runCtx, r.settle)
 		}()
 		r.schedule(runCtx, wg)
 		for _, w := range r.worlds {
@@ -236,7 +249,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	stuck := r.waitCalls(wg, runCtx.Done())
 	r.mu.Lock()
-	r.recordStuckLocked(stuck)
+	if r.stopped {
+		// Abandoned: what was recorded is the history Abandon made.
+		r.mu.Unlock()
+		return r.result(), r.abandoned
+	}
+	r.recordStuckLocked(stuck, false)
 	r.stopped = true
 	r.wall = time.Since(r.start)
 	r.mu.Unlock()
@@ -249,7 +267,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := r.result()
 	switch {
 	case stuck != nil:
-		return res, errors.Join(&NeverReturnedError{Scenario: r.sc.Name, Grace: r.grace, Calls: stuck}, recordErr)
+		return res, errors.Join(&NeverReturnedError{Scenario: r.sc.Name, Seed: r.sc.Seed, Grace: r.grace, Calls: stuck}, recordErr)
 	case openErr != nil && ctx.Err() != nil:
 		// Interrupted while opening: the open failed because of it (a
 		// dial cut short reports its own error, not the context's).
@@ -349,6 +367,7 @@ func (r *Runner) emitAtLocked(mode history.Mode, e history.Event, at time.Durati
 		return
 	}
 	e.Mode, e.At = mode, at
+	r.last = max(r.last, at)
 	r.emitted[mode] = append(r.emitted[mode], e)
 	e.Seq = uint64(len(r.emitted[mode]))
 	for _, s := range r.live {
@@ -374,15 +393,7 @@ func (r *Runner) emitLive(mode history.Mode, e history.Event) {
 // schedule starts the run's timed faults: partitions, coordinator
 // restarts and etcd member faults.
 func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
-	at := func(d time.Duration, f func()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if sleep(ctx, d-r.now()) == nil {
-				f()
-			}
-		}()
-	}
+	at := func(d time.Duration, f func()) { r.after(d, -1, func(context.Context) { f() }) }
 	for _, p := range r.sc.Partitions {
 		ai := agentIndex(r.h.Agents, p.Agent)
 		fault := spec.FaultPartition.Began(ai, "", p.To-p.From)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -41,8 +42,14 @@ var ErrNeverReturned = errors.New("realtime: a call to the lock never returned")
 // everything recorded up to then, and a library_error event for each.
 type NeverReturnedError struct {
 	Scenario string
+	Seed     uint64
 	Grace    time.Duration
-	Calls    []StuckCall // the oldest first
+	// Stalled: the run was abandoned (Runner.Abandon) because its clock
+	// stopped, a testing/synctest bubble's, while wall time went on; Calls
+	// are every call under way then, and may be none (the block was
+	// elsewhere: a write, a lock's own goroutine).
+	Stalled bool
+	Calls   []StuckCall // the oldest first
 }
 
 // StuckCall is a call that never returned.
@@ -61,11 +68,23 @@ func (c StuckCall) String() string {
 
 func (e *NeverReturnedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario %s: %s, never returned: still under way %s after the run's end", e.Scenario, e.Calls[0], history.FormatDuration(e.Grace))
+	fmt.Fprintf(&b, "scenario %s: ", e.Scenario)
+	switch {
+	case e.Stalled && len(e.Calls) == 0:
+		b.WriteString("the run's clock stopped with no call to the lock under way: a goroutine of the run is blocked in a way that is not durable (a sync.Mutex held across a sleep on the clock, a real socket)")
+	case e.Stalled:
+		fmt.Fprintf(&b, "%s, never returned: the run's clock stopped while it was under way (a sync.Mutex held across a sleep on the clock, a real socket)", e.Calls[0])
+	default:
+		fmt.Fprintf(&b, "%s, never returned: still under way %s after the run's end", e.Calls[0], history.FormatDuration(e.Grace))
+	}
 	if more := len(e.Calls) - 1; more > 0 {
 		fmt.Fprintf(&b, " (and %s)", history.Plural(more, "other call", "other calls"))
 	}
-	b.WriteString(". The lock blocks without heeding its context; its goroutine stays blocked in the call, which nothing can stop. The run ended without it, and its history holds what was recorded until then")
+	fmt.Fprintf(&b, ", seed %d", e.Seed)
+	if len(e.Calls) > 0 {
+		b.WriteString(". The lock blocks without heeding its context; its goroutine stays blocked in the call, which nothing can stop")
+	}
+	b.WriteString(". The run ended without it, and its history holds what was recorded until then")
 	return b.String()
 }
 
@@ -149,12 +168,51 @@ func (r *Runner) waitCalls(wg *sync.WaitGroup, done <-chan struct{}) []StuckCall
 	}
 }
 
+// ErrNotStalled is Abandon's error on a run that ended, or never began.
+var ErrNotStalled = errors.New("realtime: only a run under way can be abandoned")
+
+// Abandon ends a run whose clock stopped, from outside it: a run in a
+// testing/synctest bubble where a goroutine is blocked in a way that is
+// not durable (a sync.Mutex held across a sleep on the bubble's clock, a
+// real socket), so that the bubble's clock stands still and Run never
+// returns (Fired stands still while wall time passes). Every call under
+// way is recorded as never returned (and, with none, the stall itself, as
+// a library error in every mode), the history ends at the latest event,
+// and Abandon returns the result with a *NeverReturnedError, Stalled; Run,
+// should it ever return, returns the same. The run's goroutines stay
+// where they are blocked: nothing can stop them.
+func (r *Runner) Abandon() (*Result, error) {
+	r.mu.Lock()
+	if r.stopped || !r.began {
+		r.mu.Unlock()
+		return nil, ErrNotStalled
+	}
+	stuck := r.calls.madeBy(math.MaxInt64)
+	r.recordStuckLocked(stuck, true)
+	r.stopped, r.wall = true, r.last
+	r.abandoned = &NeverReturnedError{Scenario: r.sc.Name, Seed: r.sc.Seed, Grace: r.grace, Stalled: true, Calls: stuck}
+	r.mu.Unlock()
+	err := r.assemble()
+	return r.result(), errors.Join(r.abandoned, err)
+}
+
 // recordStuckLocked records each stuck call as the library's error in its
-// mode, at the instant it was made; r.mu is held, before the run stops.
-func (r *Runner) recordStuckLocked(stuck []StuckCall) {
+// mode, at the instant it was made (and, stalled with none, the stall in
+// every mode, now); r.mu is held, before the run stops.
+func (r *Runner) recordStuckLocked(stuck []StuckCall, stalled bool) {
+	why := fmt.Sprintf("still under way %s after the run's end", history.FormatDuration(r.grace))
+	if stalled {
+		why = "the run's clock stopped while it was under way"
+	}
 	for _, c := range stuck {
 		r.emitAtLocked(c.Mode, history.Event{Kind: history.LibraryError, Agent: agentIndex(r.h.Agents, c.Agent),
 			Resource: agentIndex(r.h.Resources, c.Resource), Other: -1,
-			Detail: fmt.Sprintf("%s: %s of %s never returned: still under way %s after the run's end", c.Agent, c.Call, c.Resource, history.FormatDuration(r.grace))}, c.At)
+			Detail: fmt.Sprintf("%s: %s of %s never returned: %s", c.Agent, c.Call, c.Resource, why)}, c.At)
+	}
+	if stalled && len(stuck) == 0 {
+		for _, m := range r.h.Modes {
+			r.emitAtLocked(m, history.Event{Kind: history.LibraryError, Agent: -1, Resource: -1, Other: -1,
+				Detail: "the run's clock stopped with no call to the lock under way: a goroutine of the run is blocked in a way that is not durable"}, r.last)
+		}
 	}
 }

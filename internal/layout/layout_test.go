@@ -39,7 +39,9 @@ var arrows = map[string][]string{
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
 	"realtime/internal/unlinked": {},                                          // a test that links no adapter
 	"realtime/internal/runtest":  {"realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
-	"realtime/adapters":          {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock"},
+	// The runner in a testing/synctest bubble, Redis-based locks on miniredis: a test package.
+	"realtime/virtualtest": {"realtime", "registry", "history", "spec", "realtime/redisbackend", "realtime/redislocks"},
+	"realtime/adapters":    {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock"},
 	// The process driver names no adapter either: its children attach to
 	// the run's backend, store and contenders by the attachers the
 	// adapters register.

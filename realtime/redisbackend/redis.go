@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +44,11 @@ type RedisOptions struct {
 	// Watermark shared by its coordinator and its gates.
 	Replication redislease.Replication
 	Watermark   bool
+	// Dialer, if set, makes the connections to URL's server in place of
+	// go-redis's TCP dialer (redis.Options.Dialer): an in-memory
+	// connection to a server in the same process, as a run in a
+	// testing/synctest bubble needs, whose clock a real socket would stop.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Redis is the backend of leases on one Redis: in fenced mode
@@ -104,6 +110,7 @@ func NewRedis(ctx context.Context, opts RedisOptions) (*Redis, error) {
 		if err != nil {
 			return nil, fmt.Errorf("realtime: redis: %w", err)
 		}
+		ro.Dialer = opts.Dialer
 		cli = newRedisClient(ro)
 	default:
 		// The servers' directory lives in one marked with this process as
@@ -239,7 +246,7 @@ func (r *Redis) NewClient(bounded bool) (*redis.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("realtime: redis: %w", err)
 		}
-		o.ContextTimeoutEnabled = bounded
+		o.ContextTimeoutEnabled, o.Dialer = bounded, r.opts.Dialer
 		return redis.NewClient(o), nil
 	}
 	return redis.NewClient(&redis.Options{Addr: r.Addr(), ContextTimeoutEnabled: bounded}), nil

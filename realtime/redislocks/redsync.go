@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -57,18 +56,25 @@ func (r *Redsync) Acquire(ctx context.Context, resource, _ string, ttl time.Dura
 	case err != nil:
 		return nil, err
 	}
-	return &redsyncLease{m: m}, nil
+	return &redsyncLease{m: m, mu: make(chan struct{}, 1)}, nil
 }
 
 type redsyncLease struct {
-	mu sync.Mutex // redsync's Mutex is not safe for concurrent use
+	// mu is full while a call uses m: redsync's Mutex is not safe for
+	// concurrent use. A channel, not a sync.Mutex: a call waits on the
+	// network under it, and a goroutine waiting on a sync.Mutex is not
+	// durably blocked in a testing/synctest bubble, whose clock would stop.
+	mu chan struct{}
 	m  *redsync.Mutex
 }
 
+func (l *redsyncLease) lock()   { l.mu <- struct{}{} }
+func (l *redsyncLease) unlock() { <-l.mu }
+
 // Deadline implements realtime.Lease: redsync's Until().
 func (l *redsyncLease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.m.Until()
 }
 
@@ -77,8 +83,8 @@ func (*redsyncLease) Fence() (uint64, bool) { return 0, false }
 
 // Renew implements realtime.Lease: ExtendContext.
 func (l *redsyncLease) Renew(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	ok, err := l.m.ExtendContext(ctx)
 	if err == nil && !ok {
 		err = redsync.ErrExtendFailed
@@ -88,8 +94,8 @@ func (l *redsyncLease) Renew(ctx context.Context) error {
 
 // Release implements realtime.Lease: UnlockContext.
 func (l *redsyncLease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	ok, err := l.m.UnlockContext(ctx)
 	if err == nil && !ok {
 		err = redsync.ErrLockAlreadyExpired

@@ -32,6 +32,7 @@ type adapter struct {
 // a lock on one Redis, the opener that puts it on the Redis backend's own
 // (beside).
 func register(name string, a adapter) {
+	adapters[name] = a
 	if a.servers == 1 {
 		registry.SetOpener(registry.Contenders, name, realtime.ContenderBeside(func(ctx context.Context, b realtime.Backend) (*realtime.Contender, bool, error) {
 			r, ok := b.(redisBackend)
@@ -49,6 +50,30 @@ func register(name string, a adapter) {
 	registry.SetOpener(registry.Contenders, name, realtime.ContenderAttacher(func(_ context.Context, share string) (*realtime.Contender, error) {
 		return attach(name, a, share)
 	}))
+}
+
+// adapters are this package's contenders, by name.
+var adapters = make(map[string]adapter)
+
+// ErrServers is OnClients' error for a contender it does not have, or
+// clients not as many as its servers.
+var ErrServers = errors.New("redislocks: no such contender on these clients")
+
+// OnClients is contender name's lock on the given clients, one per server
+// it runs on (redlock's RedlockServers, one for the others), its keys
+// under a prefix of each mode's: the contender on servers the caller
+// provides (in a testing/synctest bubble, in-memory servers reached
+// through each client's Dialer). Closing it closes none of the clients,
+// and it restarts nothing (its OnRestart is the caller's to set).
+func OnClients(name string, rdbs []*redis.Client) (*realtime.Contender, error) {
+	a, ok := adapters[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: %q is not a contender of this package", ErrServers, name)
+	case len(rdbs) != a.servers:
+		return nil, fmt.Errorf("%w: %s runs on %d servers, given %d clients", ErrServers, name, a.servers, len(rdbs))
+	}
+	return contender(name, a, "", rdbs), nil
 }
 
 // servers are the redis-servers one contender started, in a directory
