@@ -42,7 +42,12 @@
 // # Before the run
 //
 // Run takes the lock once on a resource of its own ("labtest-probe") to
-// see whether its leases have a fence, and releases it.
+// see whether its leases have a fence, and releases it. Before that it
+// refuses a scenario that drifts the lab coordinator's clock
+// (clocks.coordinator_drift_ppm), failing the test without calling the
+// lock: the lock keeps its own time on its own server, and would only be
+// judged on the lab's drifted clock. lab run refuses it for a library's
+// contender by the same registry rule.
 //
 // # A lock that never returns
 //

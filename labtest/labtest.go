@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
@@ -103,7 +104,8 @@ const ProbeResource = "labtest-probe"
 // or returned an error it never should, or when a call to it never
 // returned (see Grace: Run returns within the run's duration and the
 // grace whatever the lock does). A problem with the arguments (no such
-// scenario, Fenced on a lock without a fence) fails t at once.
+// scenario, one that drifts the lab coordinator's clock, Fenced on a lock
+// without a fence) fails t at once.
 func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	t.Helper()
 	var c config
@@ -121,13 +123,20 @@ func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	if c.grace <= 0 {
 		c.grace = realtime.DefaultGrace
 	}
+	// Refused before the probe takes the lock: what no lock but the lab's
+	// own can play.
+	name := history.Mode(cmp(c.name, "lock"))
+	if err := registry.CheckLock(string(name), sc); err != nil {
+		t.Fatalf("labtest: %v", err)
+		return nil
+	}
 	ctx := t.Context()
 	info, err := probe(ctx, lock, sc.TTL, c.grace)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
-	info.Name = history.Mode(cmp(c.name, "lock"))
+	info.Name = name
 	info.Library = fmt.Sprintf("%T", lock)
 	switch {
 	case c.disc == history.DisciplineFenced && !info.Fence:

@@ -1,10 +1,12 @@
 package labtest_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,6 +170,34 @@ type fatalRecorder struct {
 }
 
 func (f *fatalRecorder) Fatalf(format string, args ...any) { *f.fatal = fmt.Sprintf(format, args...) }
+
+// A user's lock keeps its own time on its own server: a scenario that
+// drifts the lab coordinator's clock is refused before the lock is called,
+// naming the scenario's field, as lab run refuses it for a library's
+// contender. Played, it judged the lock on the lab's drifted clock.
+func TestCoordinatorDriftRefused(t *testing.T) {
+	lock := &countingLock{memLock: newMemLock()}
+	var fatal string
+	res := labtest.Run(&fatalRecorder{TB: t, fatal: &fatal}, "testdata/coordinator-drift.yaml", lock)
+	if res != nil || !strings.Contains(fatal, "contender lock: cannot play the lab coordinator's clock drift") ||
+		!strings.Contains(fatal, "(clocks.coordinator_drift_ppm) of coordinator-drift") {
+		t.Errorf("result %v, failure %q: want the run refused, naming the lock and clocks.coordinator_drift_ppm", res, fatal)
+	}
+	if n := lock.acquires.Load(); n != 0 {
+		t.Errorf("the lock was called %d times: want a refusal before anything runs", n)
+	}
+}
+
+// countingLock is memLock counting its Acquires.
+type countingLock struct {
+	*memLock
+	acquires atomic.Int64
+}
+
+func (l *countingLock) Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (labtest.Lease, error) {
+	l.acquires.Add(1)
+	return l.memLock.Acquire(ctx, resource, holder, ttl)
+}
 
 func TestUnknownScenario(t *testing.T) {
 	var fatal string

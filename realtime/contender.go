@@ -10,6 +10,8 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
+	"github.com/leasefence/lab/registry"
+	"github.com/leasefence/lab/spec"
 )
 
 // Lock is a lock implementation as the code under test calls it: a
@@ -291,6 +293,23 @@ func (c *Contender) Close() error {
 		errs = append(errs, onClose())
 	}
 	return errors.Join(errs...)
+}
+
+// checkLocks refuses sc for the locks under test of a run, as
+// registry.CheckLock says: backend if it is a Contender, for each of
+// modes, and each of locks (Options.Contenders). lab run has refused it
+// already for a library's contender (registry.CheckContenders); a user's
+// lock under labtest comes here with no other check.
+func checkLocks(sc spec.Scenario, backend Backend, modes []history.Mode, locks map[history.Mode]*Contender) error {
+	for _, m := range modes {
+		if _, ok := backend.(*Contender); !ok && locks[m] == nil {
+			continue
+		}
+		if err := registry.CheckLock(string(m), sc); err != nil {
+			return fmt.Errorf("realtime: %w", err)
+		}
+	}
+	return nil
 }
 
 // contenders is what the header says of the contender in each of modes

@@ -168,6 +168,9 @@ func New(sc spec.Scenario, opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("realtime: %w", err)
 	}
 	r.h = registry.Header(sc, modes)
+	if err := checkLocks(sc, r.backend, r.h.Modes, r.locks); err != nil {
+		return nil, err
+	}
 	r.h.Backend = r.backend.Name()
 	if c, ok := r.backend.(*Contender); ok {
 		r.h.Contenders = c.contenders(r.h.Modes)

@@ -103,14 +103,41 @@ func CheckContenders(modes []history.Mode, backend string, sc spec.Scenario) err
 			}
 			return &ContenderError{Name: e.Name, Problem: fmt.Sprintf("cannot run on --backend %s: it runs on %s", backend, where)}
 		}
-		for _, f := range e.Refuses {
-			if f.In(sc) {
-				return &ContenderError{Name: e.Name, Problem: fmt.Sprintf("cannot play %s (%s) of %s: the lock and its server are the library's own, not the lab's; "+
-					"the contenders that can: %s", f.What, f.Field, sc.Name, strings.Join(playingContenders(f), ", "))}
-			}
+		if f := refused(e.Refuses, sc); f != nil {
+			err := cannotPlay(e.Name, f, sc)
+			err.Problem += "; the contenders that can: " + strings.Join(playingContenders(f), ", ")
+			return err
 		}
 	}
 	return nil
+}
+
+// CheckLock refuses, before anything runs, a scenario that a lock under
+// test which is no contender of the table (a user's, under labtest)
+// cannot play: what every library's contender refuses, for it is not the
+// lab's own either (a drift of the lab coordinator's clock). The refusal
+// names the lock and the scenario's field.
+func CheckLock(name string, sc spec.Scenario) error {
+	if f := refused(lockRefuses, sc); f != nil {
+		return cannotPlay(name, f, sc)
+	}
+	return nil
+}
+
+// refused is the first of features that sc asks for, or nil.
+func refused(features []*Feature, sc spec.Scenario) *Feature {
+	for _, f := range features {
+		if f.In(sc) {
+			return f
+		}
+	}
+	return nil
+}
+
+// cannotPlay is the refusal of feature f of sc by the lock name.
+func cannotPlay(name string, f *Feature, sc spec.Scenario) *ContenderError {
+	return &ContenderError{Name: name, Problem: fmt.Sprintf("cannot play %s (%s) of %s: the lock and its server are the library's own, not the lab's",
+		f.What, f.Field, sc.Name)}
 }
 
 func playingContenders(f *Feature) []string {

@@ -153,23 +153,29 @@ func (d *Entry) Shares(e *Entry) error {
 	return err
 }
 
+// lockRefuses are what every lock that is not the lab's own refuses, a
+// library's contender or a user's lock under labtest (CheckLock): a
+// drift of the lab coordinator's clock, which the lock, keeping its own
+// time on its own server, never runs on.
+var lockRefuses = []*Feature{CoordinatorDrift}
+
 // libraryRefuses are the faults a library contender cannot play: they
 // are faults of the lab's own coordinator (a restart, a push of its
 // fences, a drift of its clock, its etcd members', its Redis primary's),
 // and the library's lock is on a server of its own.
-var libraryRefuses = slices.Concat([]*Feature{Restarts, Push, CoordinatorDrift}, MemberFaults, PrimaryFaults)
+var libraryRefuses = slices.Concat([]*Feature{Restarts, Push}, lockRefuses, MemberFaults, PrimaryFaults)
 
 // besideRedisRefuses are those but the faults of the Redis primary: on
 // the Redis backend, a contender on one Redis (redsync, redislock) runs
 // on the backend's own (realtime.ContenderBeside), its Sentinel topology
 // included, so the primary's faults strike its lock as they strike the
 // lab's.
-var besideRedisRefuses = slices.Concat([]*Feature{Restarts, Push, CoordinatorDrift}, MemberFaults)
+var besideRedisRefuses = slices.Concat([]*Feature{Restarts, Push}, lockRefuses, MemberFaults)
 
 // redlockRefuses are libraryRefuses but restarts: a scenario's restarts
 // restart one of redlock's own servers (redis-1), the fault its quorum is
 // for.
-var redlockRefuses = slices.Concat([]*Feature{Push, CoordinatorDrift}, MemberFaults, PrimaryFaults)
+var redlockRefuses = slices.Concat([]*Feature{Push}, lockRefuses, MemberFaults, PrimaryFaults)
 
 // ModuleVersion is the version of module path linked into this program,
 // as its build information says it ("" if it is not linked, or the
