@@ -70,6 +70,7 @@ func testHoldCleansUp(t tb, s *suite) {
 	}}
 	for i, tc := range cases {
 		t.run(tc.name, func(t tb) {
+			s := s.in(t)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			clock := &failingClock{ManualClock: leasefence.NewManualClock("agent-a")}

@@ -425,6 +425,7 @@ func TestSuiteAcquitsACoordinatorSlowerThanItsTTL(t *testing.T) {
 	}{
 		{"Held", testHeld, true},
 		{"IdempotentRetry", testIdempotentRetry, true},
+		{"StaleTokenNeverTouchesANewerHolder", testStaleTokenNeverTouchesNewer, true},
 		{"OneLiveHolderUnderConcurrentAcquirers", testOneLiveHolder, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

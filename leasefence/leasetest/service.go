@@ -83,35 +83,53 @@ type suite struct {
 	Harness
 	t tb
 
+	deadlines *deadlines
+}
+
+// in is s for t, a subtest of s.t: its helpers end t, not its parent, and
+// it shares s's deadlines.
+func (s *suite) in(t tb) *suite {
+	return &suite{Harness: s.Harness, t: t, deadlines: s.book()}
+}
+
+// deadlines holds, for each token the suite was granted, the instant on
+// the suite's clock up to which its holder may count on the lease: the
+// first request's send plus the TTL granted, or a renewal's send plus the
+// TTL renewed, as a holder dates its deadline. Before it no other holder
+// may be granted the resource, whatever the load.
+type deadlines struct {
 	mu sync.Mutex
-	// deadlines holds, for each token the suite was granted, the instant on
-	// the suite's clock up to which its holder may count on the lease: the
-	// first request's send plus the TTL granted, or a renewal's send plus
-	// the TTL renewed, as a holder dates its deadline. Before it no other
-	// holder may be granted the resource, whatever the load.
-	deadlines map[leasefence.Token]time.Time
+	m  map[leasefence.Token]time.Time
+}
+
+// book is s's deadlines, made on the first call, which is on the test's
+// goroutine.
+func (s *suite) book() *deadlines {
+	if s.deadlines == nil {
+		s.deadlines = &deadlines{m: map[leasefence.Token]time.Time{}}
+	}
+	return s.deadlines
 }
 
 // granted records the deadline of a grant of tok asked for at sent. A
 // retried request dates from its first send, so an earlier deadline stays.
 func (s *suite) granted(tok leasefence.Token, sent time.Time, ttl time.Duration, renewal bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.deadlines == nil {
-		s.deadlines = map[leasefence.Token]time.Time{}
-	}
-	d, ok := s.deadlines[tok]
-	if until := sent.Add(ttl); !ok || renewal && until.After(d) {
-		s.deadlines[tok] = until
+	d := s.book()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, ok := d.m[tok]
+	if until := sent.Add(ttl); !ok || renewal && until.After(prev) {
+		d.m[tok] = until
 	}
 }
 
 // deadline is the deadline granted records for tok.
 func (s *suite) deadline(tok leasefence.Token) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.deadlines[tok]
-	return d, ok
+	d := s.book()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	until, ok := d.m[tok]
+	return until, ok
 }
 
 func (s *suite) client(holder string) *leasefence.Client {
@@ -320,6 +338,7 @@ func testIdempotentRetry(t tb, s *suite) {
 func testStaleRequest(t tb, s *suite) {
 	a := s.client("agent-a")
 	t.run("after release", func(t tb) {
+		s := s.in(t)
 		req := s.begin(a, "released")
 		out := s.acquireReq(req)
 		if !out.OK {
@@ -331,6 +350,7 @@ func testStaleRequest(t tb, s *suite) {
 		}
 	})
 	t.run("after expiry", func(t tb) {
+		s := s.in(t)
 		req := s.begin(a, "expired")
 		out := s.acquireReq(req)
 		if !out.OK {
@@ -403,6 +423,7 @@ func testReleased(t tb, s *suite) {
 func testStaleTokenNeverTouchesNewer(t tb, s *suite) {
 	a, b, c := s.client("agent-a"), s.client("agent-b"), s.client("agent-c")
 	t.run("after release", func(t tb) {
+		s := s.in(t)
 		old := s.mustAcquire(a, "released")
 		s.wantReleased(old.Token)
 		newer := s.mustAcquire(b, "released")
@@ -412,6 +433,7 @@ func testStaleTokenNeverTouchesNewer(t tb, s *suite) {
 		s.wantRenewed(b, newer.Token)
 	})
 	t.run("after expiry", func(t tb) {
+		s := s.in(t)
 		old := s.mustAcquire(a, "expired")
 		s.expire()
 		newer := s.mustAcquire(b, "expired")
