@@ -118,7 +118,8 @@ func (s *lockService) grant(id string, t leasefence.Token, l Lease) (leasefence.
 
 // Acquire implements leasefence.Service: one Acquire of the lock. A
 // retried request is a second Acquire, as a library's caller makes it.
-func (s *lockService) Acquire(ctx context.Context, req leasefence.AcquireRequest) (leasefence.AcquireOutcome, error) {
+func (s *lockService) Acquire(ctx context.Context, req leasefence.AcquireRequest) (_ leasefence.AcquireOutcome, err error) {
+	defer recovered("Acquire", &err)
 	if err := leasefence.ValidateAcquire(req); err != nil {
 		return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
 	}
@@ -165,7 +166,8 @@ func (s *lockService) lease(t leasefence.Token) (Lease, bool) {
 
 // Renew implements leasefence.Service: the lease's Renew. An error is the
 // lock lost: expired, whatever the lock's reason.
-func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (_ leasefence.RenewOutcome, err error) {
+	defer recovered("Renew", &err)
 	l, ok := s.lease(req.Token)
 	if !ok {
 		return leasefence.RenewOutcome{Reason: leasefence.ReasonUnknown}, nil
@@ -186,7 +188,8 @@ func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 // Release implements leasefence.Service: the lease's Release. The lease
 // is kept, so that a duplicated release reaches the lock again, as a
 // message delivered twice reaches a server.
-func (s *lockService) Release(ctx context.Context, t leasefence.Token) (leasefence.ReleaseOutcome, error) {
+func (s *lockService) Release(ctx context.Context, t leasefence.Token) (_ leasefence.ReleaseOutcome, err error) {
+	defer recovered("Release", &err)
 	l, ok := s.lease(t)
 	if !ok {
 		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
@@ -198,6 +201,16 @@ func (s *lockService) Release(ctx context.Context, t leasefence.Token) (leasefen
 		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonExpired}, nil
 	}
 	return leasefence.ReleaseOutcome{OK: true}, nil
+}
+
+// recovered makes a panic in a call to the lock (call) that call's error,
+// a broken contract, which the run records as the library's error of the
+// agent that made it: a panic would end the program (a test binary), and
+// the history with it.
+func recovered(call string, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %s panicked: %v", ErrContract, call, p)
+	}
 }
 
 // Contender is a Lock under test, as a run's Backend: each mode it is

@@ -129,11 +129,7 @@ func (d *driver) deliver(ctx context.Context, m *message) {
 	switch m.req.Kind {
 	case history.RequestAcquire:
 		out, epoch, err := w.side.Acquire(cctx, m.acquire)
-		if errors.Is(err, ErrContract) {
-			d.mu.Lock()
-			d.libraryError("Acquire", err)
-			d.mu.Unlock()
-		}
+		d.brokeContract("Acquire", err)
 		if err != nil {
 			return // no answer: the agent's retry timer takes it from here
 		}
@@ -142,12 +138,14 @@ func (d *driver) deliver(ctx context.Context, m *message) {
 		}
 	case history.RequestRenew:
 		out, err := w.side.Renew(cctx, m.renew)
+		d.brokeContract("Renew", err)
 		if err != nil {
 			return // no answer: the agent's belief runs out at the deadline it has
 		}
 		reply = func(now time.Duration) []agent.Output { return d.ag.RenewReplied(now, m.renew.RequestID, out) }
 	case history.RequestRelease:
 		out, err := w.side.Release(cctx, m.req.Release)
+		d.brokeContract("Release", err)
 		if err == nil && !out.OK {
 			d.emit(history.Event{Kind: history.ReleaseRefused, Agent: d.idx, Resource: m.resource, Fence: m.req.Release.Fence,
 				Incarnation: m.req.Epoch, Other: -1, Reason: out.Reason})
@@ -166,6 +164,17 @@ func (d *driver) deliver(ctx context.Context, m *message) {
 		return
 	}
 	d.w.r.after(d.w.r.now()+m.fate.ReplyDelay, d.idx, func(context.Context) { d.feed(reply) })
+}
+
+// brokeContract records err, the error of the agent's call to the lock,
+// as the library's error if the lock broke its contract (ErrContract: no
+// lease and no error, a panic).
+func (d *driver) brokeContract(call string, err error) {
+	if errors.Is(err, ErrContract) {
+		d.mu.Lock()
+		d.libraryError(call, err)
+		d.mu.Unlock()
+	}
 }
 
 // sleep waits d, or until ctx ends.

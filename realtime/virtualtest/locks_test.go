@@ -17,22 +17,26 @@ import (
 type sleepyLock struct {
 	wait        time.Duration
 	mutexAcross bool
+	panicIn     string // the call that panics, after its wait ("Release")
 
 	across sync.Mutex // held across the wait, with mutexAcross
 	mu     sync.Mutex // guards held, never across a wait
 	held   map[string]time.Time
 }
 
-func (l *sleepyLock) call() {
+func (l *sleepyLock) call(name string) {
 	if l.mutexAcross {
 		l.across.Lock()
 		defer l.across.Unlock()
 	}
 	time.Sleep(l.wait)
+	if name == l.panicIn {
+		panic("sleepy: " + name + " of a lease")
+	}
 }
 
 func (l *sleepyLock) Acquire(_ context.Context, resource, _ string, ttl time.Duration) (realtime.Lease, error) {
-	l.call()
+	l.call("Acquire")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held == nil {
@@ -63,7 +67,7 @@ func (s *sleepyLease) Deadline() time.Time {
 func (*sleepyLease) Fence() (uint64, bool) { return 0, false }
 
 func (s *sleepyLease) Renew(context.Context) error {
-	s.l.call()
+	s.l.call("Renew")
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	s.mu.Lock()
@@ -77,7 +81,7 @@ func (s *sleepyLease) Renew(context.Context) error {
 }
 
 func (s *sleepyLease) Release(context.Context) error {
-	s.l.call()
+	s.l.call("Release")
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	s.mu.Lock()

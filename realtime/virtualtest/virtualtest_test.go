@@ -148,3 +148,22 @@ func TestBlockedBubbleIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// A lock whose call panics is the library's error of the agent that made
+// the call, in the history, with the run going on: not a test binary
+// ended by the panic, its history lost.
+func TestPanickingLock(t *testing.T) {
+	o := virtualtest.Run(t, builtin(t, "overlap"), alone("panicky", &sleepyLock{wait: time.Millisecond, panicIn: "Renew"}, false), virtualtest.Config{})
+	if o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	var panics int
+	for _, e := range o.Events {
+		if e.Kind == history.LibraryError && strings.HasPrefix(e.Detail, "agent-") && strings.Contains(e.Detail, "Renew: realtime: the contender broke the Lock contract: Renew panicked: sleepy: Renew of a lease") {
+			panics++
+		}
+	}
+	if panics == 0 || len(o.Result.Violations()) == 0 {
+		t.Errorf("%d library errors for the panics, violations %q: want the panics recorded and failing the run", panics, o.Result.Violations())
+	}
+}
