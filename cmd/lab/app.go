@@ -41,6 +41,10 @@ type app struct {
 	// is made. Only tests set it: to put a lock that never returns in a
 	// run, which no lock the lab offers does.
 	onSetup func(*realtime.Setup)
+	// closeLimit, when set, is how long a real-time run's close may take
+	// after a call that never returned (closeAfterStuck when unset). Only
+	// tests set it: to see lab run exit without waiting long.
+	closeLimit time.Duration
 }
 
 // command is one subcommand.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
@@ -291,6 +292,9 @@ type realRun struct {
 	procStats map[history.Mode]procdriver.ProcessStats
 	// onSetup is the app's (a test's hook).
 	onSetup func(*realtime.Setup)
+	// neverReturned: the run ended with a call to a lock still under way
+	// (realtime.ErrNeverReturned).
+	neverReturned bool
 }
 
 // open starts the backend and prepares the runner, so that its header is
@@ -333,6 +337,12 @@ func (rr *realRun) header() history.Header {
 
 // run runs the scenario on the runner open made.
 func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
+	res, err := rr.runOn(ctx)
+	rr.neverReturned = errors.Is(err, realtime.ErrNeverReturned)
+	return res, err
+}
+
+func (rr *realRun) runOn(ctx context.Context) (*realtime.Result, error) {
 	if rr.proc == nil {
 		return rr.runner.Run(ctx)
 	}
@@ -342,6 +352,35 @@ func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
 	}
 	rr.procStats = res.Processes
 	return res.Result, err
+}
+
+// closeAfterStuck is how long closing a run's setup may take once a call
+// to a lock never returned: the grace again. A library's Close can wait for
+// that very call (a client that drains its requests, a session that
+// waits for its pending reply), which never comes.
+const closeAfterStuck = realtime.DefaultGrace
+
+// close closes the run's setup: its store, backend and contenders' locks
+// and servers. After a call that never returned it waits at most limit,
+// then says so on w and leaves the close where it is blocked: the servers
+// the run started end with this process, and their directories are
+// removed by the next run (internal/scratch).
+func (rr *realRun) close(w io.Writer, limit time.Duration) {
+	done := make(chan error, 1) // buffered: a close that ends late leaves nothing waiting
+	go func() { done <- rr.setup.Close() }()
+	var expired <-chan time.Time
+	if rr.neverReturned {
+		expired = time.After(limit)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(w, "lab run: --backend %s: %v\n", rr.config.Backend, err)
+		}
+	case <-expired:
+		fmt.Fprintf(w, "lab run: --backend %s: closing the locks and servers did not finish %s after a call that never returned (a Close that waits for that call); exiting without it\n",
+			rr.config.Backend, history.FormatDuration(limit))
+	}
 }
 
 // figures are what the run reports of itself beside the checker's

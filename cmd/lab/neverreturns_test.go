@@ -77,3 +77,56 @@ func TestRunLockThatNeverReturns(t *testing.T) {
 		t.Errorf("the history holds %d calls that never returned, and lab check passes it: %v", n, history.Check(h, events).Failed())
 	}
 }
+
+// closeWaitsLock is a lock whose Acquire never returns until stop is
+// closed, whatever its context says, and whose Close waits as long: a
+// library whose Close waits for its calls under way.
+type closeWaitsLock struct{ stop chan struct{} }
+
+func (l closeWaitsLock) Acquire(context.Context, string, string, time.Duration) (realtime.Lease, error) {
+	<-l.stop
+	return nil, realtime.ErrHeld
+}
+
+func (l closeWaitsLock) Close() error {
+	<-l.stop
+	return nil
+}
+
+// After a call that never returned, lab run closes the locks and servers
+// for a bounded time: a lock whose Close waits for that call does not
+// hold the command up. It reports what ran, says the close did not finish
+// and exits 1, within the run, the grace and the limit.
+func TestRunExitsWhenALocksCloseWaits(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	lock := &realtime.Contender{Info: history.Contender{Name: history.Naive, Discipline: history.DisciplineNaive, Generations: realtime.GenerationsObserved},
+		New: func(context.Context, history.Mode) (realtime.Lock, error) { return closeWaitsLock{stop}, nil }}
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, closeLimit: 500 * time.Millisecond, onSetup: func(s *realtime.Setup) { s.Backend = lock }}
+	type exit struct {
+		code int
+		took time.Duration
+	}
+	done := make(chan exit, 1)
+	go func() {
+		began := time.Now()
+		code := a.main(t.Context(), []string{"run", "overlap", "--backend", "memory", "--contenders", "naive", "--duration", "1s", "--json"})
+		done <- exit{code, time.Since(began)}
+	}()
+	var e exit
+	select {
+	case e = <-done:
+	case <-time.After(realtime.DefaultGrace + 30*time.Second):
+		t.Fatalf("lab run had not exited %s after a 1s run: it waits for the lock's Close", realtime.DefaultGrace+30*time.Second)
+	}
+	t.Logf("exit %d after %s\n%s", e.code, e.took, errb.String())
+	if e.code != exitFailed || !strings.Contains(errb.String(), "never returned") ||
+		!strings.Contains(errb.String(), "lab run: --backend memory: closing the locks and servers did not finish 500ms after a call that never returned") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d, the call that never returned and the close that did not finish", e.code, errb.String(), exitFailed)
+	}
+	if !strings.Contains(out.String(), `"scenario": "overlap"`) {
+		t.Errorf("no report of what ran:\n%s", out.String())
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -269,11 +270,7 @@ func (a *app) startRunner(ctx context.Context, cfg *runConfig) (*runner, error) 
 	if err := rr.open(ctx, cfg.sc, cfg.modes, []history.Subscriber{fan}); err != nil {
 		return nil, err
 	}
-	rn.close = func() {
-		if err := rr.setup.Close(); err != nil {
-			fmt.Fprintf(a.stderr, "lab run: --backend %s: %v\n", rr.config.Backend, err)
-		}
-	}
+	rn.close = func() { rr.close(a.stderr, cmp.Or(a.closeLimit, closeAfterStuck)) }
 	rn.sc, rn.header = rr.setup.Scenario, rr.header()
 	rn.info.Backend = rn.header.Backend
 	rn.run = func(ctx context.Context, subs []history.Subscriber) (*history.Result, error) {
