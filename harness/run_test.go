@@ -176,6 +176,11 @@ func TestBuiltinOutcomes(t *testing.T) {
 		"duplicates": func(t *testing.T, naive, fenced *history.Report) {
 			fencedSafe(t, fenced)
 		},
+		"lock-delay": func(t *testing.T, naive, fenced *history.Report) {
+			atLeast(t, "naive stale_writes_landed", naive.StaleWritesLanded, 5) // 20 measured
+			exactly(t, "naive idle_while_waiting_ms", naive.IdleWhileWaitingMS, 0)
+			fencedSafe(t, fenced)
+		},
 		"push": func(t *testing.T, naive, fenced *history.Report) {
 			atLeast(t, "fenced pushes_applied", fenced.PushesApplied, 1)
 			fencedSafe(t, fenced)

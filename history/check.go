@@ -31,6 +31,7 @@ type Checker struct {
 	rules           ruleState
 	writes          writeCounts
 	exclusion       *exclusion
+	idle            *idleWaits
 }
 
 // writeCounts are the writes at each resource as they were folded in:
@@ -46,6 +47,7 @@ type writeCounts struct {
 // header h.
 func NewChecker(h *Header, mode Mode) *Checker {
 	return &Checker{h: h, mode: mode, read: NewReader(h), digest: newDigest(), rules: newRuleState(h), exclusion: newExclusion(h),
+		idle:   newIdleWaits(len(h.Resources)),
 		writes: writeCounts{per: make([]ResourceReport, len(h.Resources))}}
 }
 
@@ -68,6 +70,7 @@ func (c *Checker) Add(e *Event) {
 	}
 	c.rule(e)
 	c.exclusion.add(e)
+	c.idle.add(e)
 	switch e.Kind {
 	case CommitAdmitted, WriteLanded, CommitRefused:
 		c.wrote(c.read.LastWrite())
@@ -287,6 +290,7 @@ func (c *Checker) newJudgement() *judgement {
 		Acquisitions: c.acquisitions, Renewals: c.renewals, Denials: c.denials, Expiries: c.expiries,
 		Releases: c.releases, FencesMinted: c.minted, Retries: c.retries, MessagesLost: c.lost,
 		ChecksFailed: c.checksFailed, PushesApplied: c.pushes, WritesFailed: c.writesFailed, FaultsPlayed: c.faults,
+		IdleWhileWaitingMS: int(c.idle.idle().Milliseconds()),
 	}
 	for i := range j.per {
 		j.per[i].Resource = h.Resources[i]

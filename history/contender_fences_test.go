@@ -26,3 +26,25 @@ func TestContenderFencesPerResource(t *testing.T) {
 		}
 	}
 }
+
+// A grant recorded late still has a lease the lock stated: the newer grant,
+// made after it, took over from it, and is a violation when it came before
+// that lease's Deadline. Here fence 15, made before fence 18 on res-2 and
+// recorded at 500 ms, ran until 800 ms by the lock's own word, and fence 18
+// was granted at 10 ms.
+func TestLateGrantStillJudgesTheTakeover(t *testing.T) {
+	h, events, err := ReadFile("testdata/contender_late_grant_overlaps.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Check(h, events).Modes["zookeeper-fenced"]
+	if r.MutualExclusionViolations != 1 {
+		t.Fatalf("%d mutual-exclusion violations, want 1: fence 18 was granted at 10 ms while fence 15's lease ran until 800 ms", r.MutualExclusionViolations)
+	}
+	for _, cx := range r.Counterexamples {
+		if cx.Kind == MutualExclusionViolation && cx.Fence == 18 && cx.OtherFence == 15 && cx.UntilMS == 800 {
+			return
+		}
+	}
+	t.Fatalf("counterexamples %+v, want fence 18 granted inside fence 15's lease, until 800 ms", r.Counterexamples)
+}

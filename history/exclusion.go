@@ -19,8 +19,9 @@ import (
 // runner could read it, the lease's own Deadline for a contender lock
 // (realtime.Contender). It is the lock's own fault, whatever its holders
 // did. A grant a library's lock made before the resource's newest, which
-// the lab recorded late (Header.LateGrant), took over nothing and is not
-// judged. It returns the count and up to MaxCounterexamples of them: what a
+// the lab recorded late (Header.LateGrant), took over nothing; the newest
+// took over from it, and is a violation if recorded before the late
+// lease's Deadline. It returns the count and up to MaxCounterexamples of them: what a
 // Checker's Report counts as MutualExclusionViolations.
 //
 // In a real-time history (a header's Backend other than the simulator's)
@@ -73,6 +74,7 @@ type exclusiveLease struct {
 	granted   bool // a grant on the resource has been seen
 	agent     int
 	fence     leasefence.Fence
+	at        time.Duration // the grant's record
 	end       time.Duration
 	released  bool
 	expiredAt time.Duration // when the lock said it expired; -1 for never
@@ -121,6 +123,19 @@ func (x *exclusion) lease(resource int) *exclusiveLease {
 	return &x.prev[resource]
 }
 
+// violation counts a grant to agent at instant at (generation fence) while
+// other's lease (generation otherFence) ran until end.
+func (x *exclusion) violation(at time.Duration, resource, agent int, fence leasefence.Fence, other int, otherFence leasefence.Fence, end time.Duration, note string) {
+	x.n++
+	if len(x.cx) >= MaxCounterexamples || resource < 0 || resource >= len(x.h.Resources) {
+		return
+	}
+	x.cx = append(x.cx, Counterexample{Kind: MutualExclusionViolation, AtMS: ms(at), Resource: x.h.Resources[resource],
+		Holder: x.name(agent), Fence: fence, Other: x.name(other), OtherFence: otherFence, UntilMS: ms(end),
+		Detail: "granted to " + x.name(agent) + " at " + FormatDuration(at) + " while " + x.name(other) +
+			"'s lease (generation " + strconv.FormatUint(uint64(otherFence), 10) + note + ") was neither released nor expired: it ran until " + FormatDuration(end)})
+}
+
 // add folds in the next event of the mode.
 func (x *exclusion) add(e *Event) {
 	p := x.lease(e.Resource)
@@ -140,20 +155,22 @@ func (x *exclusion) add(e *Event) {
 		delete(x.sent, e.RequestID) // the request won nothing: forget it
 	case Granted:
 		if p != nil && x.h.LateGrant(e.Mode, e.Fence, p.fence) {
+			// Made before p and recorded after it: p's grant is the one
+			// that took over, and it is judged against this lease's end
+			// as the lock stated it (its Deadline, not discounted by a
+			// record that came late), which no release can have
+			// preceded: its holder records the grant before it releases.
 			delete(x.sent, e.RequestID)
+			if e.Deadline > p.at {
+				x.violation(p.at, e.Resource, p.agent, p.fence, e.Agent, e.Fence, e.Deadline, ", made before it and recorded late,")
+			}
 			return
 		}
 		if p != nil && !p.released {
 			x.takeovers++
 		}
 		if p != nil && !p.released && p.end > e.At && (p.expiredAt < 0 || p.expiredAt >= e.At) {
-			x.n++
-			if len(x.cx) < MaxCounterexamples && e.Resource >= 0 && e.Resource < len(x.h.Resources) {
-				x.cx = append(x.cx, Counterexample{Kind: MutualExclusionViolation, AtMS: ms(e.At), Resource: x.h.Resources[e.Resource],
-					Holder: x.name(e.Agent), Fence: e.Fence, Other: x.name(p.agent), OtherFence: p.fence, UntilMS: ms(p.end),
-					Detail: "granted to " + x.name(e.Agent) + " at " + FormatDuration(e.At) + " while " + x.name(p.agent) +
-						"'s lease (generation " + strconv.FormatUint(uint64(p.fence), 10) + ") was neither released nor expired: it ran until " + FormatDuration(p.end)})
-			}
+			x.violation(e.At, e.Resource, e.Agent, e.Fence, p.agent, p.fence, p.end, "")
 		}
 		sent, ok := x.sent[e.RequestID]
 		delete(x.sent, e.RequestID)
@@ -164,7 +181,7 @@ func (x *exclusion) add(e *Event) {
 			return // a resource the header does not name: no record to keep
 		}
 		// The resource's record is reused: one a resource, not one a grant.
-		x.prev[e.Resource] = exclusiveLease{granted: true, agent: e.Agent, fence: e.Fence, end: x.earliestEnd(e.Deadline, e.At, sent, ok), expiredAt: -1}
+		x.prev[e.Resource] = exclusiveLease{granted: true, agent: e.Agent, fence: e.Fence, at: e.At, end: x.earliestEnd(e.Deadline, e.At, sent, ok), expiredAt: -1}
 	case Extended:
 		if mine {
 			k := renewKey{e.Resource, e.Fence}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
 )
@@ -35,6 +36,7 @@ func TestCountersEqualASecondFold(t *testing.T) {
 			sum.exclusion += want.exclusion
 			sum.takeovers += want.takeovers
 			sum.extended += want.extended
+			sum.idleMS += want.idleMS
 			if strings.HasPrefix(rec.name, "memory/") {
 				realTakeovers += want.takeovers
 			}
@@ -46,6 +48,7 @@ func TestCountersEqualASecondFold(t *testing.T) {
 					checksFailed: rep.ChecksFailed, pushes: rep.PushesApplied, writesFailed: rep.WritesFailed,
 					admitted: rep.CommitsAdmitted, refused: rep.CommitsRefused, stale: rep.StaleWritesLanded,
 					exclusion: rep.MutualExclusionViolations, takeovers: rep.Takeovers, extended: want.extended,
+					idleMS: rep.IdleWhileWaitingMS,
 				}
 				if got != want {
 					t.Errorf("the checker counts %+v\nthe second fold  %+v", got, want)
@@ -53,7 +56,7 @@ func TestCountersEqualASecondFold(t *testing.T) {
 			})
 		}
 	}
-	if sum.stale == 0 || sum.exclusion == 0 || sum.takeovers == 0 || sum.extended == 0 || realTakeovers == 0 {
+	if sum.stale == 0 || sum.exclusion == 0 || sum.takeovers == 0 || sum.extended == 0 || sum.idleMS == 0 || realTakeovers == 0 {
 		t.Errorf("the recorded runs leave a counter untested: %+v, %d takeovers in real time", sum, realTakeovers)
 	}
 }
@@ -63,6 +66,7 @@ type foldCounts struct {
 	acquisitions, renewals, denials, expiries, releases, minted, retries, lost int
 	checksFailed, pushes, writesFailed, admitted, refused, stale               int
 	exclusion, takeovers                                                       int
+	idleMS                                                                     int
 	// extended counts the extensions the lock granted: not a counter of
 	// the checker's, but what puts the renewal arm of the rule to the test.
 	extended int
@@ -86,7 +90,14 @@ func refold(h *history.Header, events []history.Event) foldCounts {
 			c.releases++
 		case history.Granted:
 			c.minted++
-			if prev := previousGrant(h, events, i); prev >= 0 && !h.LateGrant(e.Mode, e.Fence, events[prev].Fence) {
+			prev := previousGrant(h, events, i)
+			switch {
+			case prev < 0:
+			case h.LateGrant(e.Mode, e.Fence, events[prev].Fence):
+				// Made before prev, recorded after it: prev, granted
+				// before this lease's stated end, took over from it.
+				c.exclusion += btoi(events[prev].At < e.Deadline)
+			default:
 				c.takeovers += btoi(!releasedBetween(events, prev, i))
 				c.exclusion += btoi(grantedTwice(h, events, prev, i))
 			}
@@ -109,7 +120,77 @@ func refold(h *history.Header, events []history.Event) foldCounts {
 			c.refused++
 		}
 	}
+	c.idleMS = int(idleWhileWaiting(events).Milliseconds())
 	return c
+}
+
+// idleWhileWaiting sums, over the lock-delay denials of a resource no
+// lease held that no such denial since it was last freed came before, the time from
+// the denial to the resource's next grant (or the history's last event).
+func idleWhileWaiting(events []history.Event) time.Duration {
+	var idle time.Duration
+	for i, e := range events {
+		if !lockDelayed(e) || !freeAt(events, i) || waitedBefore(events, i) {
+			continue
+		}
+		end := events[len(events)-1].At
+		for _, f := range events[i+1:] {
+			if f.Kind == history.Granted && f.Resource == e.Resource {
+				end = f.At
+				break
+			}
+		}
+		idle += end - e.At
+	}
+	return idle
+}
+
+func lockDelayed(e history.Event) bool {
+	return e.Kind == history.Denied && e.Reason == leasefence.ReasonLockDelay
+}
+
+// freeAt reports whether no lease held events[i]'s resource: the last
+// grant, expiry, release or restart before it is not a grant.
+func freeAt(events []history.Event, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		f := events[j]
+		if f.Kind == history.CoordinatorRestarted {
+			return true
+		}
+		if f.Resource != events[i].Resource {
+			continue
+		}
+		switch f.Kind {
+		case history.Granted:
+			return false
+		case history.Expired, history.Released:
+			return true
+		}
+	}
+	return true
+}
+
+// waitedBefore reports whether a denial of the free resource came before
+// events[i] since the resource was last freed: then the wait began there.
+func waitedBefore(events []history.Event, i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		f := events[j]
+		if f.Kind == history.CoordinatorRestarted {
+			return false
+		}
+		if f.Resource != events[i].Resource {
+			continue
+		}
+		switch f.Kind {
+		case history.Granted, history.Expired, history.Released:
+			return false
+		case history.Denied:
+			if lockDelayed(f) && freeAt(events, j) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func btoi(b bool) int {
@@ -284,6 +365,14 @@ func recordedRuns(t *testing.T) []*recorded {
 			out = append(out, rec)
 		}
 	}
+	// lock-delay with a delay: its idle time.
+	sc := spec.LockDelayScenario()
+	sc.LockDelay = 2 * time.Second
+	rec := newRecorded("sim/lock-delay-2s", sc.Header(harness.Modes))
+	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{Subscribers: []history.Subscriber{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, rec)
 	// gap's script hands the lease over under a stalled holder, so every
 	// mode of it has a takeover; overlap's draws do the rest.
 	out = append(out, realTimeRun(t, "gap", 3*time.Second), realTimeRun(t, "overlap", 2*time.Second))

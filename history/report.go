@@ -133,6 +133,12 @@ type Report struct {
 	// gave up their leases. Whether each landed is in the resource's own
 	// record, and counted with the others.
 	WritesFailed int `json:"writes_failed,omitempty"`
+	// IdleWhileWaitingMS is the availability the lock gave up, in
+	// milliseconds of true time: how long its resources sat with no live
+	// lease while an acquirer the coordinator had denied waited for one
+	// (idleWaits says exactly). A lock-delay buys its protection with it;
+	// without one it is 0 on the simulator.
+	IdleWhileWaitingMS int `json:"idle_while_waiting_ms"`
 	// FaultsPlayed counts the faults the run played (fault_began events,
 	// whatever their kind; not those it could not play).
 	FaultsPlayed int `json:"faults_played,omitempty"`

@@ -56,6 +56,7 @@ var reportRows = []reportRow{
 	{"commits refused", func(r *history.Report) int { return r.CommitsRefused }, false, false},
 	{"writes failed", func(r *history.Report) int { return r.WritesFailed }, true, false},
 	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false, false},
+	{"idle while waiting (ms)", func(r *history.Report) int { return r.IdleWhileWaitingMS }, true, false},
 	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true, false},
 	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false, false},
 	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }, false, false},
