@@ -154,13 +154,20 @@ func Start(ctx context.Context, opts Options) (*Deployment, error) {
 	if bin, err := exec.LookPath("redis-sentinel"); err == nil {
 		sentinel, sentinelArgs = bin, nil
 	}
-	root, err := os.MkdirTemp(opts.Dir, "leasefence-redis-sentinel-")
+	var d *Deployment
+	err = retryTakenPort(func() error {
+		root, err := os.MkdirTemp(opts.Dir, "leasefence-redis-sentinel-")
+		if err != nil {
+			return fmt.Errorf("redisdeploy: %w", err)
+		}
+		d = &Deployment{opts: opts, root: root}
+		if err := d.start(ctx, server, sentinel, sentinelArgs); err != nil {
+			d.Close()
+			return err
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("redisdeploy: %w", err)
-	}
-	d := &Deployment{opts: opts, root: root}
-	if err := d.start(ctx, server, sentinel, sentinelArgs); err != nil {
-		d.Close()
 		return nil, err
 	}
 	return d, nil

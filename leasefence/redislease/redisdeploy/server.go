@@ -92,18 +92,45 @@ func (s *Server) start(ctx context.Context) error {
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		err := cli.Ping(pctx).Err()
+		if err == nil {
+			// Another deployment's server on a port taken from under
+			// this one answers PING too: only this process's own answer
+			// counts.
+			var pid int
+			if pid, err = processID(pctx, cli); err == nil && pid != cmd.Process.Pid {
+				err = fmt.Errorf("process %d answers on %s, not %s's %d", pid, s.Addr(), s.Name, cmd.Process.Pid)
+			}
+		}
 		pcancel()
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("redisdeploy: %s exited at start (%v)%s", s.Name, cmd.ProcessState, s.logTail())
+			tail := s.logTail()
+			if strings.Contains(tail, "Address already in use") {
+				return fmt.Errorf("redisdeploy: %s exited at start: %w%s", s.Name, errPortTaken, tail)
+			}
+			return fmt.Errorf("redisdeploy: %s exited at start (%v)%s", s.Name, cmd.ProcessState, tail)
 		case <-ctx.Done():
 			return fmt.Errorf("redisdeploy: %s did not answer on %s: %w%s", s.Name, s.Addr(), err, s.logTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// processID is the process_id the server answering cli gives of itself.
+func processID(ctx context.Context, cli *redis.Client) (int, error) {
+	info, err := cli.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server gives no process_id")
 }
 
 // Running reports whether the process runs (paused or not).
@@ -136,6 +163,28 @@ func (s *Server) setPartitioned(cut bool) {
 
 // errNotRunning: a fault on a server that is not running.
 var errNotRunning = errors.New("not running")
+
+// errPortTaken: a server's free port was taken between freePorts and the
+// server's bind, by a process of the machine's (a client's connection
+// takes its local port from the same range). A start that meets it is
+// tried again on other ports (startAttempts).
+var errPortTaken = errors.New("its port was taken before it bound it")
+
+// startAttempts is how many times Start and StartServer try, each on ports
+// of their own, when a server's port was taken before it bound it.
+const startAttempts = 3
+
+// retryTakenPort runs start until it succeeds, fails for another reason
+// than a taken port, or has been tried startAttempts times.
+func retryTakenPort(start func() error) error {
+	var err error
+	for range startAttempts {
+		if err = start(); !errors.Is(err, errPortTaken) {
+			return err
+		}
+	}
+	return err
+}
 
 // Pause stops the process (SIGSTOP): it keeps its connections and its
 // port, and answers nothing until Resume.

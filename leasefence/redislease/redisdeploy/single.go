@@ -72,26 +72,33 @@ func StartServer(ctx context.Context, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp(opts.Dir, "leasefence-redis-")
-	if err != nil {
-		return nil, fmt.Errorf("redisdeploy: %w", err)
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		os.RemoveAll(root)
-		return nil, err
-	}
-	s, err := newServer(root, "redis", ports[0], bin, nil, serverConf(ports[0], opts.Persistence))
-	if err == nil {
-		s.owned = root
-		err = s.start(ctx)
-	}
-	if err != nil {
-		if s != nil {
-			s.Close()
-		} else {
-			os.RemoveAll(root)
+	var s *Server
+	err = retryTakenPort(func() error {
+		s = nil
+		root, err := os.MkdirTemp(opts.Dir, "leasefence-redis-")
+		if err != nil {
+			return fmt.Errorf("redisdeploy: %w", err)
 		}
+		ports, err := freePorts(1)
+		if err != nil {
+			os.RemoveAll(root)
+			return err
+		}
+		s, err = newServer(root, "redis", ports[0], bin, nil, serverConf(ports[0], opts.Persistence))
+		if err == nil {
+			s.owned = root
+			err = s.start(ctx)
+		}
+		if err != nil {
+			if s != nil {
+				s.Close()
+			} else {
+				os.RemoveAll(root)
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
