@@ -63,6 +63,8 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"redis-wait-replicas":   {"-1", `--redis-wait-replicas: must be >= 0, got -1`},
 		"redis-wait-timeout":    {"slow", `--redis-wait-timeout: must be a duration such as 950ms or 1.5s, got "slow"`},
 		"redis-watermark":       {"maybe", `--redis-watermark: must be true or false, got "maybe"`},
+		"lock-delays":           {"0,-1s", `--lock-delays: lock_delay: must be in [0, 24h0m0s], got -1s`},
+		"seeds":                 {"0", `--seeds: must be in [1, 1000], got 0`},
 	},
 	"watch": {
 		"speed": {"fast", `--speed: must be a number, got "fast"`},

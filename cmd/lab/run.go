@@ -34,7 +34,10 @@ a self-contained page of the run's timeline. --events writes the run's history
 (JSON Lines: go doc ./cmd/lab), which lab check judges again to the same report.
 --trace sends the run to an OTLP collector (e.g. Jaeger) or a file. --swarm runs
 the scenario the swarm runs for --seed: the command lab swarm prints for a
-failing seed.
+failing seed. --lock-delays 0,1s,2s,4s runs the scenario with each
+lock-delay for --seeds seeds and prints one table of the stale writes landed
+and the idle time each delay gives (try: lab run lock-delay --lock-delays
+0,1s,2s,4s --seeds 5).
 
 Exit status: 0 when nothing broke (the verdict says inconclusive where the run
 left a property untested), 1 when the fenced mode broke an invariant, a lock
@@ -65,6 +68,8 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
 	eventsPath := fs.String("events", "", "also write the run's history, one JSON event a line, to `PATH` (lab check reads it)")
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
+	lockDelays := fs.String("lock-delays", "", "run the scenario with each lock-delay of `LIST` (e.g. 0,1s,2s,4s) on the simulator and print one table of stale writes and idle time")
+	seeds := fs.Int("seeds", 1, "with --lock-delays, run each delay for N seeds from --seed, counts summed")
 	var bf backendFlags
 	bf.register(fs)
 	pos, err := parseArgs(fs, args)
@@ -84,6 +89,21 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	}
 	cfg.json = *asJSON
 	cfg.command = append([]string{"lab", "run"}, args...)
+	if *seeds < 1 || *seeds > 1000 {
+		cfg.removeOutputs()
+		return a.badInput("run", fmt.Errorf("--seeds: must be in [1, 1000], got %d", *seeds))
+	}
+	if *lockDelays != "" {
+		delays, err := parseLockDelays(*lockDelays, cfg.sc)
+		if err == nil && (cfg.real != nil || cfg.html != nil || cfg.events != nil || *trace != "none") {
+			err = errors.New("--lock-delays runs on the simulator and prints one table: no --backend, --html, --events or --trace")
+		}
+		if err != nil {
+			cfg.removeOutputs()
+			return a.badInput("run", err)
+		}
+		return a.sweepLockDelays(ctx, cfg, delays, *seeds)
+	}
 	return a.execute(ctx, cfg)
 }
 
