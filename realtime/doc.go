@@ -70,6 +70,29 @@
 // simulator draws them, so a seed gives the same choices in both modes and
 // in every run; when things happen is real, and not deterministic.
 //
+// # In virtual time
+//
+// Every timed thing the runner does (an agent's timer, a message's delay
+// on the wire, a script's action, a push's delay, a partition's window, a
+// restart) is an entry of one queue (timers.go), fired by one goroutine in
+// the order of its instant, then its agent (the run's own faults first),
+// then the order it was armed in; an entry due at or after the run's end
+// never fires. In real time that is the order things come due in anyway.
+// Inside a testing/synctest bubble (package realtime/virtualtest, for
+// tests: the lab's binary links no package testing) the clock is virtual
+// and many entries come due at one instant: Options.Settle (synctest.Wait)
+// lets each fired entry run until it waits before the next fires, so a
+// seed gives one history, and a minute of a scenario takes a fraction of a
+// second. Nothing else differs: the same agents, fault layer, records and
+// checker, a Redis-based lock on an in-memory Redis reached through its
+// client's Dialer. So that a bubble's clock can go on, nothing of the
+// runner waits on a sync.Mutex while a call to a lock waits on the clock
+// (a restart waits for the calls it concerns on a channel-based lock,
+// rwGate); a lock that does (a mutex held across a sleep, a real socket)
+// stops the bubble's clock, and Abandon, called from outside the bubble
+// once Fired stands still on the wall clock, ends the run naming the calls
+// under way, the scenario and the seed, with its history kept.
+//
 // # Across a network
 //
 // On the http store (realtime/httpstore) every resource is a server of its own, fencehttp.Require

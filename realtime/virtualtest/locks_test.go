@@ -105,3 +105,12 @@ func (l socketLock) Acquire(ctx context.Context, _, _ string, _ time.Duration) (
 	_, err = c.Read(make([]byte, 1))
 	return nil, err
 }
+
+// blockedLock's Acquire waits on a channel nothing sends on, heeding no
+// context: blocked durably, for good.
+type blockedLock struct{}
+
+func (blockedLock) Acquire(context.Context, string, string, time.Duration) (realtime.Lease, error) {
+	<-make(chan struct{})
+	return nil, nil
+}

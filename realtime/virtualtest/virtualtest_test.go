@@ -99,11 +99,13 @@ func TestRestartBesideCallsThatWait(t *testing.T) {
 	}
 }
 
-// A lock that holds a sync.Mutex across a wait on the clock blocks the
-// bubble for good (a goroutine waiting on the mutex is not durably
-// blocked, so the clock stops): the run is abandoned on the wall clock,
-// and its failure names the scenario, the seed and the calls under way,
-// with the history recorded until then.
+// A lock that holds a sync.Mutex across a wait on the clock, or waits on
+// a real socket, blocks the bubble for good (a goroutine waiting on
+// either is not durably blocked, so the clock stops): the run is abandoned
+// on the wall clock, and its failure names the scenario, the seed and the
+// calls under way, with the history recorded until then. A call that
+// blocks durably (on a channel, heeding no context) ends the run after
+// its grace, in virtual time.
 func TestBlockedBubbleIsNamed(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,11 +113,13 @@ func TestBlockedBubbleIsNamed(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	for _, tc := range []struct {
-		name string
-		lock realtime.Lock
+		name    string
+		lock    realtime.Lock
+		stalled bool // the clock stops; else the call blocks durably, and its grace runs out
 	}{
-		{"mutex", &sleepyLock{wait: time.Millisecond, mutexAcross: true}},
-		{"socket", socketLock{addr: ln.Addr().String()}},
+		{"mutex", &sleepyLock{wait: time.Millisecond, mutexAcross: true}, true},
+		{"socket", socketLock{addr: ln.Addr().String()}, true},
+		{"channel", blockedLock{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			begun := time.Now()
@@ -124,11 +128,15 @@ func TestBlockedBubbleIsNamed(t *testing.T) {
 				t.Errorf("the run took %v to be abandoned, with a 500ms watchdog", took)
 			}
 			var never *realtime.NeverReturnedError
-			if !errors.As(o.Err, &never) || !never.Stalled || len(never.Calls) == 0 {
-				t.Fatalf("err %v: want a stalled run, with the calls under way", o.Err)
+			if !errors.As(o.Err, &never) || never.Stalled != tc.stalled || len(never.Calls) == 0 {
+				t.Fatalf("err %v: want a run with calls that never returned (stalled: %v)", o.Err, tc.stalled)
+			}
+			why := "after the run's end"
+			if tc.stalled {
+				why = "clock stopped"
 			}
 			msg := o.Err.Error()
-			for _, want := range []string{"scenario overlap", "seed 1", "Acquire of res-1", "(mode " + tc.name + ")", "clock stopped"} {
+			for _, want := range []string{"scenario overlap", "seed 1", "Acquire of res-1", "(mode " + tc.name + ")", why} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("the failure %q does not say %q", msg, want)
 				}
