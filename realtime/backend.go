@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver behind the sqlite store
-
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/registry"

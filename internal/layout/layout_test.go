@@ -3,6 +3,8 @@ package layout_test
 import (
 	"errors"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
@@ -178,6 +180,46 @@ func TestRealtimeLinksNoAdapter(t *testing.T) {
 			t.Errorf("realtime links its adapter %s", d)
 		}
 	}
+}
+
+// The real-time core imports no store driver: what a store speaks to its
+// database is its adapter's, which imports the driver and registers the
+// store. So the core imports nothing beyond the standard library and the
+// lab's own packages, and nothing for its side effects alone (a blank
+// import is how a driver registers itself).
+func TestRealtimeCoreImportsNoDriver(t *testing.T) {
+	pkg := source(t, "realtime")
+	if !slices.Contains(pkg.Imports, lab+"agent") {
+		t.Fatalf("realtime imports %v, no agent: the listing is not realtime's", pkg.Imports)
+	}
+	for _, p := range pkg.Imports {
+		if !strings.HasPrefix(p, lab) && strings.Contains(strings.Split(p, "/")[0], ".") {
+			t.Errorf("realtime imports %s, a module beyond the standard library: a driver is its adapter's to import", p)
+		}
+	}
+	fset := token.NewFileSet()
+	for _, name := range pkg.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if imp.Name != nil && imp.Name.Name == "_" {
+				t.Errorf("%s imports %s for its side effects: an adapter registers what it needs", fset.Position(imp.Pos()), imp.Path.Value)
+			}
+		}
+	}
+}
+
+// source is the package of ours at rel (from the module's root), its
+// tests left out.
+func source(t *testing.T, rel string) *build.Package {
+	t.Helper()
+	pkg, err := build.ImportDir(filepath.Join("..", "..", filepath.FromSlash(rel)), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkg
 }
 
 // The lab's binary links no testing package, and nothing of ours from a
