@@ -416,7 +416,10 @@
 // unless the gate is wrong), mutual_exclusion_violations (a grant while an
 // earlier lease on the resource ran: a violation in any mode), takeovers
 // (grants of a resource whose earlier lease was not released: what puts
-// exclusion to the test), admitted_below_own_floor (a gate admitted a
+// exclusion to the test), idle_while_waiting_ms (how long resources sat
+// with no live lease while an acquirer the coordinator had refused for
+// lock-delay waited: what a lock-delay costs; 0 without one),
+// admitted_below_own_floor (a gate admitted a
 // fence below one it had admitted; only when not 0; always 0 unless the
 // gate is wrong), and, with forgers (--resource http),
 // forgeries_refused, forgeries_landed and forged_floors_moved (a forged
