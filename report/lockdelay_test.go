@@ -32,3 +32,27 @@ func TestLockDelayTable(t *testing.T) {
 		}
 	}
 }
+
+// The sweep's page has the table's rows and a plot with a point per
+// lock-delay: the naive stale writes fall from the top to the axis, the
+// idle time rises from the axis to the top.
+func TestLockDelayHTML(t *testing.T) {
+	rows := []history.LockDelayRow{
+		{LockDelay: 0, Modes: map[history.Mode]history.LockDelayCounts{history.Naive: {StaleWritesLanded: 10}}},
+		{LockDelay: time.Second, Modes: map[history.Mode]history.LockDelayCounts{history.Naive: {IdleWhileWaitingMS: 5000}}},
+	}
+	var b strings.Builder
+	if err := report.LockDelayHTML(&b, "lock-delay", 1, time.Minute, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<td>0s</td><td>10</td><td>0ms</td>`,
+		`<td>1s</td><td>0</td><td>5.000s</td>`,
+		`<polyline class="stale" points="30.0,30.0 530.0,190.0 "/>`,
+		`<polyline class="idle" points="30.0,190.0 530.0,30.0 "/>`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in\n%s", want, b.String())
+		}
+	}
+}

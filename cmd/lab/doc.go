@@ -43,7 +43,7 @@
 //
 //	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH] [--events PATH]
 //	        [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none] [--swarm] [knob flags]
-//	lab run [scenario|file] --lock-delays LIST [--seeds N] [--json] [knob flags]
+//	lab run [scenario|file] --lock-delays LIST [--seeds N] [--json] [--html PATH] [knob flags]
 //
 // One run, as fast as it goes. The text report has a column of counters
 // per mode, the first counterexamples of each mode (when, which resource,
@@ -86,7 +86,8 @@
 // lock-delay (its lock_delay) for --seeds seeds from --seed, and prints one
 // table (--json: its rows) of what each delay buys and costs, per mode
 // summed over the seeds: stale writes landed, idle time while someone
-// waited (idle_while_waiting_ms) and writes landed. The built-in lock-delay
+// waited (idle_while_waiting_ms) and writes landed; --html writes the table
+// and a plot of the trade-off to a page. The built-in lock-delay
 // is made for it: its naive mode is a resource that cannot check a fence.
 //
 // # Real backends

@@ -31,11 +31,22 @@ func parseLockDelays(s string, sc spec.Scenario) ([]time.Duration, error) {
 }
 
 // sweepLockDelays is `lab run SCENARIO --lock-delays LIST`: the scenario
-// run on the simulator with each lock-delay for seeds seeds, as one table.
+// run on the simulator with each lock-delay for seeds seeds, as one table
+// (and, with --html, a page of it with a plot).
 func (a *app) sweepLockDelays(ctx context.Context, cfg *runConfig, delays []time.Duration, seeds int) int {
 	rows, err := harness.SweepLockDelay(ctx, cfg.sc, delays, seeds, cfg.modes...)
 	if err != nil {
 		return a.badInput("run", err)
+	}
+	if cfg.html != nil {
+		err := report.LockDelayHTML(cfg.html, cfg.sc.Name, seeds, cfg.sc.Duration, rows)
+		if cerr := cfg.html.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "lab run: --html: %v\n", err)
+			return exitFailed
+		}
 	}
 	if cfg.json {
 		enc := json.NewEncoder(a.stdout)

@@ -95,8 +95,8 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	}
 	if *lockDelays != "" {
 		delays, err := parseLockDelays(*lockDelays, cfg.sc)
-		if err == nil && (cfg.real != nil || cfg.html != nil || cfg.events != nil || *trace != "none") {
-			err = errors.New("--lock-delays runs on the simulator and prints one table: no --backend, --html, --events or --trace")
+		if err == nil && (cfg.real != nil || cfg.events != nil || *trace != "none") {
+			err = errors.New("--lock-delays runs on the simulator and prints one table: no --backend, --events or --trace")
 		}
 		if err != nil {
 			cfg.removeOutputs()
