@@ -63,6 +63,13 @@ var (
 		What: "the lab coordinator's clock drift, --coordinator-drift-ppm", Kind: Contenders,
 		In: func(sc spec.Scenario) bool { return sc.Clocks.CoordinatorDriftPPM != 0 }}
 
+	// LockDelay is the coordinator's lock-delay (lock_delay). Only the
+	// simulator's coordinator is given it; the real-time backends'
+	// coordinators are not, and would run without it, so they refuse it
+	// rather than report a run with no delay as one with.
+	LockDelay = &Feature{Field: "lock_delay", Name: "lock-delay", What: "the coordinator's lock-delay (lock_delay), which the simulator plays",
+		Kind: Backends, In: func(sc spec.Scenario) bool { return sc.LockDelay > 0 }}
+
 	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (redis.faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
 	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (redis.faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)
 	PartitionPrimary = fault(spec.FaultPartitionPrimary, "partitions of the Redis primary from its replicas (redis.faults, do: partition_primary)", Backends, spec.ErrNeedsSentinel)
@@ -71,7 +78,7 @@ var (
 // Features lists every feature: one per fault kind of spec.Faults, and
 // the others.
 var Features = []*Feature{OverTheWire, PartitionMember, PauseMember, PauseLeader, EtcdMembers, Crashes, Interventions,
-	Partitions, Restarts, Drops, Push, CoordinatorDrift, PausePrimary, KillPrimary, PartitionPrimary}
+	Partitions, Restarts, Drops, Push, CoordinatorDrift, PausePrimary, KillPrimary, PartitionPrimary, LockDelay}
 
 // MemberFaults are the features of the etcd member faults (spec.MemberFaults).
 var MemberFaults = []*Feature{PartitionMember, PauseMember, PauseLeader}

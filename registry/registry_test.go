@@ -86,6 +86,15 @@ func TestCanPlay(t *testing.T) {
 		!strings.Contains(err.Error(), "agents process cannot play the gate push") {
 		t.Errorf("push as processes: %v", err)
 	}
+	// A lock-delay is the simulator coordinator's only: a real-time
+	// backend refuses it rather than run without it.
+	sc = builtin(t, "lock-delay")
+	sc.LockDelay = time.Second
+	for _, b := range registry.All(registry.Backends) {
+		if err := b.CanPlay(sc); (b.Name == registry.Sim) != (err == nil) {
+			t.Errorf("backend %s on lock_delay: %v", b.Name, err)
+		}
+	}
 }
 
 func TestRunsOn(t *testing.T) {
