@@ -2,10 +2,9 @@ package realtime
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"time"
 
+	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -87,32 +86,53 @@ func floorsLostWithBackend(st Store) bool {
 	return ok && fk.FloorsLostWithBackend()
 }
 
-// The coordinator's key id and issuer name in the proofs of a run on
-// HTTPStore. The key itself is generated for each store.
-const (
-	HTTPKeyID  = "lab-run"
-	HTTPIssuer = "leasefence-lab"
+// ForgingStore is a Store whose resources take a proof with each write
+// (http): a writer with no lease can present one it made up, so a
+// scenario's forgers (spec.Forgery) have something to attack. The runner
+// asks the store for it when the scenario has forgers: the forgers' pace,
+// their writes and the history's events are the runner's; the proofs, and
+// what a refusal of one looks like, are the store's.
+type ForgingStore interface {
+	// Forge makes up the lease a forger presents for claim (the forger's
+	// name as its holder, the resource, the highest fence there is), of
+	// kind. genuine returns the newest lease the coordinator granted at
+	// claim's resource or, with other, at any other resource: what a
+	// forger that sniffed the wire tampers with or replays. ok is false
+	// while there is nothing to work from yet (no genuine proof seen).
+	Forge(kind spec.Forgery, claim leasefence.Token, genuine func(other bool) (leasefence.Lease, bool)) (l leasefence.Lease, ok bool, err error)
+	// Refusal says how a resource turned a forged write away, as the
+	// history records it ("409 Conflict"); ok is false when err is no
+	// refusal (the write's fate is unknown).
+	Refusal(err error) (why string, ok bool)
+}
+
+// ProvingStore is a Store whose resources verify the proof a write
+// carries (http): the coordinator signs every grant with its Prover.
+type ProvingStore interface {
+	Prover() leasefence.Prover
+}
+
+// What a write to a resource across a network carries in its context:
+// the writer's lease, whose proof the resource is shown, and the delay the
+// write meets on the wire (the runner's fault layer). The store's
+// transport sends the proof, and holds the request that long before
+// sending it, after the writer's check passed, as a slow network would.
+
+type (
+	leaseKey     struct{}
+	wireDelayKey struct{}
 )
 
-// HTTPError is a resource's answer, across a network, to a write that is
-// neither a success nor a refusal by its gate: 428 (no proof), 401 (a
-// proof that failed verification), 403 (a genuine proof for another
-// resource), or worse.
-type HTTPError struct {
-	Status  int
-	Message string
+// WithLease is ctx carrying the lease a write is made under.
+func WithLease(ctx context.Context, l leasefence.Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
 }
 
-func (e *HTTPError) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+// WriteLease is the lease ctx carries, if any (see WithLease).
+func WriteLease(ctx context.Context) (leasefence.Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(leasefence.Lease)
+	return l, ok
 }
-
-// The fault layer on the wire to a resource across a network: the runner
-// puts the delay a write meets in the write's context, and the store's
-// transport holds the request that long before sending it, after the
-// writer's check passed, as a slow network would.
-
-type wireDelayKey struct{}
 
 // WithWireDelay is ctx carrying wire delay d (none for d <= 0).
 func WithWireDelay(ctx context.Context, d time.Duration) context.Context {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
-	"github.com/leasefence/lab/leasefence/fencetoken"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
@@ -233,11 +232,11 @@ func Open(ctx context.Context, c Config, sc spec.Scenario) (*Setup, error) {
 	return s, nil
 }
 
-// Prover is what signs the coordinator's grants: the store's signer when
-// the store verifies proofs (http), else nil.
+// Prover is what signs the coordinator's grants: the store's when the
+// store verifies proofs (ProvingStore), else nil.
 func (s *Setup) Prover() leasefence.Prover {
-	if p, ok := s.Store.(interface{ Signer() *fencetoken.Signer }); ok {
-		return p.Signer()
+	if p, ok := s.Store.(ProvingStore); ok {
+		return p.Prover()
 	}
 	return nil
 }

@@ -97,15 +97,16 @@
 //
 // On the http store (realtime/httpstore) every resource is a server of its own, fencehttp.Require
 // in front of its gate, and the coordinator signs each grant's proof
-// (the store's Signer as the backend's Prover). An agent's write carries
-// its lease in the request's context, whose proof fencehttp.Transport
-// stamps on the request; a refusal comes back 409 and is read as the
-// gate's own error. network.write_delay holds each write request on the
-// wire before it reaches the server (a stream of its own per agent, so
-// both modes draw the same delays). Forgers (forger.go) write beside the
-// agents with proofs they made up; their refusals are events, their
-// landings come from the resource's record like any other. Forgers and a
-// write delay are refused on any other store (spec.ErrOverTheWire).
+// (the store is a ProvingStore: its Prover is the backend's). An agent's
+// write carries its lease in its context (WithLease), whose proof the
+// store's transport stamps on the request; a refusal comes back 409 and is
+// read as the gate's own error. network.write_delay holds each write
+// request on the wire before it reaches the server (a stream of its own
+// per agent, so both modes draw the same delays). Forgers (forger.go)
+// write beside the agents with proofs the store makes up (ForgingStore);
+// their refusals are events, their landings come from the resource's
+// record like any other. The core itself knows no proof's format. Forgers
+// and a write delay are refused on any other store (spec.ErrOverTheWire).
 //
 // # Time scale
 //

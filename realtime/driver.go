@@ -14,7 +14,6 @@ import (
 	"github.com/leasefence/lab/agent"
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
-	"github.com/leasefence/lab/leasefence/fencehttp"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -187,7 +186,7 @@ func (d *driver) write(t leasefence.Token, ri int) {
 	}
 	delay := d.w.r.sc.Network.WriteDelay.Sample(d.wireDelays)
 	d.w.r.spawn(func(ctx context.Context) {
-		ctx = WithWireDelay(fencehttp.WithLease(ctx, lease), delay)
+		ctx = WithWireDelay(WithLease(ctx, lease), delay)
 		fate, call, err := d.w.land(ctx, tmpl, t, ri)
 		switch {
 		case ctx.Err() != nil:

@@ -30,12 +30,12 @@ var arrows = map[string][]string{
 	"harness": {"leasefence", "agent", "spec", "history", "registry", "liveview"},
 	// The real-time runner names none of its adapters: each is a package
 	// of its own below it, and registers itself with the registry.
-	"realtime":                   {"leasefence", "agent", "spec", "history", "registry", "liveview", "leasefence/fencehttp", "leasefence/fencetoken"},
+	"realtime":                   {"leasefence", "agent", "spec", "history", "registry", "liveview"},
 	"realtime/etcdcluster":       {"leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/etcdbackend":       {"leasefence", "realtime", "spec", "history", "registry", "realtime/etcdcluster", "leasefence/etcdlease", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/redisbackend":      {"leasefence", "realtime", "spec", "history", "registry", "leasefence/redislease", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/sqlitestore":       {"leasefence", "realtime", "history", "registry", "leasefence/sqlgate", "internal/scratch"},
-	"realtime/httpstore":         {"leasefence", "realtime", "history", "registry", "leasefence/fencehttp", "leasefence/fencetoken"},
+	"realtime/httpstore":         {"leasefence", "realtime", "spec", "history", "registry", "leasefence/fencehttp", "leasefence/fencetoken"},
 	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
@@ -207,6 +207,22 @@ func TestRealtimeCoreImportsNoDriver(t *testing.T) {
 			if imp.Name != nil && imp.Name.Name == "_" {
 				t.Errorf("%s imports %s for its side effects: an adapter registers what it needs", fset.Position(imp.Pos()), imp.Path.Value)
 			}
+		}
+	}
+}
+
+// The real-time core speaks no store's language: the proofs a store
+// checks, and the forgers' made-up ones, are its adapter's (httpstore's,
+// through realtime.ForgingStore and ProvingStore). So the core imports
+// none of the library's modules but its contract, leasefence.
+func TestRealtimeCoreImportsNoFence(t *testing.T) {
+	pkg := source(t, "realtime")
+	if !slices.Contains(pkg.Imports, lab+"leasefence") {
+		t.Fatalf("realtime imports %v, no leasefence: the listing is not realtime's", pkg.Imports)
+	}
+	for _, p := range pkg.Imports {
+		if strings.HasPrefix(p, lab+"leasefence/") {
+			t.Errorf("realtime imports %s: what a store checks is its adapter's", p)
 		}
 	}
 }

@@ -41,6 +41,7 @@ import (
 // port.
 type HTTPStore struct {
 	signer   *fencetoken.Signer
+	forger   *fencetoken.Signer // the forgers' own key (Forge)
 	verifier *fencetoken.Verifier
 	check    func(http.Handler) http.Handler
 	client   *http.Client
@@ -65,11 +66,15 @@ func NewHTTPStore(opts HTTPOptions) (*HTTPStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("realtime: http store: %w", err)
 	}
-	signer, err := fencetoken.NewSigner(priv, realtime.HTTPKeyID, realtime.HTTPIssuer)
+	signer, err := fencetoken.NewSigner(priv, keyID, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: http store: %w", err)
 	}
-	verifier, err := fencetoken.NewVerifier(realtime.HTTPIssuer, map[string]ed25519.PublicKey{realtime.HTTPKeyID: pub})
+	verifier, err := fencetoken.NewVerifier(issuer, map[string]ed25519.PublicKey{keyID: pub})
+	if err != nil {
+		return nil, fmt.Errorf("realtime: http store: %w", err)
+	}
+	forger, err := forgerKey()
 	if err != nil {
 		return nil, fmt.Errorf("realtime: http store: %w", err)
 	}
@@ -79,13 +84,16 @@ func NewHTTPStore(opts HTTPOptions) (*HTTPStore, error) {
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 64
-	s := &HTTPStore{signer: signer, verifier: verifier, check: check(verifier), base: base}
+	s := &HTTPStore{signer: signer, forger: forger, verifier: verifier, check: check(verifier), base: base}
 	s.client = &http.Client{Transport: fencehttp.Transport{Base: wireDelay{base: base}}}
 	return s, nil
 }
 
 // Signer is the coordinator's Prover: it signs every grant's proof.
 func (s *HTTPStore) Signer() *fencetoken.Signer { return s.signer }
+
+// Prover implements realtime.ProvingStore: the store's Signer.
+func (s *HTTPStore) Prover() leasefence.Prover { return s.signer }
 
 // Verifier is the servers' verifier; its Refused counts the proofs they
 // turned away.
@@ -166,7 +174,7 @@ type httpResource struct {
 }
 
 // Commit sends the write to the server's gate, under the proof of the
-// lease in ctx (fencehttp.WithLease): the gate judges the token the proof
+// lease in ctx (realtime.WithLease): the gate judges the token the proof
 // carries, not t. A refusal comes back as the gate's own error
 // (fencehttp.Refusal).
 func (r *httpResource) Commit(ctx context.Context, _ leasefence.Token, id uint64) error {
@@ -178,7 +186,12 @@ func (r *httpResource) Write(ctx context.Context, _ leasefence.Token, id uint64)
 	return r.post(ctx, "/write", id)
 }
 
+// post sends write id to path, the proof of the lease in ctx
+// (realtime.WithLease) in its header (fencehttp.Transport).
 func (r *httpResource) post(ctx context.Context, path string, id uint64) error {
+	if l, ok := realtime.WriteLease(ctx); ok {
+		ctx = fencehttp.WithLease(ctx, l)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+path+"?id="+strconv.FormatUint(id, 10), nil)
 	if err != nil {
 		return err
@@ -195,7 +208,7 @@ func (r *httpResource) post(ctx context.Context, path string, id uint64) error {
 		return nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return &realtime.HTTPError{Status: resp.StatusCode, Message: strings.TrimSpace(string(body))}
+	return &statusError{Status: resp.StatusCode, Message: strings.TrimSpace(string(body))}
 }
 
 func writeID(w http.ResponseWriter, req *http.Request) (uint64, bool) {
