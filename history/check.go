@@ -32,6 +32,7 @@ type Checker struct {
 	writes          writeCounts
 	exclusion       *exclusion
 	idle            *idleWaits
+	coverage        *coverage
 }
 
 // writeCounts are the writes at each resource as they were folded in:
@@ -47,7 +48,7 @@ type writeCounts struct {
 // header h.
 func NewChecker(h *Header, mode Mode) *Checker {
 	return &Checker{h: h, mode: mode, read: NewReader(h), digest: newDigest(), rules: newRuleState(h), exclusion: newExclusion(h),
-		idle:   newIdleWaits(len(h.Resources)),
+		idle: newIdleWaits(len(h.Resources)), coverage: newCoverage(h),
 		writes: writeCounts{per: make([]ResourceReport, len(h.Resources))}}
 }
 
@@ -71,6 +72,7 @@ func (c *Checker) Add(e *Event) {
 	c.rule(e)
 	c.exclusion.add(e)
 	c.idle.add(e)
+	c.coverage.add(e, c.read)
 	switch e.Kind {
 	case CommitAdmitted, WriteLanded, CommitRefused:
 		c.wrote(c.read.LastWrite())
@@ -130,7 +132,7 @@ func (c *Checker) wrote(w *Write) {
 		n.stale++
 		n.cx.add(Counterexample{Kind: StaleWrite, AtMS: ms(w.At), Resource: c.resourceName(w.Resource),
 			Holder: c.agentName(w.Agent), Fence: w.Fence, Other: c.agentName(w.FloorAgent), OtherFence: w.FloorFence,
-			Detail: staleDetail(w)})
+			Detail: staleDetail(w, c.h.FenceWord(c.mode))})
 	}
 }
 
@@ -200,8 +202,9 @@ func (c *Checker) Report() *Report {
 	r.PerResource = j.per
 	r.Counterexamples, r.MoreCounterexamples = j.cx.list()
 	j.forgeries()
+	var stale []string // the write path's violation, apart from the lock's own
 	if c.h.Fenced(c.mode) {
-		r.Violations = c.violations(r)
+		stale, r.Violations = c.violations(r)
 	}
 	if r.MutualExclusionViolations > 0 {
 		// The lock's own safety, whatever the discipline: no fence makes
@@ -213,8 +216,10 @@ func (c *Checker) Report() *Report {
 		r.Violations = append(r.Violations, Plural(r.UnexplainedLandings, "write", "writes")+UnexplainedLandingViolation)
 	}
 	if r.UnexplainedReleases > 0 {
-		r.Violations = append(r.Violations, Plural(r.UnexplainedReleases, "release", "releases")+
-			" granted by the coordinator of a lease no longer live")
+		r.Violations = append(r.Violations, c.releaseViolation(r.UnexplainedReleases))
+	}
+	if r.RenewalsAfterEnd > 0 {
+		r.Violations = append(r.Violations, Plural(r.RenewalsAfterEnd, "renewal", "renewals")+RenewContractViolation)
 	}
 	for _, d := range c.libraryErrors {
 		r.Violations = append(r.Violations, LibraryErrorViolation+d)
@@ -226,7 +231,30 @@ func (c *Checker) Report() *Report {
 		r.Violations = append(r.Violations, fmt.Sprintf("%s%s (the first: %s)",
 			Plural(n, "event", "events"), UnreadableViolation, c.firstUnreadable))
 	}
+	r.Findings = c.findings(r, slices.Clone(r.Violations))
+	r.Violations = append(stale, r.Violations...)
 	return r
+}
+
+// RenewContractViolation follows the count of the renewals the lock
+// answered OK though sent after their lease had ended.
+const RenewContractViolation = " sent after the lease had ended answered OK (the lease contract: Renew of a lease " +
+	"no longer live returns an error matching ErrNotHeld)"
+
+// ReleaseContractViolation follows the count of the releases a contender's
+// lock answered nil for a lease the record shows no longer live: the Lease
+// contract is an error matching ErrNotHeld (realtime.Lease).
+const ReleaseContractViolation = " answered nil for a lease no longer live (the lease contract: Release of a lease " +
+	"no longer live returns an error matching ErrNotHeld)"
+
+// releaseViolation names n releases of leases no longer live: a lock run
+// in place of the lab's coordinator broke its lease contract; the lab's
+// own coordinator granted what it should have refused.
+func (c *Checker) releaseViolation(n int) string {
+	if c.h.Contender(c.mode).Generations != "" {
+		return Plural(n, "release", "releases") + ReleaseContractViolation
+	}
+	return Plural(n, "release", "releases") + " granted by the coordinator of a lease no longer live"
 }
 
 // ExclusionViolation follows the count of the mutual-exclusion
@@ -323,11 +351,11 @@ func (j *judgement) writes() {
 	}
 }
 
-func staleDetail(w *Write) string {
+func staleDetail(w *Write, fence string) string {
 	if w.Fence >= w.FloorFence {
-		return fmt.Sprintf("fence %d landed after fence %d of a newer lease generation had landed, with no error", w.Fence, w.FloorFence)
+		return fmt.Sprintf("%s %d landed after %s %d of a newer lease generation had landed, with no error", fence, w.Fence, fence, w.FloorFence)
 	}
-	return fmt.Sprintf("fence %d landed after fence %d had landed, with no error", w.Fence, w.FloorFence)
+	return fmt.Sprintf("%s %d landed after %s %d had landed, with no error", fence, w.Fence, fence, w.FloorFence)
 }
 
 // overlaps counts pairs of holders acting as holder of one resource at one
@@ -435,6 +463,10 @@ func (j *judgement) rules() {
 	j.r.AdmittedBelowPush = s.belowPush
 	j.r.AdmittedBelowOwnFloor = s.belowOwnFloor
 	j.cx.merge(&s.cx)
+	j.r.RenewalsAfterEnd = j.c.coverage.renewedLate
+	for _, e := range j.c.coverage.renewedLateCx {
+		j.cx.add(e)
+	}
 	x := j.c.exclusion
 	j.r.MutualExclusionViolations = x.n
 	j.r.Takeovers = x.takeovers
@@ -458,11 +490,11 @@ func (j *judgement) forgeries() {
 }
 
 // violations names the invariants the fenced mode promises under the
-// header's assumptions and r shows broken.
-func (c *Checker) violations(r *Report) []string {
-	var v []string
+// header's assumptions and r shows broken: the stale writes landed through
+// the gate (the write path's), and the others.
+func (c *Checker) violations(r *Report) (stale, v []string) {
 	if r.StaleWritesLanded > 0 {
-		v = append(v, Plural(r.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
+		stale = append(stale, Plural(r.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
 	}
 	if r.ContainmentBreaches > 0 && c.h.Clocks.WithinBudget {
 		v = append(v, Plural(r.ContainmentBreaches, "containment breach", "containment breaches")+" with drift inside the skew budget")
@@ -491,7 +523,7 @@ func (c *Checker) violations(r *Report) []string {
 	if r.ForgedFloorsMoved > 0 {
 		v = append(v, Plural(r.ForgedFloorsMoved, "floor", "floors")+" moved by a forger")
 	}
-	return v
+	return stale, v
 }
 
 // counterexamples keeps the first MaxCounterexamples of each kind, and

@@ -74,6 +74,21 @@ func (h *Header) LateGrant(m Mode, g, newest leasefence.Fence) bool {
 	return h.Contender(m).Generations != "" && g < newest
 }
 
+// FenceWord is what the numbers that name mode m's lease generations
+// are called where they are printed: "fence" when they are fences (the
+// lab's coordinator's, or the lock's own), "generation" when they are an
+// order the lock never handed its holders (its server's, or the order in
+// which the lab saw the grants): those are never the lock's fence.
+func (h *Header) FenceWord(m Mode) string { return h.Contender(m).FenceWord() }
+
+// FenceWord is Header.FenceWord of the mode c describes.
+func (c Contender) FenceWord() string {
+	if c.Generations == "" || c.Generations == "fence" {
+		return "fence"
+	}
+	return "generation"
+}
+
 // Fenced reports whether mode m writes through the gate with its fence,
 // and so is held to the fenced invariants.
 func (h *Header) Fenced(m Mode) bool { return h.Contender(m).Discipline == DisciplineFenced }

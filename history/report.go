@@ -63,7 +63,7 @@ func (r *Result) Failed() bool {
 func (r *Result) Vacuous() bool {
 	fenced := false
 	for _, rep := range r.Modes {
-		if rep.fenced() {
+		if rep.Fenced() {
 			fenced = true
 			if rep.Vacuous {
 				return true
@@ -81,10 +81,10 @@ func (r *Result) Vacuous() bool {
 	return len(r.Modes) > 0
 }
 
-// fenced reports whether the report's contender wrote through the gate:
+// Fenced reports whether the report's contender wrote through the gate:
 // its Contender says so, or, for a report that describes none, its mode
 // is the lab's fenced.
-func (r *Report) fenced() bool {
+func (r *Report) Fenced() bool {
 	if r.Contender.Discipline == "" {
 		return r.Mode == Fenced
 	}
@@ -212,6 +212,11 @@ type Report struct {
 	// lease it had already let go (expired or released), or of one never
 	// granted. Always 0 unless the coordinator is wrong.
 	UnexplainedReleases int `json:"unexplained_releases,omitempty"`
+	// RenewalsAfterEnd counts renewals the lock answered OK that were
+	// sent after the record shows their lease had ended (expired,
+	// released, taken over or forgotten): the lease contract says an
+	// error matching ErrNotHeld. A violation of any mode.
+	RenewalsAfterEnd int `json:"renewals_after_end,omitempty"`
 	// RefusedWritesLanded counts writes the runner reported refused that
 	// the resource's record has landed. Always 0 unless the gate is wrong.
 	RefusedWritesLanded int `json:"refused_writes_landed,omitempty"`
@@ -249,6 +254,9 @@ type Report struct {
 	// mutual-exclusion violations and each error the library returned
 	// that it never should (any mode).
 	Violations []string `json:"violations,omitempty"`
+	// Findings are the verdict in three parts: the lock's own safety, the
+	// write path and what the run exercised.
+	Findings Findings `json:"findings"`
 }
 
 // ResourceReport is the per-resource part of a Report.
@@ -281,6 +289,10 @@ const (
 	RefusedWriteLanded CounterexampleKind = "refused-write-landed" // a write reported refused that landed
 	AdmittedBelowPush  CounterexampleKind = "admitted-below-push"  // admitted under a fence below a pushed one
 	AdmittedBelowFloor CounterexampleKind = "admitted-below-floor" // admitted under a fence below one the gate admitted
+	// RenewedAfterEnd: the lock answered OK a renewal sent after the
+	// lease had ended: the lease contract says it is an error matching
+	// ErrNotHeld.
+	RenewedAfterEnd CounterexampleKind = "renewed-after-end"
 	// MutualExclusionViolation: the lock granted a resource while an
 	// earlier lease on it had neither been released nor expired.
 	MutualExclusionViolation CounterexampleKind = "mutual-exclusion-violation"

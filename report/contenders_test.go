@@ -15,11 +15,19 @@ import (
 func TestContenderVerdicts(t *testing.T) {
 	redsync := history.Contender{Name: "redsync", Library: "github.com/go-redsync/redsync/v4", Version: "v4.18.1", Discipline: history.DisciplineNaive, Generations: "observed"}
 	mutex := history.Contender{Name: "etcd-mutex-fenced", Library: "go.etcd.io/etcd/client/v3/concurrency", Fence: true, Discipline: history.DisciplineFenced}
+	finding := func(lock, writes string) history.Findings {
+		return history.Findings{Lock: history.Finding{Verdict: lock, Reason: "the lock: " + lock},
+			Writes: history.Finding{Verdict: writes, Reason: "the writes: " + writes}, Coverage: history.Finding{Verdict: history.FindingHeld,
+				Reason: "covered", Counts: &history.CoverageCounts{Takeovers: 2}}}
+	}
 	res := &history.Result{Scenario: "s", Modes: map[history.Mode]*history.Report{
 		history.Fenced: {Mode: history.Fenced, Contender: history.Contender{Name: history.Fenced, Library: history.LabLibrary, Fence: true,
-			Discipline: history.DisciplineFenced}, CommitsAdmitted: 3, CommitsRefused: 2},
-		"redsync":           {Mode: "redsync", Contender: redsync, CommitsAdmitted: 5, StaleWritesLanded: 3, SilentOverlaps: 2, MutualExclusionViolations: 1},
-		"etcd-mutex-fenced": {Mode: "etcd-mutex-fenced", Contender: mutex, CommitsAdmitted: 4, Violations: []string{"1 stale write landed through the gate"}},
+			Discipline: history.DisciplineFenced}, CommitsAdmitted: 3, CommitsRefused: 2, Takeovers: 2,
+			Findings: finding(history.FindingHeld, history.FindingHeld)},
+		"redsync": {Mode: "redsync", Contender: redsync, CommitsAdmitted: 5, StaleWritesLanded: 3, SilentOverlaps: 2, MutualExclusionViolations: 1,
+			Findings: finding(history.FindingHeld, history.FindingBroken)},
+		"etcd-mutex-fenced": {Mode: "etcd-mutex-fenced", Contender: mutex, CommitsAdmitted: 4, Violations: []string{"1 stale write landed through the gate"},
+			Findings: finding(history.FindingHeld, history.FindingBroken)},
 	}}
 	var b bytes.Buffer
 	if err := JSON(&b, res, Stop{}, Runner{Backend: "memory"}); err != nil {
@@ -49,6 +57,8 @@ func TestContenderVerdicts(t *testing.T) {
 		"redsync (github.com/go-redsync/redsync/v4 v4.18.1, naive) landed 3 stale writes (2 overlaps were silent); 1 mutual-exclusion violation: " +
 			"the lock granted a resource while an earlier lease on it still ran (generations in the order the lab saw the grants: the server shows none).",
 		"exclusion violations 0 0 1",
+		"redsync (github.com/go-redsync/redsync/v4 v4.18.1, naive): lock held the lock: held. writes broken the writes: broken. " +
+			"coverage held covered. counts: contended grants 0, expiries of live holders 0, renewals 0 (0 sent after the end), releases 0 (0 answered after the end), takeovers 2",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text report lacks %q:\n%s", want, b.String())

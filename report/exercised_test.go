@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"slices"
 	"strings"
 	"testing"
@@ -47,10 +48,26 @@ func TestVerdictOnARunThatExercisedNothing(t *testing.T) {
 				Modes   map[string]struct {
 					Verdict      string
 					NotExercised []string `json:"not_exercised"`
+					Findings     struct {
+						Lock, Writes, Coverage struct {
+							Verdict, Reason string
+							Counts          map[string]int
+						}
+					}
 				}
 			}
 			if err := json.Unmarshal(js.Bytes(), &got); err != nil {
 				t.Fatal(err)
+			}
+			// The three findings, as the checker made them, in the JSON
+			// and on the page: the lock held only if a takeover tested it.
+			jf := got.Modes["fenced"].Findings
+			if jf.Lock.Verdict != f.Findings.Lock.Verdict || jf.Coverage.Counts["takeovers"] != f.Takeovers ||
+				(jf.Lock.Verdict == history.FindingHeld) != (f.Takeovers > 0) {
+				t.Errorf("the JSON's findings %+v, the checker's %+v", jf, f.Findings)
+			}
+			if !strings.Contains(string(page), `id="findings"`) || !strings.Contains(string(page), html.EscapeString(f.Findings.Lock.Reason)) {
+				t.Errorf("the page lacks the findings table or the lock finding %q", f.Findings.Lock.Reason)
 			}
 			held := strings.Contains(text.String(), "held its invariants")
 			if tc.want == VerdictHeld {

@@ -53,7 +53,20 @@ type pageData struct {
 	Rows                   []pageRow
 	Failed                 bool
 	Verdict                []string
-	Modes                  []modeView
+	// Findings are each contender's three findings, as the checker made
+	// them (history.Findings).
+	Findings []findingsView
+	Modes    []modeView
+}
+
+// findingsView is one contender's three findings on the page.
+type findingsView struct {
+	Name  string
+	Parts []findingView
+}
+
+type findingView struct {
+	Part, Verdict, Reason string
 }
 
 type pageRow struct {
@@ -198,6 +211,15 @@ func HTML(w io.Writer, res *history.Result, tl *Timeline, stop Stop) error {
 		data.Rows = append(data.Rows, pr)
 	}
 	data.Verdict = verdictParagraphs(res)
+	for _, m := range modes {
+		f := res.Modes[m].Findings
+		cover := f.Coverage.Reason
+		if f.Coverage.Counts != nil {
+			cover += ". " + f.Coverage.Counts.String()
+		}
+		data.Findings = append(data.Findings, findingsView{Name: string(m), Parts: []findingView{
+			{"lock", f.Lock.Verdict, f.Lock.Reason}, {"writes", f.Writes.Verdict, f.Writes.Reason}, {"coverage", f.Coverage.Verdict, cover}}})
+	}
 
 	end := h.Duration
 	if stop.Interrupted && stop.At > 0 {

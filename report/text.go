@@ -154,7 +154,7 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 		shown := min(len(cx), maxShownCounterexamples)
 		fmt.Fprintln(w, counterexamplesHeading(m, shown, len(cx)))
 		for _, c := range cx[:shown] {
-			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", history.FormatMS(c.AtMS), c.Kind, c.Resource, describeParties(c))
+			fmt.Fprintf(w, "  %10s  %-18s %-6s %s\n", history.FormatMS(c.AtMS), c.Kind, c.Resource, describeParties(c, res.Modes[m].Contender.FenceWord()))
 			fmt.Fprintf(w, "  %10s  %s\n", "", c.Detail)
 		}
 		if more := moreCounterexamples(res.Modes[m].MoreCounterexamples); more != "" {
@@ -164,6 +164,8 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 
 	fmt.Fprintln(w)
 	writeVerdict(w, res)
+	fmt.Fprintln(w)
+	writeFindings(w, res)
 	fmt.Fprintln(w)
 	fmt.Fprint(w, howToRead)
 	if run.real() {
@@ -222,12 +224,40 @@ func moreCounterexamples(more map[history.CounterexampleKind]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func describeParties(c history.Counterexample) string {
-	s := fmt.Sprintf("%s (fence %d)", c.Holder, c.Fence)
+// describeParties names a counterexample's holders and their lease
+// generations, each called fence only where it is one (word: the mode's
+// history.Contender.FenceWord).
+func describeParties(c history.Counterexample, word string) string {
+	s := fmt.Sprintf("%s (%s %d)", c.Holder, word, c.Fence)
 	if c.Other != "" {
-		s += fmt.Sprintf(" vs %s (fence %d)", c.Other, c.OtherFence)
+		s += fmt.Sprintf(" vs %s (%s %d)", c.Other, word, c.OtherFence)
 	}
 	return s
+}
+
+// writeFindings writes each contender's three findings (history.Findings),
+// as the checker made them: the lock's own safety, the write path, and what
+// the run exercised.
+func writeFindings(w io.Writer, res *history.Result) {
+	fmt.Fprintln(w, "Findings (lock: its own safety; writes: the write path; coverage: what ran):")
+	for _, m := range resultModes(res) {
+		rep := res.Modes[m]
+		c := rep.Contender
+		fmt.Fprintf(w, "%s (%s, %s):\n", m, strings.TrimSpace(c.Library+" "+c.Version), c.Discipline)
+		f := rep.Findings
+		for _, p := range []struct {
+			name string
+			f    history.Finding
+		}{{"lock", f.Lock}, {"writes", f.Writes}, {"coverage", f.Coverage}} {
+			reason := p.f.Reason
+			if p.f.Counts != nil {
+				reason += ". " + p.f.Counts.String()
+			}
+			prefix := fmt.Sprintf("  %-8s %-12s ", p.name, p.f.Verdict)
+			body := wrap(strings.TrimSuffix(reason, ".")+".", 80-len(prefix))
+			fmt.Fprintln(w, prefix+strings.ReplaceAll(body, "\n", "\n"+strings.Repeat(" ", len(prefix))))
+		}
+	}
 }
 
 // writeVerdict writes the verdict paragraphs, wrapped for a terminal.
@@ -480,21 +510,25 @@ type jsonMode struct {
 // write: a finding about the discipline, not a failure of the run.
 const VerdictUnsafe = "unsafe"
 
-// ModeVerdict is one contender's verdict: VerdictBroken when it broke an
-// invariant its discipline promises, its lock broke mutual exclusion or
-// its library returned an error it never should, VerdictVacuous when it
-// made no write, VerdictUnsafe when (naive) a stale write landed,
-// VerdictInconclusive when the run left a property of it unexercised, else
-// VerdictHeld.
+// ModeVerdict is one contender's verdict in one word, derived from its
+// findings (history.Findings): VerdictBroken when its lock finding is
+// broken, or (fenced) its writes finding is; VerdictVacuous when it made
+// no write; VerdictUnsafe when (naive) its writes finding is broken;
+// VerdictInconclusive when its lock or writes finding is inconclusive or
+// the run left a property of its discipline unexercised; else VerdictHeld.
+// The coverage finding's list of contract paths not exercised is said
+// there, and does not make the word inconclusive.
 func ModeVerdict(rep *history.Report) string {
+	f := rep.Findings
+	fenced := rep.Fenced()
 	switch {
-	case len(rep.Violations) > 0:
+	case f.Lock.Verdict == history.FindingBroken || (fenced && f.Writes.Verdict == history.FindingBroken):
 		return VerdictBroken
 	case rep.Vacuous:
 		return VerdictVacuous
-	case rep.StaleWritesLanded > 0:
+	case f.Writes.Verdict == history.FindingBroken:
 		return VerdictUnsafe
-	case len(rep.NotExercised) > 0:
+	case f.Lock.Verdict == history.FindingInconclusive || f.Writes.Verdict == history.FindingInconclusive || len(rep.NotExercised) > 0:
 		return VerdictInconclusive
 	}
 	return VerdictHeld
