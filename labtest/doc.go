@@ -7,12 +7,45 @@
 //		labtest.Run(t, "overlap", mylock.New(client), labtest.Duration(10*time.Second))
 //	}
 //
-// Run fails the test on the first counterexample: a stale write (a write
-// that landed after a newer lease generation's write had landed), or a
-// mutual-exclusion violation (the lock granted a resource while an earlier
-// lease on it had neither been released nor expired by its own Deadline).
-// The failure names the counterexample and the history file the run
-// wrote, which `lab check FILE` judges again.
+// # Three findings
+//
+// Run logs the run's verdict in three findings (Result.Findings, computed
+// by the lab's checker, which `lab check FILE` of the kept history gives
+// again):
+//   - lock: the lock's own safety, mutual exclusion (it granted a resource
+//     while an earlier lease on it had neither been released nor expired
+//     by its own Deadline) and the lease contract (below). Broken fails
+//     the test. Inconclusive when no lease ended without a release, so no
+//     takeover tested exclusion: that fails the test too, unless
+//     AllowInconclusive.
+//   - writes: stale writes (a write that landed after a newer lease
+//     generation's write had landed) under the discipline. Fenced, any
+//     fails the test. Naive, they are the expected finding, not the lock's
+//     fault: logged with the remedy and counted in Result, failing the
+//     test only under RequireNoStaleWrites. Inconclusive (failing unless
+//     AllowInconclusive) when no two holders acted on a resource at once.
+//   - coverage: what the run exercised, with its counts; what it did not
+//     is listed, and never said to have held.
+//
+// A failure names the finding, its first counterexample and the history
+// file the run wrote, which `lab check FILE` judges again.
+//
+// # The lease contract
+//
+// Renew and Release of a lease that is no longer live (it expired, was
+// released, or another holder was granted the resource) return an error
+// matching ErrNotHeld with errors.Is (a lock may wrap its own error with
+// it). A Lease's Deadline never lies past what the server granted.
+// Acquire, Renew and Release honour their context. Run checks what the
+// record shows of each: a Renew answered nil though sent after its lease
+// had ended, or a Release answered nil for a lease no longer live, is a
+// broken lock finding; a Deadline past the server's expiry shows as a
+// grant while the earlier lease still ran (a mutual-exclusion
+// violation); a call that ignores its context fails the run (below).
+// Whether an error matches ErrNotHeld the record does not show: any error
+// is taken for the lock lost. testdata/after-end.yaml of this package
+// renews and releases a lease after another holder took the resource
+// over: a scenario file that puts the first rule to the test.
 //
 // # Disciplines
 //

@@ -28,6 +28,10 @@ type Lease = realtime.Lease
 // has the resource.
 var ErrHeld = realtime.ErrHeld
 
+// ErrNotHeld is what Lease.Renew and Lease.Release return (errors.Is; a
+// lock may wrap its own error with it) for a lease that is no longer live.
+var ErrNotHeld = realtime.ErrNotHeld
+
 // Option changes how Run runs.
 type Option func(*config)
 
@@ -38,6 +42,9 @@ type config struct {
 	store    realtime.Store
 	dir      string
 	name     string
+	// noStaleWrites fails a naive run on its stale writes; inconclusive
+	// lets a run that left the lock (or its writes) untested pass.
+	noStaleWrites, inconclusive bool
 }
 
 // Naive makes the holders check their lease's Deadline and write straight
@@ -47,6 +54,20 @@ func Naive() Option { return func(c *config) { c.disc = history.DisciplineNaive 
 // Fenced makes the holders write through the resource's gate with the
 // lock's fence. A lock without a fence cannot run fenced: Run fails.
 func Fenced() Option { return func(c *config) { c.disc = history.DisciplineFenced } }
+
+// RequireNoStaleWrites fails the test on stale writes of a naive
+// discipline too. Without it they are the write path's finding, logged and
+// counted in Result (StaleWritesLanded, Findings.Writes), not a failure:
+// any lock written to without a fence lands them when a holder stalls
+// past its lease, and the lock is not at fault.
+func RequireNoStaleWrites() Option { return func(c *config) { c.noStaleWrites = true } }
+
+// AllowInconclusive lets a run pass whose lock or writes finding is
+// inconclusive: the run never put the property to the test (no takeover
+// tested exclusion; no two holders acted at once, so no write could be
+// stale). Without it such a run fails, saying what was not exercised:
+// nothing is passed that was not tested.
+func AllowInconclusive() Option { return func(c *config) { c.inconclusive = true } }
 
 // Duration sets the run's length (the scenario's own by default).
 func Duration(d time.Duration) Option { return func(c *config) { c.duration = d } }
@@ -71,25 +92,28 @@ func HistoryDir(dir string) Option { return func(c *config) { c.dir = dir } }
 // Library).
 func Name(name string) Option { return func(c *config) { c.name = name } }
 
-// Result is what the run found: the checker's counters for the one mode
-// it ran (StaleWritesLanded, Overlaps, ...), MutualExclusionViolations,
-// and where the history file is (kept only when the run failed).
+// Result is what the run found: the checker's report of the one mode it
+// ran, its counters (StaleWritesLanded, MutualExclusionViolations,
+// Takeovers, ...) and its three findings (Findings: the lock's own safety,
+// the write path, what the run exercised), and where the history file is
+// (kept only when the run failed).
 type Result struct {
 	*history.Report
 	// Contender is what the history header says of the lock.
 	Contender history.Contender
-	// MutualExclusionViolations counts grants the lock made while an
-	// earlier lease on the resource had neither been released nor
-	// expired; MutualExclusion lists the first few.
-	MutualExclusionViolations int
-	MutualExclusion           []history.Counterexample
+	// MutualExclusion lists the first mutual-exclusion violations of
+	// MutualExclusionViolations, from the report's counterexamples.
+	MutualExclusion []history.Counterexample
 	// HistoryPath is the history file; it exists only if Failed.
 	HistoryPath string
 	// NeverReturned, if set, is why the run ended without some calls to
 	// the lock: they were still under way a grace after its duration
 	// (each is a library error in the history, which ends there).
 	NeverReturned *realtime.NeverReturnedError
-	// Failed: the run found a counterexample or broke a contract.
+	// Failed: the run failed the test: a broken lock, stale writes of
+	// a fenced discipline (or of a naive one under
+	// RequireNoStaleWrites), a finding left inconclusive (unless
+	// AllowInconclusive), or a call that never returned.
 	Failed bool
 }
 
@@ -98,14 +122,17 @@ type Result struct {
 const ProbeResource = "labtest-probe"
 
 // Run puts lock under scenario (a built-in's name, or a path to a
-// scenario or fixture file) in real time and fails t with the first
-// counterexample, naming the history file it kept, when the lock landed
-// a stale write, granted a resource twice (a mutual-exclusion violation)
-// or returned an error it never should, or when a call to it never
-// returned (see Grace: Run returns within the run's duration and the
-// grace whatever the lock does). A problem with the arguments (no such
-// scenario, one that drifts the lab coordinator's clock, Fenced on a lock
-// without a fence) fails t at once.
+// scenario or fixture file) in real time, logs its three findings, and
+// fails t, naming the finding, its first counterexample and the history
+// file it kept, when the lock's own finding is broken (it granted a
+// resource twice, broke its lease contract or returned an error it never
+// should), when stale writes landed through the gate of a fenced
+// discipline (of a naive one only under RequireNoStaleWrites), when the
+// lock or writes finding is inconclusive (unless AllowInconclusive), or
+// when a call to it never returned (see Grace: Run returns within the
+// run's duration and the grace whatever the lock does). A problem with the
+// arguments (no such scenario, one that drifts the lab coordinator's
+// clock, Fenced on a lock without a fence) fails t at once.
 func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	t.Helper()
 	var c config
@@ -153,13 +180,14 @@ func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
+	t.Logf("labtest: %s (%s) on %s:\n%s", info.Name, info.Discipline, sc.Name, res.findings())
 	switch {
 	case res.NeverReturned != nil:
 		t.Errorf("labtest: %s (%s): %v\nhistory: %s (lab check %s judges it again)",
 			info.Name, info.Discipline, res.NeverReturned, res.HistoryPath, res.HistoryPath)
 	case res.Failed:
 		t.Errorf("labtest: %s (%s) on %s: %s\nhistory: %s (lab check %s judges it again)",
-			info.Name, info.Discipline, sc.Name, res.first(), res.HistoryPath, res.HistoryPath)
+			info.Name, info.Discipline, sc.Name, strings.Join(res.failures(c), "; "), res.HistoryPath, res.HistoryPath)
 	}
 	return res
 }
@@ -241,17 +269,14 @@ func probeCalls(pctx context.Context, lock Lock, ttl time.Duration, at func(call
 	return info, nil
 }
 
-// collect keeps every event of the run, and writes it to the history
-// file.
+// collect writes every event of the run to the history file.
 type collect struct {
-	mu     sync.Mutex
-	enc    *history.Encoder
-	events []history.Event
+	mu  sync.Mutex
+	enc *history.Encoder
 }
 
 func (c *collect) Event(e history.Event) {
 	c.mu.Lock()
-	c.events = append(c.events, e)
 	c.enc.Event(e)
 	c.mu.Unlock()
 }
@@ -299,28 +324,62 @@ func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contende
 	}
 	h := r.Header()
 	res := &Result{Report: out.Modes[mode], HistoryPath: path, Contender: h.Contender(mode), NeverReturned: stuck}
-	res.MutualExclusionViolations, res.MutualExclusion = history.MutualExclusion(&h, events.events)
-	res.Failed = res.StaleWritesLanded > 0 || res.MutualExclusionViolations > 0 || len(res.Violations) > 0 || stuck != nil
+	res.MutualExclusion = res.counterexamples(history.MutualExclusionViolation)
+	res.Failed = stuck != nil || len(res.failures(c)) > 0
 	keep = res.Failed
 	return res, nil
 }
 
-// first is the first counterexample, as the failure says it.
-func (r *Result) first() string {
-	var parts []string
-	if r.MutualExclusionViolations > 0 {
-		parts = append(parts, fmt.Sprintf("%d mutual-exclusion violation(s), first: %s", r.MutualExclusionViolations, r.MutualExclusion[0].Detail))
+// counterexamples are the report's counterexamples of kind k.
+func (r *Result) counterexamples(k history.CounterexampleKind) []history.Counterexample {
+	var out []history.Counterexample
+	for _, x := range r.Counterexamples {
+		if x.Kind == k {
+			out = append(out, x)
+		}
 	}
-	if r.StaleWritesLanded > 0 {
-		s := fmt.Sprintf("%d stale write(s) landed", r.StaleWritesLanded)
-		for _, x := range r.Counterexamples {
-			if x.Kind == history.StaleWrite {
-				s += fmt.Sprintf(", first at %.1fms on %s: %s", x.AtMS, x.Resource, x.Detail)
-				break
+	return out
+}
+
+// failures says each finding of r that fails the test under c's options,
+// with its first counterexample; none when the run passes.
+func (r *Result) failures(c config) []string {
+	f := r.Findings
+	var out []string
+	if f.Lock.Verdict == history.FindingBroken {
+		s := "the lock is broken: " + f.Lock.Reason
+		if len(r.MutualExclusion) > 0 {
+			s += "; first: " + r.MutualExclusion[0].Detail
+		}
+		out = append(out, s)
+	}
+	if f.Writes.Verdict == history.FindingBroken && (r.Contender.Discipline == history.DisciplineFenced || c.noStaleWrites) {
+		s := "the writes are broken: " + f.Writes.Reason
+		if x := r.counterexamples(history.StaleWrite); len(x) > 0 {
+			s += fmt.Sprintf("; first at %s on %s: %s", history.FormatMS(x[0].AtMS), x[0].Resource, x[0].Detail)
+		}
+		out = append(out, s)
+	}
+	if !c.inconclusive {
+		for _, p := range []struct {
+			name string
+			f    history.Finding
+		}{{"lock", f.Lock}, {"writes", f.Writes}} {
+			if p.f.Verdict == history.FindingInconclusive {
+				out = append(out, fmt.Sprintf("the %s finding is inconclusive: %s (labtest.AllowInconclusive() lets such a run pass)", p.name, p.f.Reason))
 			}
 		}
-		parts = append(parts, s)
 	}
-	parts = append(parts, r.Violations...)
-	return strings.Join(parts, "; ")
+	return out
+}
+
+// findings says the three findings, a line each, as Run logs them.
+func (r *Result) findings() string {
+	f := r.Findings
+	cover := f.Coverage.Reason
+	if n := f.Coverage.Counts; n != nil {
+		cover += ". " + n.String()
+	}
+	return fmt.Sprintf("  lock:     %s: %s\n  writes:   %s: %s\n  coverage: %s: %s",
+		f.Lock.Verdict, f.Lock.Reason, f.Writes.Verdict, f.Writes.Reason, f.Coverage.Verdict, cover)
 }

@@ -50,8 +50,13 @@ func TestCorrectLockPassesFenced(t *testing.T) {
 		t.Run(sc, func(t *testing.T) {
 			t.Parallel()
 			var opts []labtest.Option
-			if sc == "overlap" {
+			switch sc {
+			case "overlap":
 				opts = append(opts, labtest.Duration(6*time.Second))
+			case "testdata/late-release.yaml":
+				// No lease ends but by its release: nothing tests
+				// exclusion, which a run must be allowed to leave so.
+				opts = append(opts, labtest.AllowInconclusive())
 			}
 			res, failure := run(t, sc, newMemLock(), opts...)
 			if failure != "" {
@@ -71,22 +76,103 @@ func TestCorrectLockPassesFenced(t *testing.T) {
 }
 
 // A correct lock written to naively, on a scenario whose holders stall
-// past the TTL, lands stale writes: the lock is fine, the discipline is not.
+// past the TTL, lands stale writes: the lock is fine, the discipline is
+// not. The findings say so apart: the lock held, the writes broken with
+// the remedy, and the test passes unless it asks for no stale writes.
+// The lab's numbers of the grants it observed are never called fences.
 func TestNaiveDisciplineLandsStaleWrites(t *testing.T) {
 	t.Parallel()
-	lock := newMemLock()
-	lock.noFence = true
-	res, failure := run(t, "overlap", lock, labtest.Duration(8*time.Second))
-	if res.Contender.Discipline != history.DisciplineNaive || res.Contender.Generations != "observed" {
-		t.Errorf("ran %+v: want naive, numbered as observed", res.Contender)
+	for _, strict := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "RequireNoStaleWrites"}[strict], func(t *testing.T) {
+			t.Parallel()
+			lock := newMemLock()
+			lock.noFence = true
+			opts := []labtest.Option{labtest.Duration(8 * time.Second)}
+			if strict {
+				opts = append(opts, labtest.RequireNoStaleWrites())
+			}
+			res, failure := run(t, "overlap", lock, opts...)
+			if res.Contender.Discipline != history.DisciplineNaive || res.Contender.Generations != "observed" {
+				t.Errorf("ran %+v: want naive, numbered as observed", res.Contender)
+			}
+			f := res.Findings
+			if res.StaleWritesLanded == 0 || f.Writes.Verdict != history.FindingBroken ||
+				!strings.Contains(f.Writes.Reason, "your lock kept exclusion; writes without a fence landed") ||
+				!strings.Contains(f.Writes.Reason, "the remedy: write through a gate") {
+				t.Fatalf("%d stale writes, writes finding %+v", res.StaleWritesLanded, f.Writes)
+			}
+			if f.Lock.Verdict != history.FindingHeld || res.MutualExclusionViolations != 0 {
+				t.Errorf("a correct lock: lock finding %+v, %d mutual-exclusion violations: %+v", f.Lock, res.MutualExclusionViolations, res.MutualExclusion)
+			}
+			for _, x := range res.Counterexamples {
+				if strings.Contains(x.Detail, "fence") {
+					t.Errorf("an observed generation printed as a fence: %s", x.Detail)
+				}
+			}
+			if !strict {
+				if failure != "" || res.Failed {
+					t.Fatalf("a correct lock's naive stale writes failed the test: %q", failure)
+				}
+				return
+			}
+			if !strings.Contains(failure, "the writes are broken: your lock kept exclusion") {
+				t.Fatalf("RequireNoStaleWrites: the stale writes did not fail the test: %q", failure)
+			}
+			checkKept(t, res, failure)
+		})
 	}
-	if res.StaleWritesLanded == 0 || !strings.Contains(failure, "stale write") {
-		t.Fatalf("no stale write failed the run (%d landed): %q", res.StaleWritesLanded, failure)
+}
+
+// The lease contract, each rule with a lock that breaks it, on a scenario
+// whose holder renews and releases its lease after another took the
+// resource over: a correct lock refuses both with ErrNotHeld and passes;
+// each broken one fails, naming what it broke; a lock whose leases never
+// end is never said to have kept exclusion.
+func TestLeaseContract(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		lock  func(*memLock)
+		opts  []labtest.Option
+		wants []string // in the failure; none: the run passes
+	}{
+		{"correct", func(*memLock) {}, nil, nil},
+		{"Renew answers nil for a key it lost", func(l *memLock) { l.renewLost = true }, nil,
+			[]string{"the lock is broken", "renewal sent after the lease had ended answered OK"}},
+		{"Release answers nil for a key no longer held", func(l *memLock) { l.releaseNil = true }, nil,
+			[]string{"the lock is broken", "release answered nil for a lease no longer live"}},
+		{"Release deletes the key whoever holds it", func(l *memLock) { l.releaseDel = true }, nil,
+			[]string{"the lock is broken", "mutual-exclusion violation", "release answered nil for a lease no longer live"}},
+		{"a lock that never expires", func(l *memLock) { l.neverExpires = true }, nil,
+			[]string{"the lock finding is inconclusive: no lease ended without a release, so no takeover tested exclusion"}},
+		{"a lock that never expires, inconclusive allowed", func(l *memLock) { l.neverExpires = true }, []labtest.Option{labtest.AllowInconclusive()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lock := newMemLock()
+			tc.lock(lock)
+			res, failure := run(t, "testdata/after-end.yaml", lock, tc.opts...)
+			if len(tc.wants) == 0 {
+				if failure != "" {
+					t.Fatalf("failed: %s", failure)
+				}
+				if n := res.Findings.Coverage.Counts; tc.name == "correct" && (n.LateReleases == 0 || n.RenewalsAfterExpiry == 0 || n.Takeovers == 0 ||
+					res.Findings.Lock.Verdict != history.FindingHeld || !strings.Contains(res.Findings.Lock.Reason, "kept the contract of Release after a lease's end and Renew after a lease's end")) {
+					t.Errorf("the scenario did not exercise the contract: %+v, lock %+v", n, res.Findings.Lock)
+				}
+				return
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(failure, want) {
+					t.Errorf("the failure lacks %q: %q", want, failure)
+				}
+			}
+			if !strings.Contains(failure, "after-end") {
+				t.Errorf("the failure does not name the scenario: %q", failure)
+			}
+			checkKept(t, res, failure)
+		})
 	}
-	if res.MutualExclusionViolations != 0 {
-		t.Errorf("a correct lock made %d mutual-exclusion violations: %+v", res.MutualExclusionViolations, res.MutualExclusion)
-	}
-	checkKept(t, res, failure)
 }
 
 func TestBrokenLocksFail(t *testing.T) {
@@ -139,6 +225,10 @@ func checkKept(t *testing.T, res *labtest.Result, failure string) {
 	again := history.Check(h, events).Modes[res.Mode]
 	if again.StaleWritesLanded != res.StaleWritesLanded {
 		t.Errorf("lab check finds %d stale writes, the run %d", again.StaleWritesLanded, res.StaleWritesLanded)
+	}
+	if again.Findings.Lock.Verdict != res.Findings.Lock.Verdict || again.Findings.Writes.Verdict != res.Findings.Writes.Verdict {
+		t.Errorf("lab check finds lock %s, writes %s; the run %s, %s", again.Findings.Lock.Verdict, again.Findings.Writes.Verdict,
+			res.Findings.Lock.Verdict, res.Findings.Writes.Verdict)
 	}
 	if n, _ := history.MutualExclusion(&h, events); n != res.MutualExclusionViolations {
 		t.Errorf("the file shows %d mutual-exclusion violations, the run %d", n, res.MutualExclusionViolations)

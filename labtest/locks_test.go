@@ -2,7 +2,6 @@ package labtest_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +27,17 @@ type memLock struct {
 	serverAhead   time.Duration
 	// noFence: the leases have no fence.
 	noFence bool
+	// renewLost: Renew answers nil for a lease whose key is gone or
+	// another's, and takes the key back (SET with no check of its value).
+	renewLost bool
+	// releaseNil: Release answers nil for a lease no longer held.
+	releaseNil bool
+	// releaseDel: Release deletes the key whoever holds it (DEL with no
+	// check of its value), and answers nil.
+	releaseDel bool
+	// neverExpires: a lease lasts until it is released (a session lock,
+	// as a PostgreSQL advisory lock), its Deadline far ahead.
+	neverExpires bool
 
 	mu    sync.Mutex
 	keys  map[string]*memEntry
@@ -65,15 +75,21 @@ func (l *memLock) Acquire(_ context.Context, resource, holder string, ttl time.D
 	}
 	l.fence++
 	e := &memEntry{holder: holder, value: fmt.Sprintf("%s/%d", holder, l.fence), expires: now.Add(ttl)}
+	if l.neverExpires {
+		e.expires = now.Add(forever)
+	}
 	l.keys[resource] = e
 	le := &memLease{l: l, resource: resource, holder: holder, value: e.value, fence: l.fence, ttl: ttl}
 	l.mu.Unlock()
 	le.deadline = sent.Add(ttl - margin)
-	if l.replyDeadline {
+	if l.replyDeadline || l.neverExpires {
 		le.deadline = e.expires
 	}
 	return le, nil
 }
+
+// forever is how long a lease of a lock that never expires lasts.
+const forever = 24 * time.Hour
 
 func (le *memLease) Deadline() time.Time {
 	le.mu.Lock()
@@ -83,7 +99,9 @@ func (le *memLease) Deadline() time.Time {
 
 func (le *memLease) Fence() (uint64, bool) { return le.fence, !le.l.noFence }
 
-var errLost = errors.New("memlock: lock lost")
+// errLost is what Renew and Release return for a lease no longer held, as
+// the lease contract asks.
+var errLost = fmt.Errorf("memlock: lock lost: %w", labtest.ErrNotHeld)
 
 func (le *memLease) Renew(context.Context) error {
 	sent := time.Now()
@@ -91,7 +109,10 @@ func (le *memLease) Renew(context.Context) error {
 	l.mu.Lock()
 	e, ok := l.keys[le.resource]
 	now := l.serverNow()
-	if !ok || e.value != le.value || !now.Before(e.expires) {
+	if (!ok || e.value != le.value || !now.Before(e.expires)) && l.renewLost {
+		e = &memEntry{holder: le.holder, value: le.value}
+		l.keys[le.resource] = e
+	} else if !ok || e.value != le.value || !now.Before(e.expires) {
 		l.mu.Unlock()
 		return errLost
 	}
@@ -113,10 +134,15 @@ func (le *memLease) Release(context.Context) error {
 	defer l.mu.Unlock()
 	e, ok := l.keys[le.resource]
 	switch {
-	case !ok:
-		return errLost
-	case l.releaseByHolder && e.holder == le.holder, e.value == le.value:
+	case l.releaseDel:
 		delete(l.keys, le.resource)
+		return nil
+	case !ok:
+	case l.releaseByHolder && e.holder == le.holder, e.value == le.value && l.serverNow().Before(e.expires):
+		delete(l.keys, le.resource)
+		return nil
+	}
+	if l.releaseNil {
 		return nil
 	}
 	return errLost

@@ -24,18 +24,40 @@ type Lock interface {
 	Acquire(ctx context.Context, resource, holder string, ttl time.Duration) (Lease, error)
 }
 
-// Lease is one held lock.
+// Lease is one held lock. Its contract, which the runner holds a lock to
+// from the record (history.Findings' lock finding):
+//   - Renew and Release of a lease that is no longer live (it expired,
+//     was released, or another holder was granted the resource) return an
+//     error matching ErrNotHeld with errors.Is (a lock may wrap its own).
+//     A Renew answered nil though sent after the record shows the lease
+//     ended, or a Release answered nil for a lease the record shows no
+//     longer live, is the lock's contract broken. That such an error
+//     matches ErrNotHeld is the contract too, which the record does not
+//     show: the runner takes any error for the lock lost.
+//   - Deadline never lies past what the server granted: the history takes
+//     it for the lease's expiry, so a Deadline past the server's shows as
+//     a grant of the resource while the lease still ran, a
+//     mutual-exclusion violation.
+//   - Acquire (and Renew and Release) honour ctx: a call that has not
+//     returned a grace after its context ended is recorded as the
+//     library's error (NeverReturnedError).
 type Lease interface {
 	// Deadline is until when the holder believes it holds the lock, on
-	// its own clock.
+	// its own clock; never later than the server's expiry of the lease.
 	Deadline() time.Time
 	// Fence is the lock's fencing token, if it has one.
 	Fence() (uint64, bool)
-	// Renew extends the lease by the TTL; an error means the lock is lost.
+	// Renew extends the lease by the TTL; an error means the lock is
+	// lost, one matching ErrNotHeld when it is no longer live.
 	Renew(ctx context.Context) error
-	// Release gives the lock up.
+	// Release gives the lock up; of a lease no longer live it returns an
+	// error matching ErrNotHeld.
 	Release(ctx context.Context) error
 }
+
+// ErrNotHeld is what a Lease's Renew and Release return (errors.Is) for a
+// lease that is no longer live.
+var ErrNotHeld = errors.New("realtime: lease not held")
 
 // Ordered is a Lease whose server shows the order in which it granted its
 // leases without a fence to write with (etcd: the lock key's create
