@@ -436,9 +436,22 @@
 // out; the text report says "and K more <kind>"), "not_exercised" (only
 // when the run left a property of the mode untested: sentences naming
 // mutual exclusion, the gate or containment; the mode's verdict is then
-// "inconclusive", never "held") and, only when the fenced mode broke an
-// invariant, a lock broke mutual exclusion or the library returned an
-// error it never should (in any mode), "violations" (a list of sentences). Fields are only ever
+// "inconclusive", never "held"), renewals_after_end (renewals the lock
+// answered OK though sent after their lease had ended: the lease
+// contract broken; only when not 0; counterexample kind
+// renewed-after-end), "findings" (the verdict in three parts the checker
+// makes: {lock, writes, coverage}, each {verdict, reason}, verdict one of
+// "held", "broken", "inconclusive" or "n/a"; lock is mutual exclusion and
+// the lease contract, the lock's own fault, inconclusive with no
+// takeover; writes the stale writes under the mode's discipline, a naive
+// one's stated as the expected finding with the remedy; coverage has
+// "counts": {contended_grants, expiries_of_live_holders, renewals,
+// renewals_after_expiry, releases, late_releases, takeovers,
+// lost_replies_retried}, and lists what the run did not exercise; the
+// mode's one-word "verdict" is derived from them) and, only when the
+// fenced mode broke an invariant, a lock broke mutual exclusion or its
+// lease contract, or the library returned an error it never should (in
+// any mode), "violations" (a list of sentences). Fields are only ever
 // added; a name is never changed or removed.
 //
 // `lab swarm --json` prints harness.SwarmResult: "scenario",
