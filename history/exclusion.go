@@ -81,7 +81,7 @@ type exclusiveLease struct {
 }
 
 func newExclusion(h *Header) *exclusion {
-	return &exclusion{h: h, prev: make([]exclusiveLease, len(h.Resources)), real: h.Backend != "" && h.Backend != simBackend,
+	return &exclusion{h: h, prev: make([]exclusiveLease, len(h.Resources)), real: !Simulated(h.Backend),
 		sent: make(map[string]time.Duration), renewed: make(map[renewKey]time.Duration)}
 }
 
@@ -91,9 +91,6 @@ func (x *exclusion) name(i int) string {
 	}
 	return x.h.Agents[i]
 }
-
-// simBackend is the simulator's Backend in a header: its times are exact.
-const simBackend = "sim"
 
 // earliestEnd is the earliest instant a lease recorded at at, with the
 // expiry end, can have ended: end, less (in a real-time history) the time

@@ -27,8 +27,8 @@ type Header struct {
 	// Description says what the scenario shows, for reports.
 	Description string `json:"description,omitempty"`
 	Seed        uint64 `json:"seed"`
-	// Backend names the runner that produced the history: "sim" for the
-	// simulator.
+	// Backend names the runner that produced the history: Simulator for
+	// the simulator (see Simulated).
 	Backend string `json:"backend"`
 	Modes   []Mode `json:"modes"`
 	// Contenders describe the modes that are not the lab's own naive and
@@ -50,6 +50,14 @@ type Header struct {
 	// restart shows as a CoordinatorRestarted event.
 	Restarts []Restart `json:"restarts,omitempty"`
 }
+
+// Simulator is the Backend of a history the deterministic simulator made.
+const Simulator = "sim"
+
+// Simulated reports whether backend, a header's Backend, is the
+// simulator's: Simulator, or none named. Its times are virtual and exact;
+// any other runner's are a machine's clocks.
+func Simulated(backend string) bool { return backend == "" || backend == Simulator }
 
 // Outline says who took part and under which lease terms, the facts every
 // report puts under the scenario's name: "3 agents on 2 resources · ttl

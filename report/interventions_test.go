@@ -24,7 +24,7 @@ func TestInterruptedReportSaysWhatRan(t *testing.T) {
 		{At: 2600 * time.Millisecond, Kind: history.SetDropRate, Value: 0.25},
 	}}
 	var b bytes.Buffer
-	report.Text(&b, &h, res, stop, report.Runner{Backend: report.BackendSim})
+	report.Text(&b, &h, res, stop, report.Runner{Backend: history.Simulator})
 	for _, want := range []string{
 		"overlap · seed 0 · 3.001s (of 60.000s) of virtual time",
 		"INTERRUPTED at 3.001s of virtual time",
@@ -42,7 +42,7 @@ func TestInterruptedReportSaysWhatRan(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := report.JSON(&b, res, stop, report.Runner{Backend: report.BackendSim}); err != nil {
+	if err := report.JSON(&b, res, stop, report.Runner{Backend: history.Simulator}); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {

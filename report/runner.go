@@ -10,9 +10,6 @@ import (
 	"github.com/leasefence/lab/history"
 )
 
-// BackendSim is the simulator's backend name in a history header.
-const BackendSim = "sim"
-
 // Runner says which runner made the history a report is of: its Backend
 // (the history header's: sim, memory, etcd) and, for a real-time run that
 // just happened, what only that run knows of itself. A report of a history
@@ -67,7 +64,7 @@ type FaultCounts struct {
 	RepliesDropped  int64 `json:"replies_dropped"`
 }
 
-func (r Runner) real() bool { return r.Backend != "" && r.Backend != BackendSim }
+func (r Runner) real() bool { return !history.Simulated(r.Backend) }
 
 // timeKind names the time a history is in: virtual for the simulator,
 // true (wall-clock) time for a real-time run.

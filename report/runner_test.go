@@ -32,7 +32,7 @@ func TestRunnerLines(t *testing.T) {
 		run       report.Runner
 		want, not []string
 	}{
-		{"sim", report.Runner{Backend: report.BackendSim}, []string{"of virtual time"}, []string{"backend", "wall", "seed fixes the choices"}},
+		{"sim", report.Runner{Backend: history.Simulator}, []string{"of virtual time"}, []string{"backend", "wall", "seed fixes the choices"}},
 		{"file", report.Runner{Backend: "etcd"}, []string{"of true time", "backend etcd: a real-time run", "seed fixes the choices"}, []string{"fault layer"}},
 		{"run", report.Runner{Backend: "etcd", Real: real}, []string{
 			"backend etcd (embedded, 1 member, min ttl 1s) · resource etcd · 15.001s of wall time at time scale 1x\n",

@@ -152,7 +152,7 @@ func TestTextCountsFaultsPlayed(t *testing.T) {
 		}
 		h := sc.Header(harness.Modes)
 		var b strings.Builder
-		Text(&b, &h, res, Stop{}, Runner{Backend: BackendSim})
+		Text(&b, &h, res, Stop{}, Runner{Backend: history.Simulator})
 		if got := strings.Contains(b.String(), "\n  faults played                 1        1\n"); got != want {
 			t.Errorf("%s: a faults played row of 1 and 1: %v, want %v\n%s", name, got, want, b.String())
 		}

@@ -12,7 +12,7 @@ import (
 // and the assumptions the checker judges the run under.
 func (sc *Scenario) Header(modes []history.Mode) history.Header {
 	h := history.Header{
-		Format: history.FormatVersion, Scenario: sc.Name, Description: sc.Description, Seed: sc.Seed, Backend: "sim",
+		Format: history.FormatVersion, Scenario: sc.Name, Description: sc.Description, Seed: sc.Seed, Backend: history.Simulator,
 		Modes: append([]history.Mode(nil), modes...), Duration: sc.Duration,
 		Agents: make([]string, sc.Agents), Resources: make([]string, sc.Resources),
 		TTL: sc.TTL, ClockSkew: sc.ClockSkew,

@@ -124,14 +124,11 @@ func NewRecorder(h history.Header, t0 time.Time, opts ...Option) *Recorder {
 // two real-time runs sent to one collector are never merged.
 func (r *Recorder) runID() uint64 {
 	id := fold(hashString(r.run.scenario), r.run.seed)
-	if b := r.run.header.Backend; b != "" && b != backendSim {
+	if !history.Simulated(r.run.header.Backend) {
 		id = fold(id, uint64(r.t0.UnixNano()))
 	}
 	return id
 }
-
-// backendSim is the history header's Backend for the simulator.
-const backendSim = "sim"
 
 // RunAttributes are the attributes that identify the run of a history with
 // header h: sim.scenario and sim.seed. Every root span a Recorder makes

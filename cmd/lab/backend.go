@@ -149,7 +149,7 @@ func (bf *backendFlags) redisFrom(r scenario.RedisSettings) {
 }
 
 // real reports whether the flags choose the real-time runner.
-func (bf *backendFlags) real() bool { return bf.backend != backendSim && bf.backend != "" }
+func (bf *backendFlags) real() bool { return !history.Simulated(bf.backend) }
 
 // validate checks each flag's own value, before any combination: the
 // first problem, one line naming the flag.
