@@ -167,7 +167,7 @@ func (c *child) attach(ctx context.Context) error {
 	}
 	// The coordinator keeps its own time (procdriver.Check refuses a
 	// drift of it): true time since the run began.
-	if c.svc, err = coord.Open(ctx, cfg.Mode, realtime.CoordinatorClock(c.now), c.sc.TTL); err != nil {
+	if c.svc, err = realtime.OpenCoordinator(ctx, coord, cfg.Mode, realtime.CoordinatorClock(c.now), *c.sc); err != nil {
 		return err
 	}
 	c.store, err = realtime.AttachStore(ctx, cfg.Store, cfg.StoreShare, c.backend)

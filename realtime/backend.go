@@ -3,6 +3,8 @@ package realtime
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,36 @@ type Backend interface {
 	// Close releases everything the backend started. It is safe to call
 	// more than once.
 	Close() error
+}
+
+// LockDelayer is a Backend whose coordinators play a lock-delay
+// (spec.Scenario.LockDelay): OpenLockDelay is Open with coordinators that,
+// after a lease of a resource ends without a release, refuse the resource
+// to everyone for delay (leasefence.ReasonLockDelay), and keep doing so
+// after a restart. A delay the backend cannot time (etcd's are whole
+// seconds) is an error matching ErrUnmappable. A backend that is not one
+// (a library's lock) has no lock-delay, and OpenCoordinator refuses a
+// scenario with one rather than run it without.
+type LockDelayer interface {
+	OpenLockDelay(ctx context.Context, mode history.Mode, clock leasefence.Clock, ttl, delay time.Duration) (func() leasefence.Service, error)
+}
+
+// ErrNoLockDelay: a scenario with a lock_delay on a coordinator that has
+// none (not a LockDelayer).
+var ErrNoLockDelay = errors.New("realtime: the coordinator has no lock-delay")
+
+// OpenCoordinator opens b's coordinator of mode for sc, as every way of
+// running agents does: granting leases of sc.TTL, and with sc.LockDelay
+// playing it (LockDelayer), or refusing it (ErrNoLockDelay).
+func OpenCoordinator(ctx context.Context, b Backend, mode history.Mode, clock leasefence.Clock, sc spec.Scenario) (func() leasefence.Service, error) {
+	if sc.LockDelay == 0 {
+		return b.Open(ctx, mode, clock, sc.TTL)
+	}
+	ld, ok := b.(LockDelayer)
+	if !ok {
+		return nil, fmt.Errorf("%w: lock_delay %v asks it of %s's, which would run without it", ErrNoLockDelay, sc.LockDelay, b.Name())
+	}
+	return ld.OpenLockDelay(ctx, mode, clock, sc.TTL, sc.LockDelay)
 }
 
 // Store is where a run's resources live: each has a gate for fenced
@@ -86,7 +118,13 @@ type Memory struct {
 type memCoord struct {
 	clock leasefence.Clock
 	ttl   time.Duration
+	delay time.Duration // the lock-delay (OpenLockDelay), kept across restarts
 	cur   atomic.Pointer[leasefence.Coordinator]
+}
+
+// options are mc's coordinator's, its fences from start on.
+func (mc *memCoord) options(p leasefence.Prover, start leasefence.Fence) leasefence.CoordinatorOptions {
+	return leasefence.CoordinatorOptions{Clock: mc.clock, TTL: mc.ttl, LockDelay: mc.delay, StartFence: start, Prover: p}
 }
 
 // NewMemory returns the in-memory backend.
@@ -96,12 +134,17 @@ func NewMemory() *Memory { return &Memory{} }
 func (*Memory) Name() string { return registry.Memory }
 
 // Open implements Backend.
-func (m *Memory) Open(_ context.Context, _ history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
-	c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: clock, TTL: ttl, Prover: m.Prover})
+func (m *Memory) Open(ctx context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+	return m.OpenLockDelay(ctx, mode, clock, ttl, 0)
+}
+
+// OpenLockDelay implements LockDelayer: leasefence.CoordinatorOptions.LockDelay.
+func (m *Memory) OpenLockDelay(_ context.Context, _ history.Mode, clock leasefence.Clock, ttl, delay time.Duration) (func() leasefence.Service, error) {
+	mc := &memCoord{clock: clock, ttl: ttl, delay: delay}
+	c, err := leasefence.NewCoordinator(mc.options(m.Prover, 0))
 	if err != nil {
 		return nil, err
 	}
-	mc := &memCoord{clock: clock, ttl: ttl}
 	mc.cur.Store(c)
 	m.mu.Lock()
 	m.coords = append(m.coords, mc)
@@ -118,7 +161,7 @@ func (m *Memory) Restart(_ context.Context, persist bool) error {
 		if persist {
 			start = mc.cur.Load().IssuedFence()
 		}
-		c, err := leasefence.NewCoordinator(leasefence.CoordinatorOptions{Clock: mc.clock, TTL: mc.ttl, StartFence: start, Prover: m.Prover})
+		c, err := leasefence.NewCoordinator(mc.options(m.Prover, start))
 		if err != nil {
 			return err
 		}

@@ -157,10 +157,13 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 		// keen as the simulator's.
 		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
 	}
+	ri := agentIndex(c.w.r.h.Resources, req.Resource)
+	if err == nil && ri >= 0 && out.Reason == leasefence.ReasonLockDelay {
+		c.w.delayed(ri)
+	}
 	if err != nil || !out.OK {
 		return out, 0, err
 	}
-	ri := agentIndex(c.w.r.h.Resources, req.Resource)
 	fresh, epoch := c.w.granted(agentIndex(c.w.r.h.Agents, req.Holder), ri, out.Grant)
 	c.w.genuine.set(ri, leasefence.Lease{Token: out.Grant.Token, Proof: out.Grant.Proof})
 	if fresh && c.w.r.sc.Push.Enabled {
@@ -280,6 +283,19 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind, called time
 	}
 	r.emitLocked(w.mode, e)
 	return true
+}
+
+// delayed records what a refusal for lock-delay says of resource ri: no
+// lease holds it, the last one having expired unreleased. The history's
+// live generation of it, if it has one, ended so, before the refusal
+// reached the acquirer; else the resource would seem held until the next
+// grant, and its idle time under the delay (history's idle_while_waiting_ms)
+// would be lost.
+func (w *world) delayed(ri int) {
+	w.r.mu.Lock()
+	f := w.gens[ri].fence
+	w.r.mu.Unlock()
+	w.ended(ri, f, history.Expired, 0) // a grant since then has another fence, and is left alone
 }
 
 // releasedOther records a release the coordinator answered OK for a

@@ -561,7 +561,7 @@ func (r *Runner) open(ctx context.Context, mode history.Mode) (*world, error) {
 	if c, ok := r.locks[mode]; ok {
 		w.backend = c
 	}
-	svc, err := w.backend.Open(ctx, mode, w.clock.Clock, sc.TTL)
+	svc, err := OpenCoordinator(ctx, w.backend, mode, w.clock.Clock, *sc)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: %s coordinator (%s): %w", w.backend.Name(), mode, err)
 	}

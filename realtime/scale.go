@@ -20,7 +20,7 @@ const MaxTimeScale = 10
 var ErrUnmappable = errors.New("scenario cannot be mapped onto the backend")
 
 // Scale returns sc with every duration multiplied by k: run length, TTL,
-// skew budget, think, stall and work-gap distributions, network delays and
+// lock-delay, skew budget, think, stall and work-gap distributions, network delays and
 // retry wait, clock offsets, partitions, restarts, push delay, scripted
 // instants and interventions. Drift (a rate) is unchanged. With k = 1 it
 // returns sc unchanged.
@@ -33,7 +33,7 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 		x.Min, x.Max, x.TailMin, x.TailMax = d(x.Min), d(x.Max), d(x.TailMin), d(x.TailMax)
 		return x
 	}
-	sc.Duration, sc.TTL, sc.ClockSkew = d(sc.Duration), d(sc.TTL), d(sc.ClockSkew)
+	sc.Duration, sc.TTL, sc.ClockSkew, sc.LockDelay = d(sc.Duration), d(sc.TTL), d(sc.ClockSkew), d(sc.LockDelay)
 	sc.Agent.Think, sc.Agent.Stall, sc.Agent.WorkGap = dist(sc.Agent.Think), dist(sc.Agent.Stall), dist(sc.Agent.WorkGap)
 	sc.Network.RequestDelay, sc.Network.ReplyDelay = dist(sc.Network.RequestDelay), dist(sc.Network.ReplyDelay)
 	sc.Network.RetryAfter = d(sc.Network.RetryAfter)
@@ -129,7 +129,9 @@ func ceilSecond(d time.Duration) time.Duration {
 // MapOntoEtcd returns sc on etcd's time: stretched by k, or when k is 0 by
 // the smallest scale that makes its TTL whole seconds of at least minTTL
 // (WholeSecondScale), and the scale used. etcd keeps its own time, so a
-// coordinator drift cannot be played on it and is refused.
+// coordinator drift cannot be played on it and is refused; it times a
+// lock-delay in whole seconds, so a lock_delay that does not become
+// whole seconds is refused too (CheckEtcdLockDelay).
 func MapOntoEtcd(sc spec.Scenario, minTTL time.Duration, k float64) (spec.Scenario, float64, error) {
 	if sc.Clocks.CoordinatorDriftPPM != 0 {
 		return sc, 0, fmt.Errorf("%w: etcd keeps its own time: clocks.coordinator_drift_ppm must be 0 on etcd, got %v",
@@ -145,5 +147,18 @@ func MapOntoEtcd(sc spec.Scenario, minTTL time.Duration, k float64) (spec.Scenar
 	}
 	out := Scale(sc, k)
 	out.TTL = time.Duration(math.Round(float64(out.TTL)/float64(time.Second))) * time.Second
+	if err := CheckEtcdLockDelay(sc.LockDelay, k); err != nil {
+		return sc, 0, err
+	}
 	return out, k, nil
+}
+
+// CheckEtcdLockDelay reports whether lock_delay d at time scale k is whole
+// seconds, as an etcd lease times it (etcdlease.Options.LockDelay).
+func CheckEtcdLockDelay(d time.Duration, k float64) error {
+	if scaled := time.Duration(math.Round(float64(d) * k)); scaled%time.Second != 0 {
+		return fmt.Errorf("%w: lock_delay %v at time scale %v is %v, and etcd times a lock-delay in whole seconds",
+			ErrUnmappable, d, k, scaled)
+	}
+	return nil
 }

@@ -65,11 +65,11 @@ var table = []*Entry{
 		Plays:   []spec.Fault{spec.FaultPartition, spec.FaultRestart, spec.FaultDrop, spec.FaultPush},
 		Refuses: []*Feature{OverTheWire}},
 	{Kind: Backends, Name: Memory, Doc: "agents in real time on the in-memory coordinator", Real: true,
-		Plays: agentFaults, Refuses: []*Feature{EtcdMembers, Interventions, LockDelay}},
+		Plays: agentFaults, Refuses: []*Feature{EtcdMembers, Interventions}},
 	{Kind: Backends, Name: Etcd, Doc: "agents in real time on etcd (embedded, or --etcd-endpoints)", Real: true, Shared: true,
-		Needs: Needs{Server: "etcd"}, Plays: slices.Concat(agentFaults, spec.MemberFaults), Refuses: []*Feature{Interventions, LockDelay}},
+		Needs: Needs{Server: "etcd"}, Plays: slices.Concat(agentFaults, spec.MemberFaults), Refuses: []*Feature{Interventions}},
 	{Kind: Backends, Name: Redis, Doc: "agents in real time on Redis (a throwaway redis-server, or --redis-url)", Real: true, Shared: true,
-		Needs: Needs{Server: "redis-server"}, Plays: slices.Concat(agentFaults, spec.RedisFaults), Refuses: []*Feature{EtcdMembers, Interventions, LockDelay}},
+		Needs: Needs{Server: "redis-server"}, Plays: slices.Concat(agentFaults, spec.RedisFaults), Refuses: []*Feature{EtcdMembers, Interventions}},
 
 	{Kind: Stores, Name: Memory, Doc: "gates in memory", Real: true, Refuses: []*Feature{OverTheWire}},
 	{Kind: Stores, Name: SQLite, Doc: "gates in a temporary SQLite file", Real: true, Shared: true, Refuses: []*Feature{OverTheWire}},
@@ -156,8 +156,9 @@ func (d *Entry) Shares(e *Entry) error {
 // lockRefuses are what every lock that is not the lab's own refuses, a
 // library's contender or a user's lock under labtest (CheckLock): a
 // drift of the lab coordinator's clock, which the lock, keeping its own
-// time on its own server, never runs on.
-var lockRefuses = []*Feature{CoordinatorDrift}
+// time on its own server, never runs on, and the lab coordinator's
+// lock-delay, which the lock does not have.
+var lockRefuses = []*Feature{CoordinatorDrift, LockDelay}
 
 // libraryRefuses are the faults a library contender cannot play: they
 // are faults of the lab's own coordinator (a restart, a push of its

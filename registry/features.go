@@ -63,12 +63,13 @@ var (
 		What: "the lab coordinator's clock drift, --coordinator-drift-ppm", Kind: Contenders,
 		In: func(sc spec.Scenario) bool { return sc.Clocks.CoordinatorDriftPPM != 0 }}
 
-	// LockDelay is the coordinator's lock-delay (lock_delay). Only the
-	// simulator's coordinator is given it; the real-time backends'
-	// coordinators are not, and would run without it, so they refuse it
-	// rather than report a run with no delay as one with.
-	LockDelay = &Feature{Field: "lock_delay", Name: "lock-delay", What: "the coordinator's lock-delay (lock_delay), which the simulator plays",
-		Kind: Backends, In: func(sc spec.Scenario) bool { return sc.LockDelay > 0 }}
+	// LockDelay is the lab coordinator's lock-delay (lock_delay), which
+	// every backend gives it (leasefence's, etcdlease's and redislease's
+	// LockDelay). A library's lock has none of its own: run with one, it
+	// would run without it and be reported as if with, so the library
+	// contenders refuse it.
+	LockDelay = &Feature{Field: "lock_delay", Name: "lock-delay", What: "the lab coordinator's lock-delay (lock_delay)",
+		Kind: Contenders, In: func(sc spec.Scenario) bool { return sc.LockDelay > 0 }}
 
 	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (redis.faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
 	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (redis.faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)

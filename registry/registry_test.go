@@ -86,13 +86,22 @@ func TestCanPlay(t *testing.T) {
 		!strings.Contains(err.Error(), "agents process cannot play the gate push") {
 		t.Errorf("push as processes: %v", err)
 	}
-	// A lock-delay is the simulator coordinator's only: a real-time
-	// backend refuses it rather than run without it.
+	// A lock-delay is the lab coordinator's, on every backend: a
+	// library's lock has none, and refuses it rather than run without it.
 	sc = builtin(t, "lock-delay")
 	sc.LockDelay = time.Second
 	for _, b := range registry.All(registry.Backends) {
-		if err := b.CanPlay(sc); (b.Name == registry.Sim) != (err == nil) {
+		if err := b.CanPlay(sc); err != nil {
 			t.Errorf("backend %s on lock_delay: %v", b.Name, err)
+		}
+	}
+	for _, c := range registry.All(registry.Contenders) {
+		err := c.CanPlay(sc)
+		if (c.Library == registry.Lab) != (err == nil) {
+			t.Errorf("contender %s on lock_delay: %v", c.Name, err)
+		}
+		if want := "contender " + c.Name + " cannot play the lab coordinator's lock-delay (lock_delay): use --contenders naive or fenced"; err != nil && err.Error() != want {
+			t.Errorf("refusal\n%s\nwant\n%s", err, want)
 		}
 	}
 }

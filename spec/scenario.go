@@ -30,8 +30,9 @@ type Scenario struct {
 	// unreleased, the coordinator refuses the resource to everyone for this
 	// long, so that a stalled holder's write in flight most likely lands
 	// before the next holder begins. 0 is none; at most
-	// leasefence.MaxLockDelay. Only the simulator's coordinator is given
-	// it: a real-time backend refuses a scenario with one.
+	// leasefence.MaxLockDelay. Every backend gives it to the lab's
+	// coordinator; a library's lock has none, and refuses a scenario
+	// with one.
 	LockDelay time.Duration `json:"lock_delay,omitempty"`
 	// ClockSkew is every client's ClockSkew: the drift budget subtracted
 	// from each deadline.

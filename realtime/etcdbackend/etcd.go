@@ -69,7 +69,13 @@ type etcdCoord struct {
 	prefix string
 	clock  leasefence.Clock
 	ttl    time.Duration
+	delay  time.Duration // the lock-delay (OpenLockDelay), kept across restarts
 	cur    atomic.Pointer[etcdlease.Coordinator]
+}
+
+// options are ec's coordinator's.
+func (ec *etcdCoord) options(p leasefence.Prover) etcdlease.Options {
+	return etcdlease.Options{Prefix: ec.prefix, TTL: ec.ttl, LockDelay: ec.delay, Clock: ec.clock, Prover: p}
 }
 
 // NewEtcd starts the embedded cluster, or connects to opts.Endpoints, and
@@ -193,12 +199,21 @@ func (e *Etcd) modePrefix(mode history.Mode) string {
 }
 
 // Open implements realtime.Backend. ttl must be whole seconds of at least MinTTL.
-func (e *Etcd) Open(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+func (e *Etcd) Open(ctx context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+	return e.OpenLockDelay(ctx, mode, clock, ttl, 0)
+}
+
+// OpenLockDelay implements realtime.LockDelayer: etcdlease.Options.LockDelay,
+// which an etcd lease times, so delay must be whole seconds.
+func (e *Etcd) OpenLockDelay(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl, delay time.Duration) (func() leasefence.Service, error) {
 	if ttl < e.minTTL || ttl%time.Second != 0 {
 		return nil, fmt.Errorf("%w: ttl %v is not whole seconds of at least etcd's minimum %v", realtime.ErrUnmappable, ttl, e.minTTL)
 	}
-	ec := &etcdCoord{prefix: e.modePrefix(mode), clock: clock, ttl: ttl}
-	c, err := etcdlease.New(e.cli.Load(), etcdlease.Options{Prefix: ec.prefix, TTL: ttl, Clock: clock, Prover: e.opts.Prover})
+	if delay%time.Second != 0 {
+		return nil, fmt.Errorf("%w: lock_delay %v is not whole seconds, as etcd times a lock-delay", realtime.ErrUnmappable, delay)
+	}
+	ec := &etcdCoord{prefix: e.modePrefix(mode), clock: clock, ttl: ttl, delay: delay}
+	c, err := etcdlease.New(e.cli.Load(), ec.options(e.opts.Prover))
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +256,7 @@ func (e *Etcd) Restart(ctx context.Context, persist bool) error {
 	old := e.cli.Swap(cli)
 	old.Close()
 	for _, ec := range e.coords {
-		co, err := etcdlease.New(cli, etcdlease.Options{Prefix: ec.prefix, TTL: ec.ttl, Clock: ec.clock, Prover: e.opts.Prover})
+		co, err := etcdlease.New(cli, ec.options(e.opts.Prover))
 		if err != nil {
 			return err
 		}
@@ -427,11 +442,18 @@ func check(c realtime.Config, sc spec.Scenario) error {
 	unmappable := func(setting string, err error) error {
 		return &realtime.ConfigError{Setting: setting, Problem: strings.TrimPrefix(err.Error(), realtime.ErrUnmappable.Error()+": "), Err: realtime.ErrUnmappable}
 	}
-	if c.TimeScale > 0 {
-		if err := realtime.CheckWholeSecondScale(sc.TTL, 0, c.TimeScale); err != nil {
+	k := c.TimeScale
+	if k > 0 {
+		if err := realtime.CheckWholeSecondScale(sc.TTL, 0, k); err != nil {
 			return unmappable("time-scale", err)
 		}
-	} else if _, err := realtime.WholeSecondScale(sc.TTL, 0); err != nil {
+	} else {
+		var err error
+		if k, err = realtime.WholeSecondScale(sc.TTL, 0); err != nil {
+			return unmappable("scenario", err)
+		}
+	}
+	if err := realtime.CheckEtcdLockDelay(sc.LockDelay, k); err != nil {
 		return unmappable("scenario", err)
 	}
 	return nil

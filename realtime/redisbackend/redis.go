@@ -91,6 +91,8 @@ type redisCoord struct {
 	prefix string
 	clock  leasefence.Clock
 	ttl    time.Duration
+	delay  time.Duration // the lock-delay (OpenLockDelay), kept across restarts
+	fenced bool          // the fenced mode's: with the backend's safety options
 	cur    atomic.Pointer[leasefence.Service]
 }
 
@@ -296,16 +298,31 @@ func (r *Redis) do(fn func(cli *redis.Client) error) error {
 }
 
 // Open implements realtime.Backend. ttl must be whole milliseconds.
-func (r *Redis) Open(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+func (r *Redis) Open(ctx context.Context, mode history.Mode, clock leasefence.Clock, ttl time.Duration) (func() leasefence.Service, error) {
+	return r.OpenLockDelay(ctx, mode, clock, ttl, 0)
+}
+
+// OpenLockDelay implements realtime.LockDelayer:
+// redislease.Options.LockDelay, whole milliseconds as Redis's PX. The
+// classic lock the naive mode holds without one has no lock-delay, so with
+// one the naive mode holds redislease's lease, as the simulator's and the
+// in-memory backend's naive modes hold the lab's own, and writes to it as
+// naively: the trade-off a lock-delay makes at a resource that cannot
+// check a fence is the coordinator's, measured on its own lease.
+func (r *Redis) OpenLockDelay(_ context.Context, mode history.Mode, clock leasefence.Clock, ttl, delay time.Duration) (func() leasefence.Service, error) {
 	if ttl < time.Millisecond || ttl%time.Millisecond != 0 {
 		return nil, fmt.Errorf("%w: ttl %v is not whole milliseconds, as Redis's PX is", realtime.ErrUnmappable, ttl)
 	}
+	if delay%time.Millisecond != 0 {
+		return nil, fmt.Errorf("%w: lock_delay %v is not whole milliseconds, as Redis's PX is", realtime.ErrUnmappable, delay)
+	}
 	var own history.Header // the lab's own naive holds the classic lock; a library's contender brings its own
-	if !own.Fenced(mode) {
+	fenced := own.Fenced(mode)
+	if !fenced && delay == 0 {
 		var svc leasefence.Service = quiesced{r: r, svc: newRedisLock(r.Client, r.modePrefix(mode), ttl, clock)}
 		return func() leasefence.Service { return svc }, nil
 	}
-	rc := &redisCoord{prefix: r.modePrefix(mode), clock: clock, ttl: ttl}
+	rc := &redisCoord{prefix: r.modePrefix(mode), clock: clock, ttl: ttl, delay: delay, fenced: fenced}
 	if err := r.connect(rc, r.cli.Load()); err != nil {
 		return nil, err
 	}
@@ -319,8 +336,11 @@ func (r *Redis) Open(_ context.Context, mode history.Mode, clock leasefence.Cloc
 // the client in use itself, and keeps its holders' values across a
 // restart, as each holder would.)
 func (r *Redis) connect(rc *redisCoord, cli *redis.Client) error {
-	c, err := redislease.New(cli, redislease.Options{Prefix: rc.prefix, TTL: rc.ttl, Clock: rc.clock,
-		Replication: r.opts.Replication, Watermark: r.watermark})
+	opts := redislease.Options{Prefix: rc.prefix, TTL: rc.ttl, LockDelay: rc.delay, Clock: rc.clock}
+	if rc.fenced {
+		opts.Replication, opts.Watermark = r.opts.Replication, r.watermark
+	}
+	c, err := redislease.New(cli, opts)
 	if err != nil {
 		return err
 	}

@@ -84,8 +84,12 @@ func check(c realtime.Config, sc spec.Scenario) error {
 	if sc.Clocks.CoordinatorDriftPPM != 0 {
 		return bad("scenario", realtime.ErrUnmappable, "Redis keeps its own time: clocks.coordinator_drift_ppm must be 0, got %v", sc.Clocks.CoordinatorDriftPPM)
 	}
-	if ttl := realtime.Scale(sc, cmp.Or(c.TimeScale, 1)).TTL; ttl%time.Millisecond != 0 {
+	scaled := realtime.Scale(sc, cmp.Or(c.TimeScale, 1))
+	if ttl := scaled.TTL; ttl%time.Millisecond != 0 {
 		return bad("time-scale", realtime.ErrUnmappable, "the ttl becomes %v, and Redis's PX takes whole milliseconds", ttl)
+	}
+	if d := scaled.LockDelay; d%time.Millisecond != 0 {
+		return bad("time-scale", realtime.ErrUnmappable, "the lock_delay becomes %v, and Redis's PX takes whole milliseconds", d)
 	}
 	return nil
 }

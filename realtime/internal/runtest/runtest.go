@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/history"
+	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
@@ -106,4 +107,49 @@ func EtcdSetup(t *testing.T, members int, sc spec.Scenario) *realtime.Setup {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// LockDelayScript is one lease that expires unreleased under a lock-delay
+// of delay: agent-1 takes res-1's 1s lease at 0 and never renews it, so it
+// expires at 1s; agent-2 asks for it at 2s, inside the delay, and again at
+// retry, after it; the run ends 500ms later. With a delay of 3s and retry
+// at 5s, every instant is a second from the bounds it is judged by.
+func LockDelayScript(delay, retry time.Duration) spec.Scenario {
+	return spec.Scenario{Name: "lock-delay-script", Seed: 1, Duration: retry + 500*time.Millisecond, Agents: 2, Resources: 1,
+		TTL: time.Second, LockDelay: delay, Agent: spec.Behaviour{WritesPerLease: 1},
+		Script: []spec.Action{
+			{At: 0, Agent: "agent-1", Do: spec.ActAcquire},
+			{At: 2 * time.Second, Agent: "agent-2", Do: spec.ActAcquire},
+			{At: retry, Agent: "agent-2", Do: spec.ActAcquire},
+		}}
+}
+
+// CheckLockDelayed fails unless every mode of a run of LockDelayScript
+// played the lock-delay, as its history file records it: agent-2's first
+// ask refused for "lock-delay", its second granted, and the resource idle
+// (idle_while_waiting_ms) for idle, give or take a second: the time
+// between them.
+func CheckLockDelayed(t *testing.T, res *realtime.Result, file []byte, idle time.Duration) {
+	t.Helper()
+	h, events, err := history.Decode(bytes.NewReader(file), "run.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h.Modes {
+		var delayed, granted int
+		for _, e := range events {
+			switch {
+			case e.Mode != m || e.Agent != 1:
+			case e.Kind == history.Denied && e.Reason == leasefence.ReasonLockDelay:
+				delayed++
+			case e.Kind == history.Granted:
+				granted++
+			}
+		}
+		got := time.Duration(res.Modes[m].IdleWhileWaitingMS) * time.Millisecond
+		if delayed != 1 || granted != 1 || got < idle-time.Second || got > idle+time.Second {
+			t.Errorf("%s: agent-2 refused for lock-delay %d times and granted %d times, idle %v; want once, once, and about %v",
+				m, delayed, granted, got, idle)
+		}
+	}
 }
