@@ -202,37 +202,45 @@ func (c *Checker) Report() *Report {
 	r.PerResource = j.per
 	r.Counterexamples, r.MoreCounterexamples = j.cx.list()
 	j.forgeries()
-	var stale []string // the write path's violation, apart from the lock's own
+	var vs []violation
 	if c.h.Fenced(c.mode) {
-		stale, r.Violations = c.violations(r)
+		vs = c.violations(r)
 	}
 	if r.MutualExclusionViolations > 0 {
 		// The lock's own safety, whatever the discipline: no fence makes
 		// a lock that grants twice a correct lock.
-		r.Violations = append(r.Violations, Plural(r.MutualExclusionViolations, "mutual-exclusion violation", "mutual-exclusion violations")+
-			ExclusionViolation)
+		vs = append(vs, violation{Plural(r.MutualExclusionViolations, "mutual-exclusion violation", "mutual-exclusion violations") +
+			ExclusionViolation, false})
 	}
 	if r.UnexplainedLandings > 0 {
-		r.Violations = append(r.Violations, Plural(r.UnexplainedLandings, "write", "writes")+UnexplainedLandingViolation)
+		vs = append(vs, violation{Plural(r.UnexplainedLandings, "write", "writes") + UnexplainedLandingViolation, true})
 	}
 	if r.UnexplainedReleases > 0 {
-		r.Violations = append(r.Violations, c.releaseViolation(r.UnexplainedReleases))
+		vs = append(vs, violation{c.releaseViolation(r.UnexplainedReleases), false})
 	}
 	if r.RenewalsAfterEnd > 0 {
-		r.Violations = append(r.Violations, Plural(r.RenewalsAfterEnd, "renewal", "renewals")+RenewContractViolation)
+		vs = append(vs, violation{Plural(r.RenewalsAfterEnd, "renewal", "renewals") + RenewContractViolation, false})
 	}
 	for _, d := range c.libraryErrors {
-		r.Violations = append(r.Violations, LibraryErrorViolation+d)
+		vs = append(vs, violation{LibraryErrorViolation + d, false})
 	}
 	if more := c.nLibraryErrors - len(c.libraryErrors); more > 0 {
-		r.Violations = append(r.Violations, fmt.Sprintf("%sand %d more", LibraryErrorViolation, more))
+		vs = append(vs, violation{fmt.Sprintf("%sand %d more", LibraryErrorViolation, more), false})
 	}
 	if n := c.nUnreadable; n > 0 {
-		r.Violations = append(r.Violations, fmt.Sprintf("%s%s (the first: %s)",
-			Plural(n, "event", "events"), UnreadableViolation, c.firstUnreadable))
+		vs = append(vs, violation{fmt.Sprintf("%s%s (the first: %s)",
+			Plural(n, "event", "events"), UnreadableViolation, c.firstUnreadable), false})
 	}
-	r.Findings = c.findings(r, slices.Clone(r.Violations))
-	r.Violations = append(stale, r.Violations...)
+	var lock, writes []string
+	for _, v := range vs {
+		r.Violations = append(r.Violations, v.text)
+		if v.writes {
+			writes = append(writes, v.text)
+		} else {
+			lock = append(lock, v.text)
+		}
+	}
+	r.Findings = c.findings(r, lock, writes)
 	return r
 }
 
@@ -489,41 +497,49 @@ func (j *judgement) forgeries() {
 	}
 }
 
+// violation is one sentence of Report.Violations, and whether it is the
+// write path's (the gate's: a stale or forged write through it, a refusal
+// or an admission the record does not bear out) rather than the lock's.
+type violation struct {
+	text   string
+	writes bool
+}
+
 // violations names the invariants the fenced mode promises under the
-// header's assumptions and r shows broken: the stale writes landed through
-// the gate (the write path's), and the others.
-func (c *Checker) violations(r *Report) (stale, v []string) {
+// header's assumptions and r shows broken, each the write path's or the
+// lock's.
+func (c *Checker) violations(r *Report) (v []violation) {
 	if r.StaleWritesLanded > 0 {
-		stale = append(stale, Plural(r.StaleWritesLanded, "stale write", "stale writes")+" landed through the gate")
+		v = append(v, violation{Plural(r.StaleWritesLanded, "stale write", "stale writes") + " landed through the gate", true})
 	}
 	if r.ContainmentBreaches > 0 && c.h.Clocks.WithinBudget {
-		v = append(v, Plural(r.ContainmentBreaches, "containment breach", "containment breaches")+" with drift inside the skew budget")
+		v = append(v, violation{Plural(r.ContainmentBreaches, "containment breach", "containment breaches") + " with drift inside the skew budget", false})
 	}
 	if r.UnexcusedFenceReuses > 0 {
-		v = append(v, Plural(r.UnexcusedFenceReuses, "fence", "fences")+" reused with no restart that lost the counter between the two mints")
+		v = append(v, violation{Plural(r.UnexcusedFenceReuses, "fence", "fences") + " reused with no restart that lost the counter between the two mints", false})
 	}
 	if r.FailoverFenceReuses > 0 {
-		v = append(v, Plural(r.FailoverFenceReuses, "fence", "fences")+FailoverReuseViolation)
+		v = append(v, violation{Plural(r.FailoverFenceReuses, "fence", "fences") + FailoverReuseViolation, false})
 	}
 	if r.UnexplainedRefusals > 0 {
-		v = append(v, Plural(r.UnexplainedRefusals, "refusal", "refusals")+" whose floor the history does not bear out")
+		v = append(v, violation{Plural(r.UnexplainedRefusals, "refusal", "refusals") + " whose floor the history does not bear out", true})
 	}
 	if r.RefusedWritesLanded > 0 {
-		v = append(v, Plural(r.RefusedWritesLanded, "write", "writes")+" reported refused landed")
+		v = append(v, violation{Plural(r.RefusedWritesLanded, "write", "writes") + " reported refused landed", true})
 	}
 	if r.AdmittedBelowPush > 0 {
-		v = append(v, Plural(r.AdmittedBelowPush, "commit", "commits")+" admitted below a fence pushed to the gate")
+		v = append(v, violation{Plural(r.AdmittedBelowPush, "commit", "commits") + " admitted below a fence pushed to the gate", true})
 	}
 	if r.AdmittedBelowOwnFloor > 0 {
-		v = append(v, Plural(r.AdmittedBelowOwnFloor, "commit", "commits")+" admitted below a fence the same gate had admitted")
+		v = append(v, violation{Plural(r.AdmittedBelowOwnFloor, "commit", "commits") + " admitted below a fence the same gate had admitted", true})
 	}
 	if r.ForgeriesLanded > 0 {
-		v = append(v, Plural(r.ForgeriesLanded, "forged write", "forged writes")+" landed through the gate")
+		v = append(v, violation{Plural(r.ForgeriesLanded, "forged write", "forged writes") + " landed through the gate", true})
 	}
 	if r.ForgedFloorsMoved > 0 {
-		v = append(v, Plural(r.ForgedFloorsMoved, "floor", "floors")+" moved by a forger")
+		v = append(v, violation{Plural(r.ForgedFloorsMoved, "floor", "floors") + " moved by a forger", true})
 	}
-	return stale, v
+	return v
 }
 
 // counterexamples keeps the first MaxCounterexamples of each kind, and

@@ -204,12 +204,12 @@ func (c *Checker) counts(r *Report) *CoverageCounts {
 const Remedy = "the remedy: write through a gate that checks the lock's fencing token (a lock without one needs a fence, " +
 	"or a lock-delay where the resource cannot check one)"
 
-// findings judges r, a report whose counters and violations are in, in
-// three parts; lockBroken are its violations that are the lock's own
-// (every one but stale writes through the gate).
-func (c *Checker) findings(r *Report, lockBroken []string) Findings {
+// findings judges r, a report whose counters are in, in three parts:
+// lock and writes are its violations that are the lock's own and the
+// write path's (the gate's).
+func (c *Checker) findings(r *Report, lock, writes []string) Findings {
 	n := c.counts(r)
-	return Findings{Lock: c.lockFinding(r, n, lockBroken), Writes: c.writesFinding(r), Coverage: c.coverageFinding(r, n)}
+	return Findings{Lock: c.lockFinding(r, n, lock), Writes: c.writesFinding(r, writes), Coverage: c.coverageFinding(r, n)}
 }
 
 // lockFinding: broken by any violation of the lock's own; else held only
@@ -256,12 +256,15 @@ func contractPaths(n *CoverageCounts) []struct {
 	}{{"Release after a lease's end", n.LateReleases}, {"Renew after a lease's end", n.RenewalsAfterExpiry}}
 }
 
-func (c *Checker) writesFinding(r *Report) Finding {
+// writesFinding: broken by a violation of the write path's (a fenced
+// discipline's stale writes through the gate among them), or, naive, by
+// stale writes, the expected finding; inconclusive when no write could be
+// stale.
+func (c *Checker) writesFinding(r *Report, broken []string) Finding {
 	fenced := c.h.Fenced(c.mode)
 	switch {
-	case r.StaleWritesLanded > 0 && fenced:
-		return Finding{Verdict: FindingBroken, Reason: Plural(r.StaleWritesLanded, "stale write", "stale writes") +
-			" landed through the gate: a fenced discipline must land none"}
+	case len(broken) > 0:
+		return Finding{Verdict: FindingBroken, Reason: strings.Join(broken, "; ")}
 	case r.StaleWritesLanded > 0:
 		kept := "your lock kept exclusion; "
 		if r.Contender.Library == LabLibrary {

@@ -76,9 +76,11 @@ func TestViolationsAgree(t *testing.T) {
 			"2 writes reported refused landed", "2 commits admitted below a fence pushed to the gate"},
 	}
 	for n := range 3 {
-		stale, others := c.violations(&Report{StaleWritesLanded: n, ContainmentBreaches: n, FenceReuses: n, UnexcusedFenceReuses: n, UnexplainedRefusals: n,
-			RefusedWritesLanded: n, AdmittedBelowPush: n})
-		got := append(stale, others...)
+		var got []string
+		for _, v := range c.violations(&Report{StaleWritesLanded: n, ContainmentBreaches: n, FenceReuses: n, UnexcusedFenceReuses: n, UnexplainedRefusals: n,
+			RefusedWritesLanded: n, AdmittedBelowPush: n}) {
+			got = append(got, v.text)
+		}
 		if len(got) != len(want[n]) {
 			t.Fatalf("at %d: %q, want %q", n, got, want[n])
 		}

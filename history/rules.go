@@ -196,7 +196,18 @@ func (c *Checker) release(e *Event) {
 	s.unexplainedReleases++
 	s.cx.add(Counterexample{Kind: UnexplainedRelease, AtMS: ms(e.At), Resource: c.resourceName(int32(e.Resource)),
 		Holder: c.agentName(int32(e.Agent)), Fence: e.Fence,
-		Detail: fmt.Sprintf("the coordinator released fence %d of %s: %s", e.Fence, c.agentName(int32(e.Agent)), why)})
+		Detail: c.releaseDetail(e, why)})
+}
+
+// releaseDetail says what a release of a lease no longer live (why) was:
+// the coordinator's grant of it, or, for a lock run in its place, the
+// lock's answer, its generation called a fence only where it is one.
+func (c *Checker) releaseDetail(e *Event, why string) string {
+	word := c.h.FenceWord(c.mode)
+	if c.h.Contender(c.mode).Generations != "" {
+		return fmt.Sprintf("the lock answered nil to the release of %s %d of %s, %s", word, e.Fence, c.agentName(int32(e.Agent)), why)
+	}
+	return fmt.Sprintf("the coordinator released %s %d of %s: %s", word, e.Fence, c.agentName(int32(e.Agent)), why)
 }
 
 // pushApplied records a push that reached the gate: its fence is the

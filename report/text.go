@@ -512,7 +512,8 @@ const VerdictUnsafe = "unsafe"
 
 // ModeVerdict is one contender's verdict in one word, derived from its
 // findings (history.Findings): VerdictBroken when its lock finding is
-// broken, or (fenced) its writes finding is; VerdictVacuous when it made
+// broken, or its writes finding is, fenced or by a violation (a write
+// landed under no lease); VerdictVacuous when it made
 // no write; VerdictUnsafe when (naive) its writes finding is broken;
 // VerdictInconclusive when its lock or writes finding is inconclusive or
 // the run left a property of its discipline unexercised; else VerdictHeld.
@@ -522,7 +523,7 @@ func ModeVerdict(rep *history.Report) string {
 	f := rep.Findings
 	fenced := rep.Fenced()
 	switch {
-	case f.Lock.Verdict == history.FindingBroken || (fenced && f.Writes.Verdict == history.FindingBroken):
+	case f.Lock.Verdict == history.FindingBroken || (f.Writes.Verdict == history.FindingBroken && (fenced || len(rep.Violations) > 0)):
 		return VerdictBroken
 	case rep.Vacuous:
 		return VerdictVacuous
