@@ -37,22 +37,23 @@ func ParseContenders(list []string) ([]history.Mode, error) {
 	var modes []history.Mode
 	for _, spelled := range list {
 		spelled = strings.TrimSpace(spelled)
-		name, disc, hasDisc := strings.Cut(spelled, ":")
+		name, spelledDisc, hasDisc := strings.Cut(spelled, ":")
+		disc := history.Discipline(spelledDisc)
 		e, ok := Lookup(Contenders, name)
 		switch {
 		case spelled == "":
 			return nil, &ContenderError{Name: `""`, Problem: "an empty name; the contenders are " + OneOf(Contenders)}
 		case !ok:
 			return nil, &ContenderError{Name: name, Problem: "no contender has that name; they are " + OneOf(Contenders) + " (lab contenders lists them)"}
-		case hasDisc && disc != DisciplineNaive && disc != DisciplineFenced:
-			return nil, &ContenderError{Name: spelled, Problem: fmt.Sprintf("the discipline must be %s or %s, got %q", DisciplineNaive, DisciplineFenced, disc)}
+		case hasDisc && disc != history.DisciplineNaive && disc != history.DisciplineFenced:
+			return nil, &ContenderError{Name: spelled, Problem: fmt.Sprintf("the discipline must be %s or %s, got %q", history.DisciplineNaive, history.DisciplineFenced, disc)}
 		case hasDisc && disc != e.Discipline && sibling(e, disc) != "":
-			return nil, &ContenderError{Name: spelled, Problem: name + " writes " + e.Discipline + "; the " + disc + " discipline is " + sibling(e, disc)}
-		case hasDisc && disc == DisciplineFenced && !e.Fence:
+			return nil, &ContenderError{Name: spelled, Problem: fmt.Sprintf("%s writes %s; the %s discipline is %s", name, e.Discipline, disc, sibling(e, disc))}
+		case hasDisc && disc == history.DisciplineFenced && !e.Fence:
 			return nil, &ContenderError{Name: spelled, Problem: name + "'s leases have no fence, so its holders cannot write through the gate; " +
 				"run it naive (" + name + "), or choose a contender with a fence: " + strings.Join(fenced(), ", ")}
 		case hasDisc && disc != e.Discipline:
-			return nil, &ContenderError{Name: spelled, Problem: name + " writes " + e.Discipline + ", and no contender is its " + disc + " twin"}
+			return nil, &ContenderError{Name: spelled, Problem: fmt.Sprintf("%s writes %s, and no contender is its %s twin", name, e.Discipline, disc)}
 		case slices.Contains(modes, history.Mode(name)):
 			return nil, &ContenderError{Name: name, Problem: "named twice"}
 		}
@@ -68,7 +69,7 @@ func ParseContenders(list []string) ([]history.Mode, error) {
 func fenced() []string {
 	var out []string
 	for _, e := range All(Contenders) {
-		if e.Discipline == DisciplineFenced {
+		if e.Discipline == history.DisciplineFenced {
 			out = append(out, e.Name)
 		}
 	}
@@ -76,7 +77,7 @@ func fenced() []string {
 }
 
 // sibling is the contender of the same library as e that writes by disc.
-func sibling(e *Entry, disc string) string {
+func sibling(e *Entry, disc history.Discipline) string {
 	for _, o := range All(Contenders) {
 		if o.Library == e.Library && o.Discipline == disc {
 			return "the contender " + o.Name

@@ -12,12 +12,12 @@ import (
 
 // The names, as the command line, fixture files and reports spell them.
 const (
-	Sim    = "sim"    // backend: the deterministic simulator
-	Memory = "memory" // backend: the in-memory coordinator; store: gates in memory
-	Etcd   = "etcd"   // backend: leases on etcd; store: gates in the backend's etcd
-	Redis  = "redis"  // backend: leases on Redis; store: gates in the backend's Redis
-	SQLite = "sqlite" // store: gates in a SQLite file
-	HTTP   = "http"   // store: a server per resource verifying signed proofs
+	Sim    = history.Simulator // backend: the deterministic simulator
+	Memory = "memory"          // backend: the in-memory coordinator; store: gates in memory
+	Etcd   = "etcd"            // backend: leases on etcd; store: gates in the backend's etcd
+	Redis  = "redis"           // backend: leases on Redis; store: gates in the backend's Redis
+	SQLite = "sqlite"          // store: gates in a SQLite file
+	HTTP   = "http"            // store: a server per resource verifying signed proofs
 
 	InProcess = "in-process" // driver: agents as goroutines
 	Process   = "process"    // driver: each agent an OS process
@@ -46,12 +46,6 @@ const etcdClient = "go.etcd.io/etcd/client/v3"
 // zkClient is the module of go-zookeeper's client, whose Lock the
 // zookeeper contenders run.
 const zkClient = "github.com/go-zookeeper/zk"
-
-// The contenders' write disciplines (see Entry.Discipline).
-const (
-	DisciplineNaive  = "naive"  // the holder checks its own deadline and writes straight
-	DisciplineFenced = "fenced" // the holder writes through the gate with its fence
-)
 
 // agentFaults are the fault kinds every real backend plays: those of the
 // fault layer between agents and coordinator, the restart of its
@@ -86,38 +80,38 @@ var table = []*Entry{
 		Needs: Needs{Processes: true}, Plays: slices.Concat([]spec.Fault{spec.FaultCrash}, spec.MemberFaults)}, // RunsOn, Stores: the shared ones (init)
 
 	{Kind: Contenders, Name: string(history.Naive), Doc: "the lab's lease, written to as most code does: the holder checks its own deadline",
-		Library: Lab, Discipline: DisciplineNaive, Shared: true, RunsOn: []string{Sim, Memory, Etcd, Redis}},
+		Library: Lab, Discipline: history.DisciplineNaive, Shared: true, RunsOn: []string{Sim, Memory, Etcd, Redis}},
 	{Kind: Contenders, Name: string(history.Fenced), Doc: "the lab's lease, written through the resource's gate with its fence",
-		Library: Lab, Fence: true, Discipline: DisciplineFenced, Shared: true, Needs: Needs{Fence: true}, RunsOn: []string{Sim, Memory, Etcd, Redis}},
+		Library: Lab, Fence: true, Discipline: history.DisciplineFenced, Shared: true, Needs: Needs{Fence: true}, RunsOn: []string{Sim, Memory, Etcd, Redis}},
 	{Kind: Contenders, Name: EtcdMutex, Doc: "etcd's concurrency.Mutex on a Session, on an embedded etcd of its own, written to as most code does: " +
 		"the holder checks its session's deadline; generations are the lock key's create revisions",
-		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Discipline: DisciplineNaive,
+		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "etcd"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 	{Kind: Contenders, Name: EtcdMutexFenced, Doc: "the same Mutex, written through the resource's gate with the lock key's create revision as the fence: " +
 		"etcd's locks cannot by themselves guarantee mutual exclusion (Jepsen, etcd 3.4.3), a fence checked at the resource is the remedy",
-		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Fence: true, Discipline: DisciplineFenced,
+		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Fence: true, Discipline: history.DisciplineFenced,
 		Needs: Needs{Server: "etcd", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 	{Kind: Contenders, Name: Redsync, Doc: "go-redsync/redsync's Mutex on one Redis, written to as most code does: " +
 		"on --backend redis the backend's own (its Sentinel topology too, whose failovers strike it), else a redis-server of its own; " +
 		"the holder checks Until(); generations in the order the lab saw the grants",
-		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: DisciplineNaive,
+		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: besideRedisRefuses},
 	{Kind: Contenders, Name: Redislock, Doc: "bsm/redislock on one Redis, written to as most code does: " +
 		"on --backend redis the backend's own (its Sentinel topology too, whose failovers strike it), else a redis-server of its own; " +
 		"the holder checks the TTL it asked for; generations in the order the lab saw the grants",
-		Library: "github.com/bsm/redislock", Version: ModuleVersion("github.com/bsm/redislock"), Discipline: DisciplineNaive,
+		Library: "github.com/bsm/redislock", Version: ModuleVersion("github.com/bsm/redislock"), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "redis-server"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: besideRedisRefuses},
 	{Kind: Contenders, Name: Redlock, Doc: "go-redsync/redsync's Redlock: one Mutex over 3 independent redis-servers of its own, held on a majority, written to as most code does: " +
 		"the holder checks Until(); a scenario's restarts restart the first server (redis-1), the other two stay healthy; generations in the order the lab saw the grants",
-		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: DisciplineNaive,
+		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "3 redis-servers"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: redlockRefuses},
 	{Kind: Contenders, Name: ZooKeeper, Doc: "go-zookeeper/zk's Lock (ZooKeeper's lock recipe) on a throwaway ZooKeeper of its own (or the one $LEASEFENCE_ZK_ADDR names), a session per Acquire whose timeout is the TTL, written to as most code does: " +
 		"the holder believes while its lock znode is its session's; a holder's process paused past the timeout loses its session and its znode; generations are the lock znodes' czxids",
-		Library: zkClient, Version: ModuleVersion(zkClient), Discipline: DisciplineNaive,
+		Library: zkClient, Version: ModuleVersion(zkClient), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "zookeeper"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 	{Kind: Contenders, Name: ZooKeeperFenced, Doc: "the same Lock, written through the resource's gate with the lock znode's czxid as the fence: " +
 		"a lock recipe cannot stop a holder that lost its session from writing (CURATOR-206), a fence checked at the resource is the remedy",
-		Library: zkClient, Version: ModuleVersion(zkClient), Fence: true, Discipline: DisciplineFenced,
+		Library: zkClient, Version: ModuleVersion(zkClient), Fence: true, Discipline: history.DisciplineFenced,
 		Needs: Needs{Server: "zookeeper", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 }
 
@@ -307,7 +301,7 @@ func anyPlays(k *Kind, backend string, sc spec.Scenario) bool {
 // Contender is contender e as a history header describes it.
 func (e *Entry) Contender() history.Contender {
 	return history.Contender{Name: history.Mode(e.Name), Library: e.Library, Version: e.Version, Fence: e.Fence,
-		Discipline: history.Discipline(e.Discipline)}
+		Discipline: e.Discipline}
 }
 
 // Describe is what a history header says of modes: the contender of each

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -61,7 +62,7 @@ type Entry struct {
 	// leases have a fence, and its write discipline.
 	Library, Version string
 	Fence            bool
-	Discipline       string
+	Discipline       history.Discipline
 	RunsOn           []string
 	// Stores, for a driver, are the stores it works with (nil: any).
 	Stores []string

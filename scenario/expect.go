@@ -95,20 +95,20 @@ func (d *decoder) expectations(n ast.Node, fx *Fixture) {
 				continue
 			}
 			violations, vacuous := d.modeExpectations(e.value, p, m, fx)
-			if c.Discipline == registry.DisciplineFenced {
+			if c.Discipline == history.DisciplineFenced {
 				explicit[m] = explicit[m] || violations
 				explicitVacuous[m] = explicitVacuous[m] || vacuous
 			}
 		}
 	}
 	for _, m := range fx.Modes {
-		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == registry.DisciplineFenced && !explicit[m] {
+		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == history.DisciplineFenced && !explicit[m] {
 			// A fixture never passes while a fenced contender breaks its
 			// promises, unless it says it expects exactly that.
 			fx.Expect = append(fx.Expect, counterExpectation("expect."+string(m)+".violations (implicit)", 0, m,
 				keyViolations, comparison{op: "==", n: 0}))
 		}
-		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == registry.DisciplineFenced && !explicitVacuous[m] {
+		if c, ok := registry.Lookup(registry.Contenders, string(m)); ok && c.Discipline == history.DisciplineFenced && !explicitVacuous[m] {
 			// Nor while it made no write: nothing was tested.
 			fx.Expect = append(fx.Expect, vacuousExpectation("expect."+string(m)+".vacuous (implicit)", 0, m, false))
 		}

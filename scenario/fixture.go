@@ -37,7 +37,7 @@ type Fixture struct {
 	Scenario spec.Scenario
 	Seeds    []uint64 // at least one; the scenario's own seed if the file names none
 	Modes    []history.Mode
-	// Backend is where the fixture runs: BackendSim (the deterministic
+	// Backend is where the fixture runs: registry.Sim (the deterministic
 	// simulator, the default) or a real-time backend ("memory", "etcd"),
 	// which RunOptions.Runner runs. On a real backend, time is not
 	// deterministic, so expectations must be invariants (a count of 0),
@@ -145,7 +145,7 @@ const (
 var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyRedis, fixtureKeyScenario, fixtureKeySeeds, "modes", "contenders", "expect"}
 
 // fixtureKeyRedis is the key of a fixture's RedisSettings.
-const fixtureKeyRedis = "redis"
+const fixtureKeyRedis = registry.Redis
 
 // RedisSettings are a fixture's `redis:` key, what `lab run` takes as
 // --redis-topology, --redis-wait-replicas, --redis-wait-timeout and

@@ -2,6 +2,7 @@ package layout_test
 
 import (
 	"errors"
+	"go/ast"
 	"go/build"
 	"go/parser"
 	"go/token"
@@ -39,8 +40,8 @@ var arrows = map[string][]string{
 	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
-	"realtime/internal/unlinked": {},                                          // a test that links no adapter
-	"realtime/internal/runtest":  {"realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
+	"realtime/internal/unlinked": {},                                                        // a test that links no adapter
+	"realtime/internal/runtest":  {"leasefence", "realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
 	// The runner in a testing/synctest bubble, Redis-based locks on miniredis: a test package.
 	"realtime/virtualtest": {"realtime", "registry", "history", "spec", "realtime/redisbackend", "realtime/redislocks"},
 	"realtime/adapters":    {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock"},
@@ -223,6 +224,57 @@ func TestRealtimeCoreImportsNoFence(t *testing.T) {
 	for _, p := range pkg.Imports {
 		if strings.HasPrefix(p, lab+"leasefence/") {
 			t.Errorf("realtime imports %s: what a store checks is its adapter's", p)
+		}
+	}
+}
+
+// homes are names with one home each: the package that defines them, as
+// a constant, for every other to read. "Is this the simulator?" and the
+// write disciplines are history's (the lowest package all their readers
+// may import); a backend's name is the registry's.
+var homes = map[string]string{
+	`"sim"`:    "history", // history.Simulator, read by history.Simulated
+	`"naive"`:  "history", // history.Naive, history.DisciplineNaive
+	`"fenced"`: "history", // history.Fenced, history.DisciplineFenced
+	`"redis"`:  "registry",
+}
+
+// No package spells a name of homes but its home: a second spelling is a
+// second definition, free to drift from the first. Tests and test paths
+// may spell what they check.
+func TestNamesHaveOneHome(t *testing.T) {
+	fset := token.NewFileSet()
+	found := map[string]bool{}
+	for rel := range imports(t) {
+		if testPath(rel) {
+			continue
+		}
+		pkg := source(t, rel)
+		for _, name := range pkg.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				home, named := homes[lit.Value]
+				switch {
+				case !named:
+				case rel == home:
+					found[lit.Value] = true
+				default:
+					t.Errorf("%s spells %s, whose home is %s: read it from there", fset.Position(lit.Pos()), lit.Value, home)
+				}
+				return true
+			})
+		}
+	}
+	for name, home := range homes {
+		if !found[name] {
+			t.Errorf("%s does not spell %s: the listing is not the lab's, or homes is out of date", home, name)
 		}
 	}
 }
