@@ -14,7 +14,7 @@ import (
 // cost in idle time that grows with it; a fence lands none at any delay.
 func TestSweepLockDelayDirection(t *testing.T) {
 	delays := []time.Duration{0, time.Second, 4 * time.Second}
-	rows, err := harness.SweepLockDelay(t.Context(), spec.LockDelayScenario(), delays, 5)
+	rows, err := harness.SweepLockDelay(t.Context(), spec.LockDelayScenario(), delays, 5, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

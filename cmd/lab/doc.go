@@ -82,9 +82,11 @@
 // failing swarm seed is reproduced; the report's description ends with what
 // the seed drew.
 //
-// --lock-delays 0,1s,2s,4s runs the scenario on the simulator with each
-// lock-delay (its lock_delay) for --seeds seeds from --seed, and prints one
-// table (--json: its rows) of what each delay buys and costs, per mode
+// --lock-delays 0,1s,2s,4s runs the scenario with each lock-delay (its
+// lock_delay) for --seeds seeds from --seed, on the simulator or, with
+// --backend memory, etcd or redis, in real time (a run of its own per delay
+// and seed), and prints one table (--json: its rows) of what each delay
+// buys and costs, per mode
 // summed over the seeds: stale writes landed, idle time while someone
 // waited (idle_while_waiting_ms) and writes landed; --html writes the table
 // and a plot of the trade-off to a page. The built-in lock-delay

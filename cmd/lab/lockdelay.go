@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/spec"
 )
@@ -31,15 +33,24 @@ func parseLockDelays(s string, sc spec.Scenario) ([]time.Duration, error) {
 }
 
 // sweepLockDelays is `lab run SCENARIO --lock-delays LIST`: the scenario
-// run on the simulator with each lock-delay for seeds seeds, as one table
-// (and, with --html, a page of it with a plot).
+// run with each lock-delay for seeds seeds, on the simulator or the real
+// backend of --backend, as one table (and, with --html, a page of it with
+// a plot).
 func (a *app) sweepLockDelays(ctx context.Context, cfg *runConfig, delays []time.Duration, seeds int) int {
-	rows, err := harness.SweepLockDelay(ctx, cfg.sc, delays, seeds, cfg.modes...)
+	run := func(ctx context.Context, sc spec.Scenario) (*history.Result, error) {
+		return harness.Run(ctx, sc, harness.RunOptions{Modes: cfg.modes})
+	}
+	title, backend := cfg.sc.Name, backendSim
+	if cfg.real != nil {
+		backend = cfg.real.config.Backend
+		run, title = a.realSweepRun(cfg), title+" on "+backend
+	}
+	rows, err := harness.SweepLockDelay(ctx, cfg.sc, delays, seeds, run)
 	if err != nil {
 		return a.badInput("run", err)
 	}
 	if cfg.html != nil {
-		err := report.LockDelayHTML(cfg.html, cfg.sc.Name, seeds, cfg.sc.Duration, rows)
+		err := report.LockDelayHTML(cfg.html, title, seeds, cfg.sc.Duration, rows)
 		if cerr := cfg.html.Close(); err == nil {
 			err = cerr
 		}
@@ -53,15 +64,33 @@ func (a *app) sweepLockDelays(ctx context.Context, cfg *runConfig, delays []time
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
 			Scenario string `json:"scenario"`
+			Backend  string `json:"backend"`
 			Seed     uint64 `json:"seed"`
 			Seeds    int    `json:"seeds"`
 			Rows     any    `json:"rows"`
-		}{cfg.sc.Name, cfg.sc.Seed, seeds, rows}); err != nil {
+		}{cfg.sc.Name, backend, cfg.sc.Seed, seeds, rows}); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
 			return exitFailed
 		}
 		return exitOK
 	}
-	report.LockDelayTable(a.stdout, cfg.sc.Name, seeds, cfg.sc.Duration, rows)
+	report.LockDelayTable(a.stdout, title, seeds, cfg.sc.Duration, rows)
 	return exitOK
+}
+
+// realSweepRun runs one scenario of a sweep on cfg's real backend, on a
+// setup of its own, closed once it ran.
+func (a *app) realSweepRun(cfg *runConfig) harness.SweepRun {
+	return func(ctx context.Context, sc spec.Scenario) (*history.Result, error) {
+		rr := &realRun{config: cfg.real.config, processes: cfg.real.processes, onSetup: a.onSetup}
+		if err := rr.open(ctx, sc, cfg.modes, nil); err != nil {
+			return nil, err
+		}
+		defer rr.close(a.stderr, cmp.Or(a.closeLimit, closeAfterStuck))
+		res, err := rr.run(ctx)
+		if res == nil {
+			return nil, err
+		}
+		return res.Result, err
+	}
 }
