@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ func TestCountersEqualASecondFold(t *testing.T) {
 					idleMS: rep.IdleWhileWaitingMS,
 				}
 				if got != want {
-					t.Errorf("the checker counts %+v\nthe second fold  %+v", got, want)
+					t.Errorf("the checker counts %+v\nthe second fold  %+v\n%s", got, want, keep(t, rec.h, m, events))
 				}
 			})
 		}
@@ -59,6 +60,33 @@ func TestCountersEqualASecondFold(t *testing.T) {
 	if sum.stale == 0 || sum.exclusion == 0 || sum.takeovers == 0 || sum.extended == 0 || sum.idleMS == 0 || realTakeovers == 0 {
 		t.Errorf("the recorded runs leave a counter untested: %+v, %d takeovers in real time", sum, realTakeovers)
 	}
+}
+
+// keep writes mode m's events, on which both folds disagree, as a history
+// of that mode alone to a file named for the test: a disagreement only
+// some interleavings of a real-time run produce can then be replayed
+// (`lab check` reads it), and a copy under testdata keeps it checked here.
+func keep(t *testing.T, h history.Header, m history.Mode, events []history.Event) string {
+	h.Modes = []history.Mode{m}
+	path := filepath.Join(os.TempDir(), "refold-"+strings.ReplaceAll(t.Name(), "/", "-")+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return "the history was not kept: " + err.Error()
+	}
+	enc, err := history.NewEncoder(f, h)
+	for i := 0; err == nil && i < len(events); i++ {
+		err = enc.Encode(&events[i])
+	}
+	if err == nil {
+		err = enc.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "the history was not kept: " + err.Error()
+	}
+	return "the history is kept in " + path
 }
 
 // foldCounts are the counters both folds derive.
