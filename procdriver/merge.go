@@ -144,7 +144,8 @@ type release struct {
 // is dropped (it minted nothing), a grant of a resource whose generation
 // had not ended is preceded by that generation's expiry, and an extension
 // or expiry of a generation the history has moved past, or already ended,
-// is dropped. A release of such a generation is judged by the rule the
+// is dropped; a refusal for lock-delay ends the live generation as an
+// expiry. A release of such a generation is judged by the rule the
 // in-process runner follows (realtime.GuessedEnds): one that reached the
 // coordinator, by the record, no later than the grant that took its
 // generation for expired is what let it go, and replaces that expiry;
@@ -183,6 +184,16 @@ func coordinatorSide(events []history.Event, resources int) []history.Event {
 				continue
 			}
 			cur.coordEnd = e.Deadline
+		case history.Denied:
+			// A refusal for lock-delay says no lease holds the resource,
+			// the last one having expired unreleased: it ended by then, as
+			// the in-process runner records it, or the resource would seem
+			// held until the next grant and its idle time be lost.
+			if e.Reason == leasefence.ReasonLockDelay && cur.known && !cur.ended {
+				cur.ended = true
+				out = append(out, history.Event{At: e.At, Mode: e.Mode, Kind: history.Expired, Agent: cur.agent,
+					Resource: e.Resource, Fence: cur.fence, Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+			}
 		case history.Expired:
 			if !current || cur.ended {
 				continue

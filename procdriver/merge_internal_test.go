@@ -25,6 +25,13 @@ func sent(at time.Duration, agent int, fence uint64, dur time.Duration) history.
 	return e
 }
 
+// delayed is agent's acquire refused for lock-delay, its reply back at at.
+func delayed(at time.Duration, agent int) history.Event {
+	e := ev(at, history.Denied, agent, 0, 0)
+	e.Reason = leasefence.ReasonLockDelay
+	return e
+}
+
 // The coordinator's side, from what each child saw of it: only the parent,
 // which sees every child's events, can tell that a grant ended the previous
 // generation unrenewed, or that a grant is a replay.
@@ -56,6 +63,9 @@ func TestCoordinatorSide(t *testing.T) {
 		{"a release of a past generation with no send recorded is its claim",
 			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(500*ms, history.Granted, 1, 2, 1500*ms), ev(510*ms, history.Released, 0, 1, 0)},
 			"granted@0s/0/1 expired@500ms/0/1(1s) granted@500ms/1/2 released@510ms/0/1"},
+		{"a refusal for lock-delay expires the live generation",
+			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), delayed(2000*ms, 1), ev(5000*ms, history.Granted, 1, 2, 6000*ms)},
+			"granted@0s/0/1 expired@2s/0/1(1s) denied@2s/1/0 granted@5s/1/2"},
 		{"an expiry is told once, with the last extension's deadline",
 			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(400*ms, history.Extended, 0, 1, 1400*ms),
 				ev(1500*ms, history.Expired, 0, 1, 0), ev(1600*ms, history.Expired, 0, 1, 0), ev(1700*ms, history.Granted, 1, 2, 2700*ms)},
