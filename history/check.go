@@ -215,7 +215,7 @@ func (c *Checker) Report() *Report {
 	if r.UnexplainedLandings > 0 {
 		vs = append(vs, violation{Plural(r.UnexplainedLandings, "write", "writes") + UnexplainedLandingViolation, true})
 	}
-	if r.UnexplainedReleases > 0 {
+	if _, na := c.h.NotExpressible(c.mode, RuleReleaseAfterEnd); r.UnexplainedReleases > 0 && !na {
 		vs = append(vs, violation{c.releaseViolation(r.UnexplainedReleases), false})
 	}
 	if r.RenewalsAfterEnd > 0 {

@@ -36,6 +36,26 @@ type Contender struct {
 	// saw the grants return, for a lock that shows none); "" for the
 	// lab's own coordinator, whose fences they are.
 	Generations string `json:"generations,omitempty"`
+	// NotExpressible names the rules of the lease contract the lock's API
+	// cannot express, each with why: the checker reports such a rule n/a
+	// and never charges the lock with it. Absent, every rule is
+	// expressible and judged.
+	NotExpressible map[ContractRule]string `json:"not_expressible,omitempty"`
+}
+
+// ContractRule names a rule of the lease contract a lock's API may be
+// unable to express (Contender.NotExpressible).
+type ContractRule string
+
+// RuleReleaseAfterEnd: Release of a lease no longer live returns an error
+// matching ErrNotHeld.
+const RuleReleaseAfterEnd ContractRule = "release-after-end"
+
+// NotExpressible reports whether mode m's lock cannot express rule, and
+// why.
+func (h *Header) NotExpressible(m Mode, rule ContractRule) (why string, ok bool) {
+	why, ok = h.Contender(m).NotExpressible[rule]
+	return why, ok
 }
 
 // LabLibrary is the Library of the lab's own two contenders.
@@ -99,6 +119,12 @@ func (h *Header) validateContenders() error {
 	for _, c := range h.Contenders {
 		if c.Name == "" || (c.Discipline != DisciplineNaive && c.Discipline != DisciplineFenced) || (c.Discipline == DisciplineFenced && !c.Fence) {
 			return fmt.Errorf("%w: header contender %+v: a name, and a discipline naive or fenced (fenced needs a fence)", ErrBadHistory, c)
+		}
+		for rule, why := range c.NotExpressible {
+			if rule != RuleReleaseAfterEnd || why == "" {
+				return fmt.Errorf("%w: header contender %s: not_expressible %q: a rule of the lease contract (%s), and why its lock cannot express it",
+					ErrBadHistory, c.Name, rule, RuleReleaseAfterEnd)
+			}
 		}
 	}
 	for _, m := range h.Modes {

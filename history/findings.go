@@ -215,25 +215,29 @@ func (c *Checker) findings(r *Report, lock, writes []string) Findings {
 // lockFinding: broken by any violation of the lock's own; else held only
 // if a takeover put exclusion to the test, and its reason says which rules
 // of the lease contract the run put to the test, never claiming the
-// others.
+// others; a rule the lock's API cannot express is n/a, with why, whatever
+// the verdict.
 func (c *Checker) lockFinding(r *Report, n *CoverageCounts, broken []string) Finding {
-	switch {
-	case len(broken) > 0:
-		return Finding{Verdict: FindingBroken, Reason: strings.Join(broken, "; ")}
-	case r.Takeovers == 0:
-		return Finding{Verdict: FindingInconclusive, Reason: "no lease ended without a release, so no takeover tested exclusion"}
-	}
-	reason := "the lock kept exclusion over " + Plural(r.Takeovers, "takeover", "takeovers")
-	if c.h.Contender(c.mode).Generations != "" {
-		reason += " (a Deadline past what the server granted would have shown as a grant while it ran)"
-	}
-	var tested, untested []string
+	var tested, untested, na []string
 	for _, p := range contractPaths(n) {
-		if p.n > 0 {
+		if why, ok := c.h.NotExpressible(c.mode, p.rule); ok {
+			na = append(na, p.what+": "+FindingNA+" ("+why+")")
+		} else if p.n > 0 {
 			tested = append(tested, p.what)
 		} else {
 			untested = append(untested, p.what)
 		}
+	}
+	switch {
+	case len(broken) > 0:
+		return Finding{Verdict: FindingBroken, Reason: strings.Join(append(broken, na...), "; ")}
+	case r.Takeovers == 0:
+		return Finding{Verdict: FindingInconclusive, Reason: strings.Join(append([]string{
+			"no lease ended without a release, so no takeover tested exclusion"}, na...), "; ")}
+	}
+	reason := "the lock kept exclusion over " + Plural(r.Takeovers, "takeover", "takeovers")
+	if c.h.Contender(c.mode).Generations != "" {
+		reason += " (a Deadline past what the server granted would have shown as a grant while it ran)"
 	}
 	if len(tested) > 0 {
 		reason += "; it kept the contract of " + strings.Join(tested, " and ")
@@ -241,19 +245,22 @@ func (c *Checker) lockFinding(r *Report, n *CoverageCounts, broken []string) Fin
 	if len(untested) > 0 {
 		reason += "; " + strings.Join(untested, " and ") + " not exercised, so not judged"
 	}
-	return Finding{Verdict: FindingHeld, Reason: reason}
+	return Finding{Verdict: FindingHeld, Reason: strings.Join(append([]string{reason}, na...), "; ")}
 }
 
 // contractPaths are the rules of the lease contract the record can show a
-// lock breaking, each with how often the run exercised it.
+// lock breaking, each with how often the run exercised it; rule names
+// those a lock's API may be unable to express (Contender.NotExpressible).
 func contractPaths(n *CoverageCounts) []struct {
 	what string
+	rule ContractRule
 	n    int
 } {
 	return []struct {
 		what string
+		rule ContractRule
 		n    int
-	}{{"Release after a lease's end", n.LateReleases}, {"Renew after a lease's end", n.RenewalsAfterExpiry}}
+	}{{"Release after a lease's end", RuleReleaseAfterEnd, n.LateReleases}, {"Renew after a lease's end", "", n.RenewalsAfterExpiry}}
 }
 
 // writesFinding: broken by a violation of the write path's (a fenced

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -47,5 +48,49 @@ func TestFindings(t *testing.T) {
 				t.Errorf("coverage held with %q not exercised", r.NotExercised)
 			}
 		})
+	}
+}
+
+// A release the lock answered nil for a lease no longer live breaks the
+// lease contract of a contender whose API can say "not held", and is n/a,
+// never charged, for one whose header declares it cannot express that
+// rule; the coverage counts it either way.
+func TestFindingsReleaseAfterEndNotExpressible(t *testing.T) {
+	h, events, err := ReadFile("testdata/release_after_end_not_expressible.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Check(h, events)
+	for _, tc := range []struct {
+		mode, lock, reasonHas string
+		violations, cx        int
+	}{
+		{"lib-na", FindingHeld, "Release after a lease's end: n/a (its Unlock is a delete that cannot say the lease was gone)", 0, 0},
+		{"lib-strict", FindingBroken, "1 release" + ReleaseContractViolation, 1, 1},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			r := res.Modes[Mode(tc.mode)]
+			f := r.Findings
+			if f.Lock.Verdict != tc.lock || !strings.Contains(f.Lock.Reason, tc.reasonHas) {
+				t.Errorf("lock %+v: want %s with %q", f.Lock, tc.lock, tc.reasonHas)
+			}
+			if len(r.Violations) != tc.violations || len(r.Counterexamples) != tc.cx {
+				t.Errorf("violations %q, counterexamples %+v: want %d and %d", r.Violations, r.Counterexamples, tc.violations, tc.cx)
+			}
+			if f.Coverage.Counts.LateReleases != 1 || r.UnexplainedReleases != 1 {
+				t.Errorf("late releases %d, unexplained %d: want 1 and 1", f.Coverage.Counts.LateReleases, r.UnexplainedReleases)
+			}
+		})
+	}
+}
+
+// A header that declares away a rule the contract does not name, or one
+// without why, is refused.
+func TestNotExpressibleValidated(t *testing.T) {
+	for _, ne := range []map[ContractRule]string{{"renew-after-end-ish": "why"}, {RuleReleaseAfterEnd: ""}} {
+		h := Header{Modes: []Mode{"lib"}, Contenders: []Contender{{Name: "lib", Discipline: DisciplineNaive, NotExpressible: ne}}}
+		if err := h.validateContenders(); !errors.Is(err, ErrBadHistory) {
+			t.Errorf("not_expressible %v: %v, want ErrBadHistory", ne, err)
+		}
 	}
 }

@@ -43,6 +43,16 @@ const Lab = history.LabLibrary
 // the etcd-mutex contenders run.
 const etcdClient = "go.etcd.io/etcd/client/v3"
 
+// etcdMutexNA is what etcd's Mutex cannot express of the lease contract:
+// its Unlock is a Delete of its own key (named by its session's lease, so
+// never another holder's), which succeeds whether or not the key is still
+// there. The other libraries can: redsync's Unlock returns
+// ErrLockAlreadyExpired, redislock's Release ErrLockNotHeld, and zk's
+// Lock.Unlock the Delete's ErrNoNode once the lock znode is gone.
+var etcdMutexNA = map[history.ContractRule]string{
+	history.RuleReleaseAfterEnd: "etcd's Mutex.Unlock is a delete that cannot say the lease was gone",
+}
+
 // zkClient is the module of go-zookeeper's client, whose Lock the
 // zookeeper contenders run.
 const zkClient = "github.com/go-zookeeper/zk"
@@ -85,11 +95,11 @@ var table = []*Entry{
 		Library: Lab, Fence: true, Discipline: history.DisciplineFenced, Shared: true, Needs: Needs{Fence: true}, RunsOn: []string{Sim, Memory, Etcd, Redis}},
 	{Kind: Contenders, Name: EtcdMutex, Doc: "etcd's concurrency.Mutex on a Session, on an embedded etcd of its own, written to as most code does: " +
 		"the holder checks its session's deadline; generations are the lock key's create revisions",
-		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Discipline: history.DisciplineNaive,
+		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Discipline: history.DisciplineNaive, NotExpressible: etcdMutexNA,
 		Needs: Needs{Server: "etcd"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 	{Kind: Contenders, Name: EtcdMutexFenced, Doc: "the same Mutex, written through the resource's gate with the lock key's create revision as the fence: " +
 		"etcd's locks cannot by themselves guarantee mutual exclusion (Jepsen, etcd 3.4.3), a fence checked at the resource is the remedy",
-		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Fence: true, Discipline: history.DisciplineFenced,
+		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Fence: true, Discipline: history.DisciplineFenced, NotExpressible: etcdMutexNA,
 		Needs: Needs{Server: "etcd", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 	{Kind: Contenders, Name: Redsync, Doc: "go-redsync/redsync's Mutex on one Redis, written to as most code does: " +
 		"on --backend redis the backend's own (its Sentinel topology too, whose failovers strike it), else a redis-server of its own; " +
@@ -301,7 +311,7 @@ func anyPlays(k *Kind, backend string, sc spec.Scenario) bool {
 // Contender is contender e as a history header describes it.
 func (e *Entry) Contender() history.Contender {
 	return history.Contender{Name: history.Mode(e.Name), Library: e.Library, Version: e.Version, Fence: e.Fence,
-		Discipline: e.Discipline}
+		Discipline: e.Discipline, NotExpressible: e.NotExpressible}
 }
 
 // Describe is what a history header says of modes: the contender of each

@@ -63,7 +63,11 @@ type Entry struct {
 	Library, Version string
 	Fence            bool
 	Discipline       history.Discipline
-	RunsOn           []string
+	// NotExpressible, for a library's contender, names the rules of the
+	// lease contract its API cannot express, each with why (the history
+	// header's Contender carries it; the checker reports them n/a).
+	NotExpressible map[history.ContractRule]string
+	RunsOn         []string
 	// Stores, for a driver, are the stores it works with (nil: any).
 	Stores []string
 	// Shared: every OS process of a run can reach it (a server, files

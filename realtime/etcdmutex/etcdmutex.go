@@ -215,7 +215,7 @@ func Attach(endpoint string, fenced bool) (*realtime.Contender, error) {
 	}
 	return &realtime.Contender{
 		Info: history.Contender{Name: history.Mode(name), Library: e.Library, Version: e.Version, Fence: fenced, Discipline: history.Discipline(e.Discipline),
-			Generations: map[bool]string{false: realtime.GenerationsServer, true: realtime.GenerationsFence}[fenced]},
+			NotExpressible: e.NotExpressible, Generations: map[bool]string{false: realtime.GenerationsServer, true: realtime.GenerationsFence}[fenced]},
 		New: func(_ context.Context, mode history.Mode) (realtime.Lock, error) {
 			return &Lock{Client: cli, Prefix: "/" + name + "/" + string(mode) + "/", Fenced: fenced}, nil
 		},

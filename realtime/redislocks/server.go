@@ -181,7 +181,7 @@ func contender(name string, a adapter, base string, rdbs []*redis.Client) *realt
 	e := registry.Must(registry.Contenders, name)
 	return &realtime.Contender{
 		Info: history.Contender{Name: history.Mode(name), Library: e.Library, Version: e.Version, Fence: e.Fence, Discipline: history.Discipline(e.Discipline),
-			Generations: realtime.GenerationsObserved},
+			NotExpressible: e.NotExpressible, Generations: realtime.GenerationsObserved},
 		New: func(_ context.Context, mode history.Mode) (realtime.Lock, error) {
 			return a.newLock(rdbs, base+name+":"+string(mode)+":"), nil
 		},

@@ -421,7 +421,7 @@ func attach(s share, fenced bool) (*realtime.Contender, error) {
 	e := registry.Must(registry.Contenders, name)
 	return &realtime.Contender{
 		Info: history.Contender{Name: history.Mode(name), Library: e.Library, Version: e.Version, Fence: fenced, Discipline: history.Discipline(e.Discipline),
-			Generations: map[bool]string{false: realtime.GenerationsServer, true: realtime.GenerationsFence}[fenced]},
+			NotExpressible: e.NotExpressible, Generations: map[bool]string{false: realtime.GenerationsServer, true: realtime.GenerationsFence}[fenced]},
 		New: func(_ context.Context, mode history.Mode) (realtime.Lock, error) {
 			return &Lock{Addr: s.Addr, Root: s.Root + "/" + string(mode), Fenced: fenced, MinTTL: s.MinTTL, MaxTTL: s.MaxTTL}, nil
 		},
