@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,7 +234,7 @@ func checkKept(t *testing.T, res *labtest.Result, failure string) {
 	if n, _ := history.MutualExclusion(&h, events); n != res.MutualExclusionViolations {
 		t.Errorf("the file shows %d mutual-exclusion violations, the run %d", n, res.MutualExclusionViolations)
 	}
-	if c := h.Contender(res.Mode); c != res.Contender {
+	if c := h.Contender(res.Mode); !reflect.DeepEqual(c, res.Contender) {
 		t.Errorf("the file's header names contender %+v, want %+v", c, res.Contender)
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestContenderVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Verdict != VerdictBroken || got.Modes["redsync"].Verdict != VerdictUnsafe || got.Modes["etcd-mutex-fenced"].Verdict != VerdictBroken ||
-		got.Modes["fenced"].Verdict != VerdictHeld || got.Modes["redsync"].MutualExclusionViolations != 1 || got.Modes["redsync"].Contender != redsync {
+		got.Modes["fenced"].Verdict != VerdictHeld || got.Modes["redsync"].MutualExclusionViolations != 1 || !reflect.DeepEqual(got.Modes["redsync"].Contender, redsync) {
 		t.Errorf("JSON %s", b.String())
 	}
 	b.Reset()
