@@ -260,6 +260,12 @@ type Contender struct {
 	// names what it restarts, in the history's fault events.
 	OnRestart     func(ctx context.Context, persist bool) error
 	RestartTarget string
+	// RestartEndsLeases says that OnRestart ends every lease the lock
+	// granted (the server drops the sessions its locks live in, as
+	// PostgreSQL drops a session's advisory locks), so that the mode's
+	// history records the restart as its coordinator's too: a grant after
+	// it took over from leases the server ended, not from live ones.
+	RestartEndsLeases bool
 
 	mu    sync.Mutex
 	locks []Lock

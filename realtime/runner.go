@@ -476,8 +476,9 @@ func (w *world) holdOffRestarts() (release func()) {
 // restartContenders plays a restart on the contenders that say how
 // (redlock restarts one of its servers), each recorded in its own mode as
 // a restart fault on what it restarted: a library's server, not the lab's
-// coordinator, so no coordinator_restarted (the registry refuses restarts
-// to the contenders that cannot play them). Called with restarting held.
+// coordinator, so no coordinator_restarted unless the restart ended every
+// lease (Contender.RestartEndsLeases); the registry refuses restarts to
+// the contenders that cannot play them. Called with restarting held.
 func (r *Runner) restartContenders(ctx context.Context, persist bool) {
 	for _, w := range r.worlds {
 		c, ok := w.backend.(*Contender)
@@ -500,6 +501,12 @@ func (r *Runner) restartContenders(ctx context.Context, persist bool) {
 		}
 		r.mu.Lock()
 		r.emitAtLocked(w.mode, e, began)
+		if err == nil && c.RestartEndsLeases {
+			// The leases ended with the restart; the lock's generations
+			// go on (none is reissued).
+			r.emitAtLocked(w.mode, history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1,
+				Outcome: history.OutcomeCounterPersisted, Fence: w.maxFence, Incarnation: w.incarnation}, began)
+		}
 		r.mu.Unlock()
 	}
 }

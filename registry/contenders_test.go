@@ -65,9 +65,9 @@ func TestCheckContenders(t *testing.T) {
 	}
 	for _, name := range registry.Names(registry.Contenders) {
 		err := registry.CheckContenders([]history.Mode{history.Mode(name)}, registry.Memory, restarts)
-		// The lab restarts its own coordinator, and one of redlock's
-		// servers; no other library's lock.
-		if canRestart := !registry.Library(history.Mode(name)) || name == registry.Redlock; canRestart != (err == nil) {
+		// The lab restarts its own coordinator, one of redlock's
+		// servers and pg-advisory's sessions; no other library's lock.
+		if canRestart := !registry.Library(history.Mode(name)) || name == registry.Redlock || name == registry.PgAdvisory; canRestart != (err == nil) {
 			t.Errorf("%s on a scenario with coordinator restarts: %v", name, err)
 		}
 		if err != nil && !strings.Contains(err.Error(), "the contenders that can: naive, fenced, redlock") {

@@ -29,6 +29,7 @@ const (
 	Redlock         = "redlock"           // contender: redsync's quorum over RedlockServers redis-servers
 	ZooKeeper       = "zookeeper"         // contender: go-zookeeper/zk's Lock, written to naively
 	ZooKeeperFenced = "zookeeper-fenced"  // contender: the same Lock, its znode's czxid the fence
+	PgAdvisory      = "pg-advisory"       // contender: PostgreSQL's session-level advisory lock through a pooled *sql.DB
 )
 
 // RedlockServers is how many independent redis-servers the redlock
@@ -56,6 +57,11 @@ var etcdMutexNA = map[history.ContractRule]string{
 // zkClient is the module of go-zookeeper's client, whose Lock the
 // zookeeper contenders run.
 const zkClient = "github.com/go-zookeeper/zk"
+
+// pgx is the module of the PostgreSQL driver (its database/sql driver,
+// stdlib) through which the pg-advisory contender takes PostgreSQL's own
+// advisory locks.
+const pgx = "github.com/jackc/pgx/v5"
 
 // agentFaults are the fault kinds every real backend plays: those of the
 // fault layer between agents and coordinator, the restart of its
@@ -114,7 +120,7 @@ var table = []*Entry{
 	{Kind: Contenders, Name: Redlock, Doc: "go-redsync/redsync's Redlock: one Mutex over 3 independent redis-servers of its own, held on a majority, written to as most code does: " +
 		"the holder checks Until(); a scenario's restarts restart the first server (redis-1), the other two stay healthy; generations in the order the lab saw the grants",
 		Library: "github.com/go-redsync/redsync/v4", Version: ModuleVersion("github.com/go-redsync/redsync/v4"), Discipline: history.DisciplineNaive,
-		Needs: Needs{Server: "3 redis-servers"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: redlockRefuses},
+		Needs: Needs{Server: "3 redis-servers"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: restartableRefuses},
 	{Kind: Contenders, Name: ZooKeeper, Doc: "go-zookeeper/zk's Lock (ZooKeeper's lock recipe) on a throwaway ZooKeeper of its own (or the one $LEASEFENCE_ZK_ADDR names), a session per Acquire whose timeout is the TTL, written to as most code does: " +
 		"the holder believes while its lock znode is its session's; a holder's process paused past the timeout loses its session and its znode; generations are the lock znodes' czxids",
 		Library: zkClient, Version: ModuleVersion(zkClient), Discipline: history.DisciplineNaive,
@@ -123,6 +129,10 @@ var table = []*Entry{
 		"a lock recipe cannot stop a holder that lost its session from writing (CURATOR-206), a fence checked at the resource is the remedy",
 		Library: zkClient, Version: ModuleVersion(zkClient), Fence: true, Discipline: history.DisciplineFenced,
 		Needs: Needs{Server: "zookeeper", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
+	{Kind: Contenders, Name: PgAdvisory, Doc: "PostgreSQL's session-level pg_try_advisory_lock on a connection taken from a pooled *sql.DB (pgx's stdlib), on the PostgreSQL $LEASEFENCE_PG_URL names, written to as most code does: " +
+		"the lock has no TTL and the holder believes until it unlocks; a scenario's restarts end the lock's sessions (pg_terminate_backend), which drops the locks without a word to their holders; generations in the order the lab saw the grants",
+		Library: pgx + "/stdlib", Version: ModuleVersion(pgx), Discipline: history.DisciplineNaive,
+		Needs: Needs{Server: "postgresql"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: restartableRefuses},
 }
 
 // Agents as processes run on the backends and with the stores that every
@@ -177,10 +187,11 @@ var libraryRefuses = slices.Concat([]*Feature{Restarts, Push}, lockRefuses, Memb
 // lab's.
 var besideRedisRefuses = slices.Concat([]*Feature{Restarts, Push}, lockRefuses, MemberFaults)
 
-// redlockRefuses are libraryRefuses but restarts: a scenario's restarts
-// restart one of redlock's own servers (redis-1), the fault its quorum is
-// for.
-var redlockRefuses = slices.Concat([]*Feature{Push}, lockRefuses, MemberFaults, PrimaryFaults)
+// restartableRefuses are libraryRefuses but restarts: a scenario's
+// restarts strike the contender's own server, the fault it is run for
+// (redlock restarts one of its servers, redis-1, the fault its quorum is
+// for; pg-advisory has the server end its lock's sessions).
+var restartableRefuses = slices.Concat([]*Feature{Push}, lockRefuses, MemberFaults, PrimaryFaults)
 
 // ModuleVersion is the version of module path linked into this program,
 // as its build information says it ("" if it is not linked, or the
