@@ -33,6 +33,7 @@ type Checker struct {
 	exclusion       *exclusion
 	idle            *idleWaits
 	coverage        *coverage
+	faultLog        faultLog
 }
 
 // writeCounts are the writes at each resource as they were folded in:
@@ -73,6 +74,7 @@ func (c *Checker) Add(e *Event) {
 	c.exclusion.add(e)
 	c.idle.add(e)
 	c.coverage.add(e, c.read)
+	c.faultLog.add(e)
 	switch e.Kind {
 	case CommitAdmitted, WriteLanded, CommitRefused:
 		c.wrote(c.read.LastWrite())
@@ -326,7 +328,7 @@ func (c *Checker) newJudgement() *judgement {
 		Acquisitions: c.acquisitions, Renewals: c.renewals, Denials: c.denials, Expiries: c.expiries,
 		Releases: c.releases, FencesMinted: c.minted, Retries: c.retries, MessagesLost: c.lost,
 		ChecksFailed: c.checksFailed, PushesApplied: c.pushes, WritesFailed: c.writesFailed, FaultsPlayed: c.faults,
-		IdleWhileWaitingMS: int(c.idle.idle().Milliseconds()),
+		IdleWhileWaitingMS: int(c.idle.idle().Milliseconds()), FaultsOnServers: slices.Clone(c.faultLog.list),
 	}
 	for i := range j.per {
 		j.per[i].Resource = h.Resources[i]

@@ -374,3 +374,43 @@ func TestCheckCountsFaultsPlayed(t *testing.T) {
 		t.Errorf("faults played %d, failed %v, violations %v: want 2, a clean run", rep.FaultsPlayed, res.Failed(), rep.Violations)
 	}
 }
+
+// The report lists the faults on servers from their fault_began and
+// fault_ended alone: a fault_ended ends the latest of its kind on its
+// target, and says what the fault did; a fault of an agent is not listed.
+func TestCheckListsFaultsOnServers(t *testing.T) {
+	h := Header{Format: FormatVersion, Scenario: "hand", Modes: []Mode{Fenced}, TTL: time.Second,
+		Agents: []string{"agent-1"}, Resources: []string{"res-1"}}
+	kill := NewFault("kill_primary", -1, "redis primary redis-0", 4*time.Second)
+	killed := kill.Ended()
+	killed.Outcome, killed.Detail = OutcomeFailedOver, "redis-2 promoted 2.2s after, redis-0 back as its replica"
+	events := []Event{
+		NewFault("partition", 0, "", time.Second),
+		NewFault("restart", -1, TargetCoordinator, 0),
+		{Kind: FaultBegan, Fault: "pause_leader", Agent: -1, Resource: -1, Other: -1, Target: "etcd leader", Dur: time.Second,
+			Outcome: OutcomeNotPlayed, Detail: "not applied: no leader"},
+		kill,
+		killed,
+	}
+	for i := range events {
+		events[i].Mode, events[i].At = Fenced, time.Duration(i)*time.Second
+	}
+	got := Check(h, events).Modes[Fenced].FaultsOnServers
+	want := []FaultOnServer{
+		{AtMS: 1000, Fault: "restart", Target: TargetCoordinator, EndedMS: -1},
+		{AtMS: 2000, Fault: "pause_leader", Target: "etcd leader", DurationMS: 1000, Detail: "not applied: no leader", NotPlayed: true, EndedMS: -1},
+		{AtMS: 3000, Fault: "kill_primary", Target: "redis primary redis-0", DurationMS: 4000, EndedMS: 4000, Ended: killed.Detail, FailedOver: true},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("faults on servers:\n got %+v\nwant %+v", got, want)
+	}
+	for i, line := range []string{
+		"restart on coordinator at 1.000s",
+		"pause_leader on etcd leader at 2.000s: not played: not applied: no leader",
+		"kill_primary on redis primary redis-0 at 3.000s for 4.000s, ended at 4.000s: redis-2 promoted 2.2s after, redis-0 back as its replica",
+	} {
+		if got[i].String() != line {
+			t.Errorf("line %d: %q, want %q", i, got[i].String(), line)
+		}
+	}
+}

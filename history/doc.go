@@ -105,10 +105,12 @@
 //	push_dropped           the push was lost
 //	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
 //	fault_began            the run played a fault: fault (its kind: partition, restart, crash, partition_member,
-//	                       pause_member, pause_leader) on agent, or on target ("coordinator", "etcd member 2");
-//	                       dur_ns: how long it is to last (0: an instant, no fault_ended follows); detail: how;
+//	                       pause_member, pause_leader, pause_primary, kill_primary, partition_primary) on agent,
+//	                       or on target ("coordinator", "etcd member 2", "redis primary redis-0"); dur_ns: how
+//	                       long it is to last (0: an instant, no fault_ended follows); detail: how;
 //	                       outcome not_played: it could not be played (detail: why)
-//	fault_ended            the fault of that kind on that agent or target is over
+//	fault_ended            the fault of that kind on that agent or target is over; detail: what it did (which
+//	                       replica was promoted); outcome failed_over: the store failed over to a replica
 //	intervened             a live intervention was applied: intervention
 //	library_error          the library returned an error it never should: detail; the run ends
 //	forgery_refused        a forger's write (no agent; outcome: own_key, tampered, alg_none or replayed; detail: the forger and the answer) was refused

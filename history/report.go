@@ -142,6 +142,10 @@ type Report struct {
 	// FaultsPlayed counts the faults the run played (fault_began events,
 	// whatever their kind; not those it could not play).
 	FaultsPlayed int `json:"faults_played,omitempty"`
+	// FaultsOnServers are the faults the run played, or could not, on a
+	// server rather than an agent, in order (the first
+	// MaxFaultsOnServers): what each fault_began and fault_ended said.
+	FaultsOnServers []FaultOnServer `json:"faults_on_servers,omitempty"`
 
 	// StaleWritesLanded counts writes that landed after a write of a newer
 	// lease generation (minted later) on the same resource. Fenced mode

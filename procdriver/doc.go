@@ -37,6 +37,10 @@
 //     agent after a delay.
 //   - Clock drift and offset are the child's: its agent's clock is the
 //     runner's (realtime.NewAgentClock) inside the child.
+//   - The faults of the backend's servers (the scenario's faults list: an
+//     etcd member paused or cut off) are played on the backend, each at
+//     its instant, as the in-process runner plays them
+//     (realtime.PlayFaults), and recorded in every mode.
 //
 // A child opens what its agent needs, then writes its header; once every
 // child has, the parent sends them the run's start, and the run's time

@@ -169,6 +169,7 @@ type Runner struct {
 	reports map[history.Mode]*reported
 	errs    []error
 	wg      sync.WaitGroup // every process's reader, and the schedule
+	timed   *realtime.TimedFaults
 }
 
 // New prepares a run of the setup's scenario.
@@ -282,6 +283,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	r.finish(ctx)
 	r.wg.Wait()
+	if err := r.timed.Err(); err != nil {
+		r.fail(err)
+	}
 	res, recordErr := r.result(resources, wall)
 	switch {
 	case err != nil:
@@ -342,8 +346,11 @@ func (r *Runner) startAll() error {
 	return nil
 }
 
-// schedule plays the crashes and the actions at their instants.
+// schedule plays the crashes, the actions and the faults of the backend's
+// servers (the scenario's faults list, as the in-process runner plays
+// them) at their instants.
 func (r *Runner) schedule() {
+	r.timed = realtime.PlayFaults(r.ctx, &r.wg, r.setup.Backend, r.setup.Scenario.Faults, r.now, r.recordFault)
 	for _, act := range r.opts.Actions {
 		r.wg.Add(1)
 		go func() {
@@ -369,11 +376,11 @@ func (r *Runner) schedule() {
 			if k.Restart <= 0 {
 				crash.Dur = max(r.setup.Scenario.Duration-k.At, time.Nanosecond) // down to the run's end
 			}
-			r.crashed(crash)
+			r.recordFault(crash)
 			if k.Restart <= 0 || sleep(r.ctx, k.Restart) != nil {
 				return
 			}
-			r.crashed(crash.Ended())
+			r.recordFault(crash.Ended())
 			for m, life := range lives {
 				if err := r.startProc(m, ai, life+1, false); err != nil {
 					r.fail(err)

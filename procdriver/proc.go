@@ -154,9 +154,9 @@ func (r *Runner) record(e history.Event, life int) {
 	r.liveMu.Unlock()
 }
 
-// crashed records the crash of agent ai in every mode, as the fault
-// event e (a crash's began or ended), now.
-func (r *Runner) crashed(e history.Event) {
+// recordFault records fault event e (a crash's began or ended, a fault of
+// the backend's servers) in every mode, now.
+func (r *Runner) recordFault(e history.Event) {
 	at := r.now()
 	for _, m := range r.h.Modes {
 		e.Mode, e.At = m, at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/spec"
 )
@@ -60,23 +61,47 @@ type FloorKeeper interface {
 	FloorsLostWithBackend() bool
 }
 
-// Members is a cluster whose members the runner faults by the scenario's
-// member faults (etcd.faults): i counts from 0.
-type Members interface {
-	// Leader is the index of the member that leads now.
-	Leader(ctx context.Context) (int, error)
-	Pause(i int) error
-	Resume(i int) error
-	Partition(i int) error
-	Heal(i int)
-	// Delay holds each message to and from member i for d (0: none).
-	Delay(i int, d time.Duration) error
+// FaultPlayer is a Backend that plays kinds of a scenario's faults list
+// (spec.TimedFault) on its own servers: etcd's members, the Redis
+// primary. Its registry entry says which kinds (registry.Entry.Plays), so
+// that a scenario asking for another is refused before anything starts;
+// the runner schedules every entry alike (TimedFaults) and records it by
+// its fault_began and fault_ended alone, from what these methods return.
+type FaultPlayer interface {
+	// BeginFault strikes f now, and returns once it is in force with
+	// what ends it. An error says it could not begin and nothing of it
+	// is in force: the run records it not played, and fails. A backend
+	// that plays one fault at a time may wait here for the one before to
+	// end, until ctx ends.
+	BeginFault(ctx context.Context, f spec.TimedFault) (ActiveFault, error)
 }
 
-// MemberBackend is a Backend with members to fault: FaultMembers is nil
-// when its members cannot be (they are not processes of their own).
-type MemberBackend interface {
-	FaultMembers() Members
+// ActiveFault is one fault of the faults list in force.
+type ActiveFault interface {
+	// Began names what the fault struck, as its fault_began's target
+	// ("etcd member 1 (the leader)", "redis primary redis-0"), and how,
+	// where its kind does not say it all (its detail: "traffic delayed
+	// 50ms"; "" for nothing more).
+	Began() (target, detail string)
+	// End undoes the fault, within ctx's deadline, and says what it did.
+	End(ctx context.Context) FaultOutcome
+}
+
+// FaultOutcome is what a fault of the faults list did, as its fault_ended
+// says it.
+type FaultOutcome struct {
+	// Detail says what it did ("redis-2 promoted 2.231s after, redis-0
+	// back as its replica"); "" for nothing more than its kind says.
+	Detail string
+	// Outcome is the fault_ended's outcome: history.OutcomeFailedOver
+	// when the backend's store failed over to a replica during the fault
+	// (the checker reads it: a fence minted since may reissue one the old
+	// primary minted and no replica saw); "" for none.
+	Outcome history.Outcome
+	// Err: the fault did not do what the scenario asked of it (a fault of
+	// the primary that saw no failover), which fails the run; Detail
+	// says it too.
+	Err error
 }
 
 // floorsLostWithBackend reports whether st's floors go with a restart

@@ -53,12 +53,12 @@
 //     stops every member and starts it again on its data directory
 //     (persist), or starts a fresh cluster on a new directory (a restore
 //     without --bump-revision: revisions, and so fences, start over).
-//   - Member faults (the scenario's etcd.faults) need an embedded cluster
-//     of at least three members, which then run as processes behind
-//     proxies (package etcdcluster): a member, or the leader of the
-//     moment, is paused with SIGSTOP or cut off from the others and the
-//     clients (or its traffic delayed) for a window; Result.MemberFaults
-//     lists them.
+//   - The faults of the backend's own servers (the scenario's faults
+//     list: an etcd member paused or cut off, the Redis primary paused,
+//     killed or partitioned) are the backend's adapter's to play, through
+//     one optional interface (FaultPlayer); the runner schedules every
+//     entry alike (TimedFaults) and records it by its fault_began and
+//     fault_ended alone, which the report's fault lines are read from.
 //
 // Every fault played is recorded in every mode as a fault_began event (its
 // spec.Faults kind, and the agent or target it befalls) and, when a window

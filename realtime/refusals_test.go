@@ -32,14 +32,15 @@ func TestCrashesNeedProcesses(t *testing.T) {
 // The simulator refuses etcd member faults rather than run without them.
 func TestSimulatorRefusesMemberFaults(t *testing.T) {
 	sc := short(t, "overlap", 2*time.Second, 1)
-	sc.Etcd = spec.Etcd{Members: 3, Faults: []spec.MemberFault{{At: time.Second, Do: spec.FaultPauseLeader, Duration: time.Second}}}
+	sc.Etcd = spec.Etcd{Members: 3}
+	sc.Faults = []spec.TimedFault{{At: time.Second, Do: spec.FaultPauseLeader, Duration: time.Second}}
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{}); !errors.Is(err, spec.ErrNeedsEtcd) {
 		t.Errorf("Run: %v, want ErrNeedsEtcd", err)
 	}
 	if _, err := harness.NewSim(sc, history.Fenced); !errors.Is(err, spec.ErrNeedsEtcd) {
 		t.Errorf("NewSim: %v, want ErrNeedsEtcd", err)
 	}
-	sc.Etcd.Faults = nil // the size alone is the real backend's business
+	sc.Faults = nil // the size alone is the real backend's business
 	if _, err := harness.Run(t.Context(), sc, harness.RunOptions{}); err != nil {
 		t.Errorf("Run with etcd.members alone: %v", err)
 	}

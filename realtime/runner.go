@@ -68,11 +68,9 @@ type Result struct {
 	// Wall is how long the run took on the wall clock.
 	Wall time.Duration `json:"wall_ns"`
 	// Faults is what the fault layer did, over every agent and mode.
+	// The faults of the backend's servers (the scenario's faults list) are
+	// the history's: each one's fault_began and fault_ended.
 	Faults FaultStats `json:"faults"`
-	// MemberFaults are the etcd member faults played, in order.
-	MemberFaults []MemberFaultRecord `json:"member_faults,omitempty"`
-	// PrimaryFaults are the faults of the Redis primary played, in order.
-	PrimaryFaults []PrimaryFaultRecord `json:"primary_faults,omitempty"`
 }
 
 // Runner runs one scenario in real time: agents are goroutines on real
@@ -101,8 +99,7 @@ type Runner struct {
 	abandoned error         // Abandon's, once it ended the run
 	last      time.Duration // the instant of the latest event stamped
 	wall      time.Duration // the run's length, once stopped
-	members   []MemberFaultRecord
-	primaries []PrimaryFaultRecord // the faults of the Redis primary played
+	timed     *TimedFaults  // the scenario's faults list, once scheduled
 
 	// restarting is held by a coordinator restart, and read-held by each
 	// call to a coordinator the restart concerns (holdOffRestarts) from
@@ -282,7 +279,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
-	return res, r.primaryFaultErr()
+	return res, r.timed.Err()
 }
 
 // result is the checker's verdict on the history so far.
@@ -293,8 +290,7 @@ func (r *Runner) result() *Result {
 	for _, m := range r.h.Modes {
 		hr.Add(r.checkers[m].Report())
 	}
-	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall, MemberFaults: r.members,
-		PrimaryFaults: slices.Clone(r.primaries)}
+	res := &Result{Result: hr, Backend: r.backend.Name(), Store: r.store.Name(), Wall: r.wall}
 	for _, w := range r.worlds {
 		for _, d := range w.agents {
 			res.Faults = res.Faults.Add(d.stats.stats())
@@ -394,7 +390,7 @@ func (r *Runner) emitLive(mode history.Mode, e history.Event) {
 }
 
 // schedule starts the run's timed faults: partitions, coordinator
-// restarts and etcd member faults.
+// restarts and the faults list, the backend's servers' (TimedFaults).
 func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	at := func(d time.Duration, f func()) { r.after(d, -1, func(context.Context) { f() }) }
 	for _, p := range r.sc.Partitions {
@@ -416,8 +412,7 @@ func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	for _, rs := range r.sc.Restarts {
 		at(rs.At, func() { r.restart(ctx, rs.Persist) })
 	}
-	r.scheduleMembers(ctx, wg)
-	r.schedulePrimaryFaults(ctx, wg)
+	r.timed = PlayFaults(ctx, wg, r.backend, r.sc.Faults, r.now, r.recordFault)
 }
 
 // restart restarts the coordinators, and records it in every mode.
@@ -518,10 +513,12 @@ func (r *Runner) recordFault(e history.Event) {
 	r.recordFaultLocked(e)
 }
 
-// recordFaultLocked is recordFault with r.mu held.
+// recordFaultLocked is recordFault with r.mu held: one instant in every
+// mode, since it is one fault.
 func (r *Runner) recordFaultLocked(e history.Event) {
+	now := r.now()
 	for _, w := range r.worlds {
-		r.emitLocked(w.mode, e)
+		r.emitAtLocked(w.mode, e, now)
 	}
 }
 

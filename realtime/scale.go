@@ -59,15 +59,10 @@ func Scale(sc spec.Scenario, k float64) spec.Scenario {
 		sc.Crashes[i].At, sc.Crashes[i].Restart = d(sc.Crashes[i].At), d(sc.Crashes[i].Restart)
 	}
 	sc.Push.Delay = dist(sc.Push.Delay)
-	sc.Etcd.Faults = append([]spec.MemberFault(nil), sc.Etcd.Faults...)
-	for i := range sc.Etcd.Faults {
-		f := &sc.Etcd.Faults[i]
+	sc.Faults = append([]spec.TimedFault(nil), sc.Faults...)
+	for i := range sc.Faults {
+		f := &sc.Faults[i]
 		f.At, f.Duration, f.Delay = d(f.At), d(f.Duration), d(f.Delay)
-	}
-	sc.Redis.Faults = append([]spec.RedisFault(nil), sc.Redis.Faults...)
-	for i := range sc.Redis.Faults {
-		f := &sc.Redis.Faults[i]
-		f.At, f.Duration = d(f.At), d(f.Duration)
 	}
 	sc.Script = append([]spec.Action(nil), sc.Script...)
 	for i := range sc.Script {

@@ -94,7 +94,7 @@ func TestCheckContenders(t *testing.T) {
 	// Redis: the lab's, and redsync's and redislock's, which share it; the
 	// others' servers are their own, and never fail over.
 	failover := builtin(t, "overlap")
-	failover.Redis.Faults = []spec.RedisFault{{At: time.Second, Do: spec.FaultPartitionPrimary, Duration: 4 * time.Second}}
+	failover.Faults = []spec.TimedFault{{At: time.Second, Do: spec.FaultPartitionPrimary, Duration: 4 * time.Second}}
 	sharesRedis := func(name string) bool {
 		return !registry.Library(history.Mode(name)) || name == registry.Redsync || name == registry.Redislock
 	}

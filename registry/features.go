@@ -38,9 +38,9 @@ func fault(f spec.Fault, what string, kind *Kind, err error) *Feature {
 var (
 	OverTheWire = &Feature{Field: "forgers", Name: "over-the-wire", What: "forgers or a network.write_delay, which only a resource across a network plays",
 		Kind: Stores, Err: spec.ErrOverTheWire, In: func(sc spec.Scenario) bool { return sc.OverTheWire() }}
-	PartitionMember = fault(spec.FaultPartitionMember, "etcd member partitions (etcd.faults, do: partition_member)", Backends, spec.ErrNeedsEtcd)
-	PauseMember     = fault(spec.FaultPauseMember, "etcd member pauses (etcd.faults, do: pause_member)", Backends, spec.ErrNeedsEtcd)
-	PauseLeader     = fault(spec.FaultPauseLeader, "etcd leader pauses (etcd.faults, do: pause_leader)", Backends, spec.ErrNeedsEtcd)
+	PartitionMember = fault(spec.FaultPartitionMember, "etcd member partitions (faults, do: partition_member)", Backends, spec.ErrNeedsEtcd)
+	PauseMember     = fault(spec.FaultPauseMember, "etcd member pauses (faults, do: pause_member)", Backends, spec.ErrNeedsEtcd)
+	PauseLeader     = fault(spec.FaultPauseLeader, "etcd leader pauses (faults, do: pause_leader)", Backends, spec.ErrNeedsEtcd)
 	EtcdMembers     = &Feature{Field: "etcd.members", Name: "etcd-members", What: "an etcd cluster's size (etcd.members)",
 		Kind: Backends, In: func(sc spec.Scenario) bool { return sc.Etcd.Members != 0 }}
 	Crashes       = fault(spec.FaultCrash, "crashes of agents (crashes), which only agents run as processes suffer", Drivers, spec.ErrNeedsProcesses)
@@ -71,9 +71,9 @@ var (
 	LockDelay = &Feature{Field: "lock_delay", Name: "lock-delay", What: "the lab coordinator's lock-delay (lock_delay)",
 		Kind: Contenders, In: func(sc spec.Scenario) bool { return sc.LockDelay > 0 }}
 
-	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (redis.faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
-	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (redis.faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)
-	PartitionPrimary = fault(spec.FaultPartitionPrimary, "partitions of the Redis primary from its replicas (redis.faults, do: partition_primary)", Backends, spec.ErrNeedsSentinel)
+	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
+	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)
+	PartitionPrimary = fault(spec.FaultPartitionPrimary, "partitions of the Redis primary from its replicas (faults, do: partition_primary)", Backends, spec.ErrNeedsSentinel)
 )
 
 // Features lists every feature: one per fault kind of spec.Faults, and

@@ -267,7 +267,7 @@ func faultScenario(t *testing.T, f spec.Fault) spec.Scenario {
 	sc := builtin(t, "gap")
 	sc.Push.Enabled = false
 	sc.Network.DropRequests, sc.Network.DropReplies, sc.Network.Duplicate = 0, 0, 0
-	sc.Partitions, sc.Restarts, sc.Crashes, sc.Etcd.Faults, sc.Redis.Faults = nil, nil, nil, nil, nil
+	sc.Partitions, sc.Restarts, sc.Crashes, sc.Faults = nil, nil, nil, nil
 	switch {
 	case f == spec.FaultPartition:
 		sc.Partitions = []spec.Partition{{Agent: spec.AgentName(0), From: time.Second, To: 2 * time.Second}}
@@ -275,14 +275,14 @@ func faultScenario(t *testing.T, f spec.Fault) spec.Scenario {
 		sc.Restarts = []spec.Restart{{At: time.Second}}
 	case f == spec.FaultCrash:
 		sc.Crashes = []spec.Crash{{Agent: spec.AgentName(0), At: time.Second}}
-	case f.Member():
-		sc.Etcd.Faults = []spec.MemberFault{{At: time.Second, Do: f, Duration: time.Second}}
+	case slices.Contains(spec.MemberFaults, f):
+		sc.Faults = []spec.TimedFault{{At: time.Second, Do: f, Duration: time.Second}}
 	case f == spec.FaultDrop:
 		sc.Network.Duplicate = 0.1
 	case f == spec.FaultPush:
 		sc.Push.Enabled = true
 	case slices.Contains(spec.RedisFaults, f):
-		sc.Redis.Faults = []spec.RedisFault{{At: time.Second, Do: f, Duration: spec.MinRedisFault}}
+		sc.Faults = []spec.TimedFault{{At: time.Second, Do: f, Duration: spec.MinRedisFault}}
 	}
 	for _, g := range spec.Faults {
 		if sc.Has(g) != (g == f) {

@@ -46,7 +46,7 @@ func TestCountsAgree(t *testing.T) {
 			"2 acquisitions, 2 writes admitted, 2 refused, 2 stale writes landed, 2 overlaps (2 silent)"}},
 		{"real-time run's fault layer", func(n int) string {
 			var b bytes.Buffer
-			Runner{Backend: "etcd", Real: &RealFigures{Faults: FaultCounts{Calls: int64(n), RequestsDropped: int64(n), RepliesDropped: int64(n)}}}.write(&b)
+			Runner{Backend: "etcd", Real: &RealFigures{Faults: FaultCounts{Calls: int64(n), RequestsDropped: int64(n), RepliesDropped: int64(n)}}}.write(&b, &history.Result{})
 			return b.String()
 		}, [3]string{"0 calls, 0 requests dropped (0 cut by a partition), 0 replies dropped", "1 call, 1 request dropped (0 cut by a partition), 1 reply dropped",
 			"2 calls, 2 requests dropped (0 cut by a partition), 2 replies dropped"}},

@@ -34,10 +34,6 @@ type RealFigures struct {
 	// Faults counts what the fault layer between agents and coordinator
 	// did, over every agent and mode.
 	Faults FaultCounts `json:"faults"`
-	// MemberFaults are the etcd member faults played, in order.
-	MemberFaults []MemberFault `json:"member_faults,omitempty"`
-	// PrimaryFaults are the faults of the Redis primary played, in order.
-	PrimaryFaults []PrimaryFault `json:"primary_faults,omitempty"`
 	// Agents is how the agents ran: "in-process" (goroutines) or
 	// "process" (each an OS process of its own, one per agent and mode).
 	Agents string `json:"agents,omitempty"`
@@ -75,14 +71,16 @@ func (r Runner) timeKind() string {
 	return "virtual"
 }
 
-// write writes the report's backend lines; the simulator's report has
-// none.
-func (r Runner) write(w io.Writer) {
+// write writes the report's backend lines, and the faults the run played
+// on its servers as res's histories record them; the simulator's report
+// has none.
+func (r Runner) write(w io.Writer, res *history.Result) {
 	if !r.real() {
 		return
 	}
 	if r.Real == nil {
 		fmt.Fprintf(w, "backend %s: a real-time run; times are wall-clock time since it began\n", r.Backend)
+		writeFaultsOnServers(w, res)
 		return
 	}
 	x := r.Real
@@ -91,8 +89,7 @@ func (r Runner) write(w io.Writer) {
 	fmt.Fprintf(w, "fault layer: %s, %s dropped (%d cut by a partition), %s dropped, %d duplicated\n",
 		history.Plural(x.Faults.Calls, "call", "calls"), history.Plural(x.Faults.RequestsDropped, "request", "requests"),
 		x.Faults.Partitioned, history.Plural(x.Faults.RepliesDropped, "reply", "replies"), x.Faults.Duplicated)
-	writeMemberFaults(w, x.MemberFaults)
-	writePrimaryFaults(w, x.PrimaryFaults)
+	writeFaultsOnServers(w, res)
 	if len(x.Processes) == 0 {
 		return
 	}
@@ -103,4 +100,33 @@ func (r Runner) write(w io.Writer) {
 			history.Plural(p.Started, "process", "processes"), p.Paused, p.Killed)
 	}
 	fmt.Fprintln(w)
+}
+
+// writeFaultsOnServers writes one line per fault on a server, from each
+// mode's fault events: once for a fault every mode's history records
+// alike (one fault of the backend's), and under its mode's name for a
+// fault of one mode's (a contender's server restarted).
+func writeFaultsOnServers(w io.Writer, res *history.Result) {
+	modes := resultModes(res)
+	seen := make(map[history.FaultOnServer]int)
+	var order []history.FaultOnServer
+	for _, m := range modes {
+		for _, f := range res.Modes[m].FaultsOnServers {
+			if seen[f] == 0 {
+				order = append(order, f)
+			}
+			seen[f]++
+		}
+	}
+	for _, f := range order {
+		if seen[f] == len(modes) {
+			fmt.Fprintf(w, "fault: %s\n", f)
+			continue
+		}
+		for _, m := range modes {
+			if slices.Contains(res.Modes[m].FaultsOnServers, f) {
+				fmt.Fprintf(w, "fault (%s): %s\n", m, f)
+			}
+		}
+	}
 }

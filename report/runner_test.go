@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -24,29 +25,52 @@ func TestRunnerLines(t *testing.T) {
 	procs.Agents, procs.Processes = "process", map[history.Mode]report.ProcessCounts{
 		history.Fenced: {Started: 5, Paused: 7, Killed: 1}, history.Naive: {Started: 4, Paused: 9}}
 	failover := *real
-	failover.Where, failover.PrimaryFaults = "redis (sentinel topology)", []report.PrimaryFault{
-		{AtMS: 1500, Fault: "partition_primary", Victim: "redis-0", DurationMS: 4000, Promoted: "redis-2", AfterMS: 2231},
-		{AtMS: 7000, Fault: "pause_primary", Victim: "redis-2", DurationMS: 400, Error: "no replica was promoted during the fault"}}
+	failover.Where = "redis (sentinel topology)"
+	// The faults on servers are the histories': one the backend's in
+	// every mode, one that only the naive mode's history records.
+	two := h
+	two.Modes = []history.Mode{history.Naive, history.Fenced}
+	partition := history.NewFault("partition_primary", -1, "redis primary redis-0", 4e9)
+	partition.At = 1500e6
+	promoted := partition.Ended()
+	promoted.At, promoted.Outcome, promoted.Detail = 5600e6, history.OutcomeFailedOver, "redis-2 promoted 2.231s after, redis-0 back as its replica"
+	pause := history.NewFault("pause_primary", -1, "redis primary redis-2", 2e9)
+	pause.At = 7000e6
+	var events []history.Event
+	for _, m := range two.Modes {
+		for _, e := range []history.Event{partition, promoted} {
+			e.Mode = m
+			events = append(events, e)
+		}
+	}
+	pause.Mode = history.Naive
+	failed := history.Check(two, append(events, pause))
 	for _, tc := range []struct {
 		name      string
 		run       report.Runner
+		res       *history.Result // nil: res
 		want, not []string
 	}{
-		{"sim", report.Runner{Backend: history.Simulator}, []string{"of virtual time"}, []string{"backend", "wall", "seed fixes the choices"}},
-		{"file", report.Runner{Backend: "etcd"}, []string{"of true time", "backend etcd: a real-time run", "seed fixes the choices"}, []string{"fault layer"}},
-		{"run", report.Runner{Backend: "etcd", Real: real}, []string{
+		{"sim", report.Runner{Backend: history.Simulator}, nil, []string{"of virtual time"}, []string{"backend", "wall", "seed fixes the choices"}},
+		{"file", report.Runner{Backend: "etcd"}, nil, []string{"of true time", "backend etcd: a real-time run", "seed fixes the choices"}, []string{"fault layer"}},
+		{"run", report.Runner{Backend: "etcd", Real: real}, nil, []string{
 			"backend etcd (embedded, 1 member, min ttl 1s) · resource etcd · 15.001s of wall time at time scale 1x\n",
 			"fault layer: 10 calls, 2 requests dropped (1 cut by a partition), 4 replies dropped, 3 duplicated\n",
 		}, []string{"agents as processes"}},
-		{"failover", report.Runner{Backend: "redis", Real: &failover}, []string{
-			"redis fault at 1.500s: partition_primary of redis-0 for 4.000s, redis-2 promoted 2.231s after\n",
-			"redis fault at 7.000s: pause_primary of redis-2 for 400ms: no replica was promoted during the fault\n",
+		{"failover", report.Runner{Backend: "redis", Real: &failover}, failed, []string{
+			"fault: partition_primary on redis primary redis-0 at 1.500s for 4.000s, ended at 5.600s: redis-2 promoted 2.231s after, redis-0 back as its replica\n",
+			"fault (naive): pause_primary on redis primary redis-2 at 7.000s for 2.000s, not ended in the history\n",
+		}, []string{"fault (fenced)"}},
+		{"failover file", report.Runner{Backend: "redis"}, failed, []string{
+			"backend redis: a real-time run",
+			"fault: partition_primary on redis primary redis-0 at 1.500s for 4.000s, ended at 5.600s",
 		}, nil},
-		{"processes", report.Runner{Backend: "etcd", Real: &procs}, []string{
+		{"processes", report.Runner{Backend: "etcd", Real: &procs}, nil, []string{
 			"agents as processes: fenced 5 processes started, 7 paused (SIGSTOP), 1 killed (SIGKILL); naive 4 processes started, 9 paused (SIGSTOP), 0 killed (SIGKILL)\n",
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			res := cmp.Or(tc.res, res)
 			var b bytes.Buffer
 			report.Text(&b, &h, res, report.Stop{}, tc.run)
 			for _, w := range tc.want {
@@ -70,21 +94,9 @@ func TestRunnerLines(t *testing.T) {
 			if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Backend != tc.run.Backend || (got.Real == nil) != (tc.run.Real == nil) || (got.Real != nil && !sameFigures(*got.Real, *tc.run.Real)) {
+			if got.Backend != tc.run.Backend || (got.Real == nil) != (tc.run.Real == nil) || (got.Real != nil && !reflect.DeepEqual(*got.Real, *tc.run.Real)) {
 				t.Errorf("JSON backend %q real %+v, want %q %+v", got.Backend, got.Real, tc.run.Backend, tc.run.Real)
 			}
 		})
 	}
-}
-
-// sameFigures compares two runs' figures, an empty list of member or
-// primary faults being the same as none.
-func sameFigures(a, b report.RealFigures) bool {
-	if len(a.MemberFaults) == 0 && len(b.MemberFaults) == 0 {
-		a.MemberFaults, b.MemberFaults = nil, nil
-	}
-	if len(a.PrimaryFaults) == 0 && len(b.PrimaryFaults) == 0 {
-		a.PrimaryFaults, b.PrimaryFaults = nil, nil
-	}
-	return reflect.DeepEqual(a, b)
 }

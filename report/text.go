@@ -105,7 +105,7 @@ func Text(w io.Writer, h *history.Header, res *history.Result, stop Stop, run Ru
 	fmt.Fprintf(w, "%s · seed %d · %s of %s time · %s · digest %s\n", res.Scenario, res.Seed,
 		stop.ran(time.Duration(res.VirtualDurationMS)*time.Millisecond), run.timeKind(),
 		history.Plural(res.Events, "event", "events"), res.Digest)
-	run.write(w)
+	run.write(w, res)
 	fmt.Fprintln(w, h.Outline())
 	if h.Description != "" {
 		fmt.Fprintln(w, h.Description)

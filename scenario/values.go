@@ -12,6 +12,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -91,6 +92,10 @@ func (d *decoder) decodeFields(es []entry, path string, v reflect.Value, extra [
 	for _, e := range es {
 		p := join(path, e.key)
 		i, ok := fields[e.key]
+		if why, moved := movedKey(v.Type(), e.key); !ok && moved {
+			d.fail(e.line, p, "moved: %s", why)
+			continue
+		}
 		if !ok {
 			d.fail(e.line, p, "unknown key (the keys here are: %s)", strings.Join(append(sortedKeys(fields), extra...), ", "))
 			continue
@@ -98,6 +103,21 @@ func (d *decoder) decodeFields(es []entry, path string, v reflect.Value, extra [
 		d.lines[p] = e.line
 		d.decodeValue(e.value, p, v.Field(i))
 	}
+}
+
+// movedKey says where key of a mapping read into type t went, if it is a
+// key an older scenario file had: the faults of etcd's members
+// (etcd.faults) and of the Redis primary (redis.faults) are the one
+// faults list now.
+func movedKey(t reflect.Type, key string) (string, bool) {
+	const faults = "a scenario's faults of its backend's servers are one list, faults: (the same entries, at the scenario's top level)"
+	switch {
+	case t == reflect.TypeFor[spec.Etcd]() && key == "faults":
+		return faults, true
+	case t == reflect.TypeFor[spec.Scenario]() && key == registry.Redis: // the old redis: {faults: ...}
+		return faults, true
+	}
+	return "", false
 }
 
 // jsonFields maps each json name of struct type t to its field index.

@@ -2,13 +2,12 @@ package spec
 
 import (
 	"errors"
-	"fmt"
-	"strings"
-	"time"
+	"strconv"
 )
 
-// Etcd is what a scenario asks of an embedded etcd cluster: its size, and
-// faults between its members. Only the real-time etcd backend plays it;
+// Etcd is what a scenario asks of an embedded etcd cluster: its size.
+// Only the real-time etcd backend plays it, and the faults of its members
+// (the faults list's partition_member, pause_member and pause_leader);
 // the simulator's coordinator has no members: it ignores the size, and
 // refuses the faults (ErrNeedsEtcd) rather than run without them.
 type Etcd struct {
@@ -16,29 +15,32 @@ type Etcd struct {
 	// says). A cluster of more than one member runs each member as its
 	// own process behind proxies the run owns.
 	Members int `json:"members,omitempty"`
-	// Faults are the faults between the members, at instants of the run.
-	Faults []MemberFault `json:"faults,omitempty"`
 }
 
 // ErrNeedsEtcd refuses a scenario with etcd member faults where no etcd
 // members run: the simulator.
-var ErrNeedsEtcd = errors.New("etcd member faults (etcd.faults) need the real-time etcd backend (--backend etcd)")
+var ErrNeedsEtcd = errors.New("etcd member faults (faults: partition_member, pause_member, pause_leader) need the real-time etcd backend (--backend etcd)")
 
-// MemberFault is one fault of an etcd member, from At for Duration. Do
-// is one of MemberFaults: FaultPartitionMember cuts member Member (the
-// leader at At, if it names none) off from the other members and from
-// every client, both ways (with Delay its traffic is held back that long
-// instead of cut); FaultPauseMember stops member Member's process
-// (SIGSTOP); FaultPauseLeader stops whichever member leads at At.
-type MemberFault struct {
-	At       time.Duration `json:"at"`
-	Do       Fault         `json:"do"`
-	Member   int           `json:"member,omitempty"` // from 1; partition_member (0: the leader) and pause_member
-	Duration time.Duration `json:"duration"`
-	// Delay, for partition_member, delays the member's traffic by this
-	// much instead of cutting it.
-	Delay time.Duration `json:"delay,omitempty"`
-}
+// The faults of an etcd member, on the faults list: FaultPartitionMember
+// cuts member Member (the leader at At, if it names none) off from the
+// other members and from every client, both ways (with Delay its traffic
+// is held back that long instead of cut); FaultPauseMember stops member
+// Member's process (SIGSTOP); FaultPauseLeader stops whichever member
+// leads at At.
+const (
+	// FaultPartitionMember: an etcd member (the leader, if it names none)
+	// cut off from the other members and every client, or its traffic
+	// delayed.
+	FaultPartitionMember Fault = "partition_member"
+	// FaultPauseMember: an etcd member's process stopped (SIGSTOP).
+	FaultPauseMember Fault = "pause_member"
+	// FaultPauseLeader: whichever etcd member leads at the instant,
+	// stopped.
+	FaultPauseLeader Fault = "pause_leader"
+)
+
+// MemberFaults lists the faults of an etcd member.
+var MemberFaults = []Fault{FaultPartitionMember, FaultPauseMember, FaultPauseLeader}
 
 // MaxEtcdMembers is the largest cluster a scenario may ask for: etcd's
 // own advice is at most seven members.
@@ -49,53 +51,45 @@ const MaxEtcdMembers = 7
 // majority.
 const MinFaultMembers = 3
 
+// memberKind is what the faults list holds of a fault of an etcd member.
+var memberKind = timedKind{
+	aim: func(f TimedFault) string {
+		if f.Member == 0 {
+			return "etcd leader"
+		}
+		return MemberTarget(f.Member, false)
+	},
+	validate: func(s *Scenario, i int, bad complaint) {
+		f, field, n := s.Faults[i], faultField(i), s.Etcd.Members
+		if f.Do == FaultPauseLeader {
+			if f.Member != 0 {
+				bad(field+".member", "pause_leader pauses whichever member leads: name none, got %d", f.Member)
+			}
+		} else if (f.Member < 1 && (f.Do == FaultPauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (n > 0 && f.Member > n) {
+			bad(field+".member", "must name a member, from 1 to etcd.members (at most %d), got %d", MaxEtcdMembers, f.Member)
+		}
+		if f.Delay > 0 && f.Do != FaultPartitionMember {
+			bad(field+".delay", "only partition_member delays traffic")
+		}
+	},
+}
+
+// MemberTarget is the Target of an etcd member's fault: "etcd member 2",
+// "etcd member 1 (the leader)".
+func MemberTarget(member int, leader bool) string {
+	t := "etcd member " + strconv.Itoa(member)
+	if leader {
+		t += " (the leader)"
+	}
+	return t
+}
+
 func (s *Scenario) validateEtcd(bad complaint) {
 	e := s.Etcd
 	if e.Members < 0 || e.Members > MaxEtcdMembers {
 		bad("etcd.members", "must be in [1, %d], got %d", MaxEtcdMembers, e.Members)
 	}
-	if len(e.Faults) > 0 && e.Members != 0 && e.Members < MinFaultMembers {
+	if e.Members != 0 && e.Members < MinFaultMembers && s.hasAny(MemberFaults) {
 		bad("etcd.members", "member faults need at least %d members, got %d", MinFaultMembers, e.Members)
 	}
-	for i, f := range e.Faults {
-		field := fmt.Sprintf("etcd.faults[%d]", i)
-		if f.At < 0 || f.At > s.Duration {
-			bad(field+".at", "must be in [0, duration], got %v", f.At)
-		}
-		if f.Duration <= 0 || f.Duration > MaxDuration {
-			bad(field+".duration", "must be in (0, %v], got %v", MaxDuration, f.Duration)
-		}
-		switch f.Do {
-		case FaultPartitionMember, FaultPauseMember:
-			if (f.Member < 1 && (f.Do == FaultPauseMember || f.Member != 0)) || f.Member > MaxEtcdMembers || (e.Members > 0 && f.Member > e.Members) {
-				bad(field+".member", "must name a member, from 1 to etcd.members (at most %d), got %d", MaxEtcdMembers, f.Member)
-			}
-		case FaultPauseLeader:
-			if f.Member != 0 {
-				bad(field+".member", "pause_leader pauses whichever member leads: name none, got %d", f.Member)
-			}
-		default:
-			bad(field+".do", "%s", badMemberFault(f.Do))
-		}
-		if f.Delay < 0 || f.Delay > MaxDuration {
-			bad(field+".delay", "must be in [0, %v], got %v", MaxDuration, f.Delay)
-		} else if f.Delay > 0 && f.Do != FaultPartitionMember {
-			bad(field+".delay", "only partition_member delays traffic")
-		}
-	}
-}
-
-// badMemberFault says why do is no member fault; an older spelling with
-// dashes ("partition-member") is named as such, with its one spelling now.
-func badMemberFault(do Fault) string {
-	names := make([]string, len(MemberFaults))
-	for i, f := range MemberFaults {
-		names[i] = string(f)
-	}
-	last := len(names) - 1
-	msg := fmt.Sprintf("must be %s or %s, got %q", strings.Join(names[:last], ", "), names[last], do)
-	if f, ok := respelled(do); ok && f.Member() {
-		msg += fmt.Sprintf(" (the old spelling: fault kinds are spelled with underscores, write %s)", f)
-	}
-	return msg
 }

@@ -10,33 +10,39 @@ import (
 	"github.com/leasefence/lab/spec"
 )
 
-// Each member fault out of range is refused, naming its field; the good
-// ones validate.
-func TestMemberFaultsValidate(t *testing.T) {
+// Each entry of the faults list out of range, or asking what its kind
+// does not take, is refused, naming its field; the good ones validate.
+func TestTimedFaultsValidate(t *testing.T) {
 	const s = time.Second
 	for _, tc := range []struct {
-		name  string
-		etcd  spec.Etcd
-		field string // "" when it validates
+		name   string
+		etcd   spec.Etcd
+		faults []spec.TimedFault
+		field  string // "" when it validates
 	}{
-		{"pause leader", spec.Etcd{Members: 3, Faults: []spec.MemberFault{{At: s, Do: spec.FaultPauseLeader, Duration: s}}}, ""},
-		{"partition the leader", spec.Etcd{Faults: []spec.MemberFault{{At: s, Do: spec.FaultPartitionMember, Duration: s}}}, ""},
-		{"delay a member", spec.Etcd{Members: 5, Faults: []spec.MemberFault{{Do: spec.FaultPartitionMember, Member: 5, Duration: s, Delay: 50 * time.Millisecond}}}, ""},
-		{"too few members", spec.Etcd{Members: 2, Faults: []spec.MemberFault{{Do: spec.FaultPauseLeader, Duration: s}}}, "etcd.members"},
-		{"too many members", spec.Etcd{Members: 9}, "etcd.members"},
-		{"unknown fault", spec.Etcd{Faults: []spec.MemberFault{{Do: "crash_member", Duration: s}}}, "etcd.faults[0].do"},
-		{"no duration", spec.Etcd{Faults: []spec.MemberFault{{Do: spec.FaultPauseLeader}}}, "etcd.faults[0].duration"},
-		{"after the run", spec.Etcd{Faults: []spec.MemberFault{{At: time.Hour, Do: spec.FaultPauseLeader, Duration: s}}}, "etcd.faults[0].at"},
-		{"pause names no member", spec.Etcd{Faults: []spec.MemberFault{{Do: spec.FaultPauseMember, Duration: s}}}, "etcd.faults[0].member"},
-		{"member beyond the cluster", spec.Etcd{Members: 3, Faults: []spec.MemberFault{{Do: spec.FaultPauseMember, Member: 4, Duration: s}}}, "etcd.faults[0].member"},
-		{"leader named", spec.Etcd{Faults: []spec.MemberFault{{Do: spec.FaultPauseLeader, Member: 1, Duration: s}}}, "etcd.faults[0].member"},
-		{"old spelling", spec.Etcd{Faults: []spec.MemberFault{{Do: "partition-member", Duration: s}}}, "etcd.faults[0].do"},
-		{"no member fault", spec.Etcd{Faults: []spec.MemberFault{{Do: spec.FaultRestart, Duration: s}}}, "etcd.faults[0].do"},
-		{"delay of a pause", spec.Etcd{Faults: []spec.MemberFault{{Do: spec.FaultPauseMember, Member: 1, Duration: s, Delay: s}}}, "etcd.faults[0].delay"},
+		{"pause leader", spec.Etcd{Members: 3}, []spec.TimedFault{{At: s, Do: spec.FaultPauseLeader, Duration: s}}, ""},
+		{"partition the leader", spec.Etcd{}, []spec.TimedFault{{At: s, Do: spec.FaultPartitionMember, Duration: s}}, ""},
+		{"delay a member", spec.Etcd{Members: 5}, []spec.TimedFault{{Do: spec.FaultPartitionMember, Member: 5, Duration: s, Delay: 50 * time.Millisecond}}, ""},
+		{"too few members", spec.Etcd{Members: 2}, []spec.TimedFault{{Do: spec.FaultPauseLeader, Duration: s}}, "etcd.members"},
+		{"too many members", spec.Etcd{Members: 9}, nil, "etcd.members"},
+		{"unknown fault", spec.Etcd{}, []spec.TimedFault{{Do: "crash_member", Duration: s}}, "faults[0].do"},
+		{"no duration", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPauseLeader}}, "faults[0].duration"},
+		{"after the run", spec.Etcd{}, []spec.TimedFault{{At: time.Hour, Do: spec.FaultPauseLeader, Duration: s}}, "faults[0].at"},
+		{"pause names no member", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPauseMember, Duration: s}}, "faults[0].member"},
+		{"member beyond the cluster", spec.Etcd{Members: 3}, []spec.TimedFault{{Do: spec.FaultPauseMember, Member: 4, Duration: s}}, "faults[0].member"},
+		{"leader named", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPauseLeader, Member: 1, Duration: s}}, "faults[0].member"},
+		{"old spelling", spec.Etcd{}, []spec.TimedFault{{Do: "partition-member", Duration: s}}, "faults[0].do"},
+		{"no member fault", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultRestart, Duration: s}}, "faults[0].do"},
+		{"delay of a pause", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPauseMember, Member: 1, Duration: s, Delay: s}}, "faults[0].delay"},
+		{"primary failed over", spec.Etcd{}, []spec.TimedFault{{At: s, Do: spec.FaultKillPrimary, Duration: spec.MinRedisFault}}, ""},
+		{"primary too short", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPausePrimary, Duration: s}}, "faults[0].duration"},
+		{"primary named a member", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPausePrimary, Member: 1, Duration: spec.MinRedisFault}}, "faults[0]"},
+		{"primaries overlap", spec.Etcd{}, []spec.TimedFault{{Do: spec.FaultPausePrimary, Duration: 3 * s},
+			{At: s, Do: spec.FaultPauseLeader, Duration: s}, {At: 2 * s, Do: spec.FaultKillPrimary, Duration: 3 * s}}, "faults[2].at"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, _ := spec.Builtin("overlap")
-			sc.Etcd = tc.etcd
+			sc.Etcd, sc.Faults = tc.etcd, tc.faults
 			err := sc.Validate()
 			if tc.field == "" {
 				if err != nil {
@@ -56,15 +62,16 @@ func TestMemberFaultsValidate(t *testing.T) {
 }
 
 // A member fault spelled the old way, with dashes, is refused with its
-// one spelling named; another fault kind is refused as no member fault.
+// one spelling named; a kind the faults list does not hold is refused,
+// naming the kinds it does.
 func TestMemberFaultSpelling(t *testing.T) {
 	for do, want := range map[spec.Fault]string{
 		"partition-member": `got "partition-member" (the old spelling: fault kinds are spelled with underscores, write partition_member)`,
 		"pause-leader":     "write pause_leader",
-		spec.FaultRestart:  `must be partition_member, pause_member or pause_leader, got "restart"`,
+		spec.FaultRestart:  `must be partition_member, pause_member, pause_leader, pause_primary, kill_primary or partition_primary, got "restart"`,
 	} {
 		sc, _ := spec.Builtin("overlap")
-		sc.Etcd = spec.Etcd{Faults: []spec.MemberFault{{Do: do, Duration: time.Second}}}
+		sc.Faults = []spec.TimedFault{{Do: do, Duration: time.Second}}
 		if err := sc.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("do: %s: got %v, want %q", do, err, want)
 		}

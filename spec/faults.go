@@ -1,7 +1,8 @@
 package spec
 
 import (
-	"strconv"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,9 +11,9 @@ import (
 
 // Fault is a kind of fault a scenario can put a run through. Faults is
 // the one list of them, each spelled one way: the scenario file's words
-// (etcd.faults' do), a history's fault events (their fault field), what a
-// runner plays (package registry says, per backend, store and driver,
-// which kinds it cannot play), and what a scenario asks for (Has).
+// (the faults list's do), a history's fault events (their fault field),
+// what a runner plays (package registry says, per backend, store and
+// driver, which kinds it plays), and what a scenario asks for (Has).
 //
 // A fault played at an instant or over a span is recorded in the history
 // as a fault_began event, and a fault_ended when a span ends (history's
@@ -20,10 +21,18 @@ import (
 // and the push are played message by message over the whole run: their
 // record is each message's own event (request_dropped, reply_dropped,
 // request_duplicated, push_dropped).
+//
+// The faults of a backend's own servers (its members, its primary) are
+// one list, the scenario's faults (TimedFault), whatever the backend: a
+// backend's adapter plays the kinds its registry entry says it plays, and
+// the runner schedules each entry alike. A kind of that list is stated
+// here once, in timedKinds: what it aims at, and what of an entry it
+// checks beyond the bounds every entry shares.
 type Fault string
 
-// The faults, as scenario files, histories, refusals and listings name
-// them.
+// The faults of the agents and the lab's coordinator, as scenario files,
+// histories, refusals and listings name them; those of a backend's
+// servers are beside their backend's settings (etcd.go, redis.go).
 const (
 	// FaultPartition: an agent cut off from the coordinator (partitions).
 	FaultPartition Fault = "partition"
@@ -34,16 +43,6 @@ const (
 	// FaultCrash: an agent's process killed, and perhaps started again
 	// (crashes).
 	FaultCrash Fault = "crash"
-	// FaultPartitionMember: an etcd member (the leader, if it names none)
-	// cut off from the other members and every client, or its traffic
-	// delayed (etcd.faults, do: partition_member).
-	FaultPartitionMember Fault = "partition_member"
-	// FaultPauseMember: an etcd member's process stopped (SIGSTOP)
-	// (etcd.faults, do: pause_member).
-	FaultPauseMember Fault = "pause_member"
-	// FaultPauseLeader: whichever etcd member leads at the instant,
-	// stopped (etcd.faults, do: pause_leader).
-	FaultPauseLeader Fault = "pause_leader"
 	// FaultDrop: messages between agents and coordinator dropped or
 	// duplicated (network.drop_requests, drop_replies, duplicate).
 	FaultDrop Fault = "drop"
@@ -56,23 +55,16 @@ const (
 var Faults = []Fault{FaultPartition, FaultRestart, FaultCrash, FaultPartitionMember, FaultPauseMember, FaultPauseLeader,
 	FaultDrop, FaultPush, FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary}
 
-// MemberFaults lists the faults of an etcd member: the kinds etcd.faults'
-// do may name.
-var MemberFaults = []Fault{FaultPartitionMember, FaultPauseMember, FaultPauseLeader}
-
 // PerMessage reports whether f is played message by message over the
 // whole run (drops, the push): its record is each message's own event,
 // not the fault pair.
 func (f Fault) PerMessage() bool { return f == FaultDrop || f == FaultPush }
 
-// Member reports whether f is a fault of an etcd member.
-func (f Fault) Member() bool {
-	for _, m := range MemberFaults {
-		if f == m {
-			return true
-		}
-	}
-	return false
+// Timed reports whether f is a kind of the faults list: a fault of a
+// backend's servers, from an instant for a duration.
+func (f Fault) Timed() bool {
+	_, ok := timedKinds[f]
+	return ok
 }
 
 // Began is the fault_began event of f played on agent (-1 for none) or
@@ -93,16 +85,6 @@ func RestartBegan(persist bool) history.Event {
 	return e
 }
 
-// MemberTarget is the Target of an etcd member's fault: "etcd member 2",
-// "etcd member 1 (the leader)".
-func MemberTarget(member int, leader bool) string {
-	t := "etcd member " + strconv.Itoa(member)
-	if leader {
-		t += " (the leader)"
-	}
-	return t
-}
-
 // Field is the scenario file's key that asks for f.
 func (f Fault) Field() string {
 	switch f {
@@ -112,14 +94,13 @@ func (f Fault) Field() string {
 		return "restarts"
 	case FaultCrash:
 		return "crashes"
-	case FaultPartitionMember, FaultPauseMember, FaultPauseLeader:
-		return "etcd.faults"
 	case FaultDrop:
 		return "network"
 	case FaultPush:
 		return "push"
-	case FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary:
-		return "redis.faults"
+	}
+	if f.Timed() {
+		return "faults"
 	}
 	return ""
 }
@@ -133,25 +114,26 @@ func (s *Scenario) Has(f Fault) bool {
 		return len(s.Restarts) > 0
 	case FaultCrash:
 		return len(s.Crashes) > 0
-	case FaultPartitionMember, FaultPauseMember, FaultPauseLeader:
-		for _, m := range s.Etcd.Faults {
-			if m.Do == f {
-				return true
-			}
-		}
-		return false
 	case FaultDrop:
 		n := s.Network
 		return n.DropRequests > 0 || n.DropReplies > 0 || n.Duplicate > 0
 	case FaultPush:
 		return s.Push.Enabled
-	case FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary:
-		for _, r := range s.Redis.Faults {
-			if r.Do == f {
-				return true
-			}
+	}
+	for _, t := range s.Faults {
+		if t.Do == f {
+			return true
 		}
-		return false
+	}
+	return false
+}
+
+// hasAny reports whether s asks for any of kinds.
+func (s *Scenario) hasAny(kinds []Fault) bool {
+	for _, f := range kinds {
+		if s.Has(f) {
+			return true
+		}
 	}
 	return false
 }
@@ -167,4 +149,92 @@ func respelled(name Fault) (Fault, bool) {
 		}
 	}
 	return "", false
+}
+
+// TimedFault is one entry of a scenario's faults list: a fault of kind Do
+// on a backend's own servers, from At for Duration. Member and Delay are
+// what some kinds take (the etcd member faults): a kind checks that an
+// entry gives what it takes and nothing else.
+type TimedFault struct {
+	At       time.Duration `json:"at"`
+	Do       Fault         `json:"do"`
+	Duration time.Duration `json:"duration"`
+	// Member names a member, from 1 (partition_member: 0 is the leader
+	// of the moment; pause_member).
+	Member int `json:"member,omitempty"`
+	// Delay, for partition_member, delays the member's traffic by this
+	// much instead of cutting it.
+	Delay time.Duration `json:"delay,omitempty"`
+}
+
+// Aim names what f strikes, as known before it begins ("etcd member 2",
+// "etcd leader", "redis primary"): the target of a fault that could not
+// begin, whose backend never said what it struck.
+func (f TimedFault) Aim() string {
+	if k, ok := timedKinds[f.Do]; ok {
+		return k.aim(f)
+	}
+	return string(f.Do)
+}
+
+// timedKind is what spec knows of a kind of the faults list.
+type timedKind struct {
+	// aim: see TimedFault.Aim.
+	aim func(f TimedFault) string
+	// validate complains of what faults[i] asks that its kind cannot
+	// play, beyond the bounds every entry shares (validateTimed).
+	validate func(s *Scenario, i int, bad complaint)
+}
+
+// timedKinds are the kinds of the faults list. A new kind is a constant,
+// its line here, and its backend's registry entry playing it.
+var timedKinds = map[Fault]timedKind{
+	FaultPartitionMember: memberKind, FaultPauseMember: memberKind, FaultPauseLeader: memberKind,
+	FaultPausePrimary: primaryKind, FaultKillPrimary: primaryKind, FaultPartitionPrimary: primaryKind,
+}
+
+// TimedFaults lists the kinds of the faults list, in the order of Faults.
+func TimedFaults() []Fault {
+	return slices.DeleteFunc(slices.Clone(Faults), func(f Fault) bool { return !f.Timed() })
+}
+
+func faultField(i int) string { return fmt.Sprintf("faults[%d]", i) }
+
+// validateTimed checks the faults list: the bounds every entry shares,
+// then what its kind checks.
+func (s *Scenario) validateTimed(bad complaint) {
+	for i, f := range s.Faults {
+		field := faultField(i)
+		if f.At < 0 || f.At > s.Duration {
+			bad(field+".at", "must be in [0, duration], got %v", f.At)
+		}
+		if f.Duration <= 0 || f.Duration > MaxDuration {
+			bad(field+".duration", "must be in (0, %v], got %v", MaxDuration, f.Duration)
+		}
+		if f.Delay < 0 || f.Delay > MaxDuration {
+			bad(field+".delay", "must be in [0, %v], got %v", MaxDuration, f.Delay)
+		}
+		k, ok := timedKinds[f.Do]
+		if !ok {
+			bad(field+".do", "%s", badTimedFault(f.Do))
+			continue
+		}
+		k.validate(s, i, bad)
+	}
+}
+
+// badTimedFault says why do is no kind of the faults list; an older
+// spelling with dashes ("partition-member") is named as such, with its one
+// spelling now.
+func badTimedFault(do Fault) string {
+	names := make([]string, 0, len(timedKinds))
+	for _, f := range TimedFaults() {
+		names = append(names, string(f))
+	}
+	last := len(names) - 1
+	msg := fmt.Sprintf("must be %s or %s, got %q", strings.Join(names[:last], ", "), names[last], do)
+	if f, ok := respelled(do); ok && f.Timed() {
+		msg += fmt.Sprintf(" (the old spelling: fault kinds are spelled with underscores, write %s)", f)
+	}
+	return msg
 }

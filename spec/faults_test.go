@@ -1,6 +1,9 @@
 package spec_test
 
 import (
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/leasefence/lab/spec"
@@ -13,16 +16,11 @@ func TestFaults(t *testing.T) {
 		spec.FaultPartition: func(s *spec.Scenario) { s.Partitions = []spec.Partition{{Agent: "agent-1"}} },
 		spec.FaultRestart:   func(s *spec.Scenario) { s.Restarts = []spec.Restart{{At: 1}} },
 		spec.FaultCrash:     func(s *spec.Scenario) { s.Crashes = []spec.Crash{{Agent: "agent-1"}} },
-		spec.FaultPartitionMember: func(s *spec.Scenario) {
-			s.Etcd.Faults = []spec.MemberFault{{Do: spec.FaultPartitionMember}}
-		},
-		spec.FaultPauseMember: func(s *spec.Scenario) { s.Etcd.Faults = []spec.MemberFault{{Do: spec.FaultPauseMember}} },
-		spec.FaultPauseLeader: func(s *spec.Scenario) { s.Etcd.Faults = []spec.MemberFault{{Do: spec.FaultPauseLeader}} },
-		spec.FaultDrop:        func(s *spec.Scenario) { s.Network.Duplicate = 0.1 },
-		spec.FaultPush:        func(s *spec.Scenario) { s.Push.Enabled = true },
+		spec.FaultDrop:      func(s *spec.Scenario) { s.Network.Duplicate = 0.1 },
+		spec.FaultPush:      func(s *spec.Scenario) { s.Push.Enabled = true },
 	}
-	for _, f := range spec.RedisFaults {
-		set[f] = func(s *spec.Scenario) { s.Redis.Faults = []spec.RedisFault{{Do: f}} }
+	for _, f := range spec.TimedFaults() {
+		set[f] = func(s *spec.Scenario) { s.Faults = []spec.TimedFault{{Do: f}} }
 	}
 	if len(set) != len(spec.Faults) {
 		t.Fatalf("%d faults tested, %d listed", len(set), len(spec.Faults))
@@ -37,6 +35,23 @@ func TestFaults(t *testing.T) {
 			if got := sc.Has(g); got != (g == f) {
 				t.Errorf("a scenario setting %s: Has(%s) = %v", f.Field(), g, got)
 			}
+		}
+	}
+}
+
+// The history's documentation names every fault kind a fault_began may
+// carry: every kind but those played message by message, whose record is
+// each message's own event.
+func TestHistoryDocListsFaultKinds(t *testing.T) {
+	doc, err := os.ReadFile("../history/doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := strings.Cut(string(doc), "fault_began            the run played a fault")
+	list, _, _ = strings.Cut(list, "fault_ended")
+	for _, f := range spec.Faults {
+		if !f.PerMessage() && !regexp.MustCompile(`\b`+string(f)+`\b`).MatchString(list) {
+			t.Errorf("history/doc.go's fault_began does not name %s", f)
 		}
 	}
 }

@@ -2,8 +2,6 @@ package spec
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -24,20 +22,14 @@ var RedisTopologies = []string{RedisSingle, RedisSentinel}
 
 // ErrNeedsSentinel refuses a scenario with faults of the Redis primary
 // where no Sentinel topology runs.
-var ErrNeedsSentinel = errors.New("faults of the Redis primary (redis.faults) need the real-time Redis backend on its sentinel topology (--backend redis --redis-topology sentinel)")
+var ErrNeedsSentinel = errors.New("faults of the Redis primary (faults: pause_primary, kill_primary, partition_primary) need the real-time Redis backend on its sentinel topology (--backend redis --redis-topology sentinel)")
 
-// Redis is what a scenario asks of Redis's sentinel topology: faults on
-// its primary. Only the real-time Redis backend on the sentinel topology
-// plays them.
-type Redis struct {
-	Faults []RedisFault `json:"faults,omitempty"`
-}
-
-// The faults of the Redis primary (redis.faults' do), each struck on
+// The faults of the Redis primary, on the faults list, each struck on
 // whichever server is the primary at At, for Duration, which must give
 // the Sentinels time to fail over (they find a primary down after 1s of
 // silence, and promote a replica a second or two later); then the old
-// primary comes back, as a replica of the promoted one.
+// primary comes back, as a replica of the promoted one. One at a time:
+// each begins after the one before it ends.
 const (
 	// FaultPausePrimary stops the primary's process (SIGSTOP).
 	FaultPausePrimary Fault = "pause_primary"
@@ -54,13 +46,6 @@ const (
 // RedisFaults lists the faults of the Redis primary.
 var RedisFaults = []Fault{FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary}
 
-// RedisFault is one fault of the Redis primary, from At for Duration.
-type RedisFault struct {
-	At       time.Duration `json:"at"`
-	Do       Fault         `json:"do"`
-	Duration time.Duration `json:"duration"`
-}
-
 // MinRedisFault is the shortest Redis fault: the Sentinels need a second
 // of silence to find the primary down, and a moment more to promote.
 const MinRedisFault = 2 * time.Second
@@ -69,31 +54,27 @@ const MinRedisFault = 2 * time.Second
 // primary redis-0".
 func RedisTarget(server string) string { return "redis primary " + server }
 
-func (s *Scenario) validateRedis(bad complaint) {
-	var last time.Duration
-	for i, f := range s.Redis.Faults {
-		field := fmt.Sprintf("redis.faults[%d]", i)
-		if f.At < 0 || f.At > s.Duration {
-			bad(field+".at", "must be in [0, duration], got %v", f.At)
-		}
-		if f.Duration < MinRedisFault || f.Duration > MaxDuration {
+// primaryKind is what the faults list holds of a fault of the Redis
+// primary.
+var primaryKind = timedKind{
+	aim: func(TimedFault) string { return "redis primary" },
+	validate: func(s *Scenario, i int, bad complaint) {
+		f, field := s.Faults[i], faultField(i)
+		if f.Duration < MinRedisFault {
 			bad(field+".duration", "must be in [%v, %v] (a failover takes the Sentinels about 2s), got %v", MinRedisFault, MaxDuration, f.Duration)
 		}
-		if !isRedisFault(f.Do) {
-			names := make([]string, len(RedisFaults))
-			for i, k := range RedisFaults {
-				names[i] = string(k)
+		if f.Member != 0 || f.Delay != 0 {
+			bad(field, "a fault of the Redis primary names no member and delays nothing")
+		}
+		for _, g := range s.Faults[:i] {
+			if isPrimaryFault(g.Do) && f.At < g.At+g.Duration {
+				bad(field+".at", "begins at %v, before the fault of the primary before it ends (%v): one fault of the primary at a time", f.At, g.At+g.Duration)
 			}
-			bad(field+".do", "must be %s, got %q", strings.Join(names, ", "), f.Do)
 		}
-		if i > 0 && f.At < last {
-			bad(field+".at", "begins at %v, before the fault before it ends (%v): one fault of the primary at a time", f.At, last)
-		}
-		last = f.At + f.Duration
-	}
+	},
 }
 
-func isRedisFault(f Fault) bool {
+func isPrimaryFault(f Fault) bool {
 	for _, k := range RedisFaults {
 		if f == k {
 			return true

@@ -47,12 +47,13 @@ type Scenario struct {
 	// Crashes kill agents outright (agents as processes only: see Crash).
 	Crashes []Crash `json:"crashes,omitempty"`
 	Push    Push    `json:"push,omitempty"`
-	// Etcd is the embedded etcd cluster's size and member faults (the
-	// real-time etcd backend only).
+	// Etcd is the embedded etcd cluster's size (the real-time etcd
+	// backend only).
 	Etcd Etcd `json:"etcd,omitempty"`
-	// Redis is the faults of the Redis primary (the real-time Redis
-	// backend on its sentinel topology only).
-	Redis Redis `json:"redis,omitempty"`
+	// Faults are the faults of a backend's own servers, at instants of
+	// the run: an etcd member's, the Redis primary's (see TimedFault).
+	// Only a backend whose registry entry plays a kind plays it.
+	Faults []TimedFault `json:"faults,omitempty"`
 	// Forgers write with proofs they made up, one forger per entry (see
 	// Forgery); only a resource that verifies proofs can play them.
 	Forgers []Forgery `json:"forgers,omitempty"`
@@ -302,8 +303,8 @@ func (s *Scenario) Validate() error {
 	s.validateNetwork(bad)
 	s.validateClocks(bad)
 	s.validateFaults(bad)
+	s.validateTimed(bad)
 	s.validateEtcd(bad)
-	s.validateRedis(bad)
 	s.validateForgers(bad)
 	for i, a := range s.Script {
 		s.validateAction(bad, fmt.Sprintf("script[%d]", i), a)

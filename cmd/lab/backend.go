@@ -394,7 +394,7 @@ func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
 			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped},
-		MemberFaults: memberFaults(res), PrimaryFaults: primaryFaults(res), Agents: agents, Processes: processCounts(rr.procStats)}
+		Agents: agents, Processes: processCounts(rr.procStats)}
 }
 
 // processCounts are the report's counts of what the processes went

@@ -108,7 +108,7 @@
 // as for the simulator (the trace's spans are in wall time). On etcd the
 // default is one embedded member on a temporary directory; --etcd-members 3
 // an embedded three-member cluster, each member its own process behind
-// proxies the run owns, so that a scenario's etcd.faults can pause and
+// proxies the run owns, so that a scenario's faults list can pause and
 // partition members (docs/real-faults.md); --etcd-endpoints an existing cluster,
 // with every key under a prefix fresh to the run and removed after (a
 // cluster that is not embedded cannot be restarted, so scenarios with
@@ -406,7 +406,11 @@
 // commits_admitted, commits_refused, writes_failed (writes the store
 // failed, a timeout or a lost connection, whose writers could not know
 // whether they landed; only when not 0), faults_played (the faults the run
-// played, fault_began events of any kind; only when not 0), stale_writes_landed (a write landed
+// played, fault_began events of any kind; only when not 0), faults_on_servers
+// (the faults played, or not, on a server rather than an agent, each as its
+// fault_began and fault_ended say it: {at_ms, fault, target, duration_ms,
+// detail, not_played, ended_at_ms (-1: none), ended, failed_over}; only when
+// there is one), stale_writes_landed (a write landed
 // after a write of a newer lease generation, one minted later; fenced
 // promises 0), reissued_writes_landed (a write of the resource's newest
 // generation under a fence no higher than one landed before: a fence

@@ -348,7 +348,7 @@ func TestCrashesNeedProcesses(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"../../fixtures/etcd-process-pause.yaml --agents-as in-process", "--agents-as: agents in-process cannot play crashes of agents (crashes), which only agents run as processes suffer: use --agents-as process"},
 		{"../../fixtures/etcd-process-pause.yaml --backend sim", "--backend: backend sim cannot play crashes of agents (crashes), which only agents run as processes suffer: use --agents-as process"},
-		{"../../fixtures/etcd-partition.yaml --backend sim", "--backend: backend sim cannot play etcd member partitions (etcd.faults, do: partition_member): use --backend etcd"},
+		{"../../fixtures/etcd-partition.yaml --backend sim", "--backend: backend sim cannot play etcd member partitions (faults, do: partition_member): use --backend etcd"},
 	} {
 		if _, err := prepared(t, tc.args); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error beginning %q", tc.args, err, tc.want)

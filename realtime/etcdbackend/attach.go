@@ -15,10 +15,14 @@ import (
 // run as a process of its own reaches the run's etcd under the run's
 // prefix (Share, and the attachers registered below).
 
-// Endpoints are the client URLs of the cluster the backend uses.
+// Endpoints are the client URLs of the cluster the backend uses: its
+// members' proxies when they are processes.
 func (e *Etcd) Endpoints() []string {
 	if e.cluster != nil {
 		return e.cluster.Endpoints()
+	}
+	if cl := e.Members(); cl != nil {
+		return cl.Endpoints()
 	}
 	return e.opts.Endpoints
 }
@@ -61,7 +65,11 @@ func init() {
 		if err := json.Unmarshal([]byte(sh), &s); err != nil {
 			return nil, fmt.Errorf("realtime: etcd: attaching: %w", err)
 		}
-		return AttachEtcd(s.Endpoints, s.Prefix)
+		e, err := AttachEtcd(s.Endpoints, s.Prefix)
+		if err != nil {
+			return nil, err // not a nil *Etcd in a Backend, which Close would call
+		}
+		return e, nil
 	}))
 	registry.SetOpener(registry.Stores, registry.Etcd, realtime.StoreBeside(func(e *Etcd) realtime.Store { return EtcdStore{E: e} }))
 }

@@ -8,7 +8,7 @@
 // An embedded cluster of one member runs in this process
 // (leasefence/etcdlease's etcdembed); of more, as processes behind
 // proxies (realtime/etcdcluster), so that the scenario's member faults
-// can be played on it (Etcd.FaultMembers). What etcd differs in, the
+// can be played on it (Etcd.BeginFault, realtime's FaultPlayer). What etcd differs in, the
 // backend states through realtime's optional interfaces: its retry hints
 // are whole seconds, only an embedded cluster restarts, and a restart that
 // loses etcd's state takes the etcd gates' floors with it. AttachEtcd lets

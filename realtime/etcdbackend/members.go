@@ -1,12 +1,16 @@
 package etcdbackend
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/realtime/etcdcluster"
 	"github.com/leasefence/lab/registry"
@@ -36,28 +40,34 @@ func checkMembers(c realtime.Config, sc spec.Scenario) error {
 	bad := func(setting, format string, args ...any) error {
 		return &realtime.ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
-	if sc.Etcd.Members == 0 && len(sc.Etcd.Faults) == 0 {
+	faults := memberFaults(sc)
+	if sc.Etcd.Members == 0 && len(faults) == 0 {
 		return nil
 	}
 	if c.Backend != registry.Etcd {
-		return bad("scenario", "it sets an etcd cluster (etcd.members, etcd.faults), which needs backend etcd")
+		return bad("scenario", "it sets an etcd cluster (etcd.members, member faults), which needs backend etcd")
 	}
 	if len(c.EtcdEndpoints) > 0 {
-		return bad("scenario", "it sets an etcd cluster (etcd.members, etcd.faults), which only an embedded etcd plays: drop --etcd-endpoints")
+		return bad("scenario", "it sets an etcd cluster (etcd.members, member faults), which only an embedded etcd plays: drop --etcd-endpoints")
 	}
 	n := clusterSize(c, sc)
 	if c.EtcdMembers != 0 && sc.Etcd.Members != 0 && c.EtcdMembers != sc.Etcd.Members {
 		return bad("etcd-members", "the scenario asks for %d members (etcd.members), got %d", sc.Etcd.Members, c.EtcdMembers)
 	}
-	if len(sc.Etcd.Faults) > 0 && n < spec.MinFaultMembers {
+	if len(faults) > 0 && n < spec.MinFaultMembers {
 		return bad("etcd-members", "member faults need at least %d members, got %d", spec.MinFaultMembers, n)
 	}
-	for i, f := range sc.Etcd.Faults {
+	for i, f := range sc.Faults {
 		if f.Member > n {
-			return bad("scenario", "etcd.faults[%d] names member %d of a cluster of %d", i, f.Member, n)
+			return bad("scenario", "faults[%d] names member %d of a cluster of %d", i, f.Member, n)
 		}
 	}
 	return nil
+}
+
+// memberFaults are sc's faults of etcd members.
+func memberFaults(sc spec.Scenario) []spec.TimedFault {
+	return slices.DeleteFunc(slices.Clone(sc.Faults), func(f spec.TimedFault) bool { return !slices.Contains(spec.MemberFaults, f.Do) })
 }
 
 // processClient is a client of member processes: gRPC keepalives find a
@@ -76,11 +86,62 @@ func (e *Etcd) Members() *etcdcluster.Cluster {
 	return e.procs
 }
 
-// FaultMembers implements realtime.MemberBackend: the member processes,
-// or nil when the members are not processes.
-func (e *Etcd) FaultMembers() realtime.Members {
-	if cl := e.Members(); cl != nil {
-		return cl
+// BeginFault implements realtime.FaultPlayer: it plays a fault of an etcd
+// member (spec.MemberFaults) on the member processes.
+func (e *Etcd) BeginFault(ctx context.Context, f spec.TimedFault) (realtime.ActiveFault, error) {
+	cl := e.Members()
+	if cl == nil {
+		return nil, errors.New("the cluster's members are not processes")
 	}
-	return nil
+	leader, lerr := cl.Leader(ctx)
+	mf := &memberFault{member: f.Member, delay: f.Delay}
+	if f.Member == 0 { // pause_leader, or partition_member of the leader
+		if lerr != nil {
+			return nil, lerr
+		}
+		mf.member = leader + 1
+	}
+	mf.leader = lerr == nil && leader == mf.member-1
+	i := mf.member - 1
+	var err error
+	switch f.Do {
+	case spec.FaultPartitionMember:
+		if f.Delay > 0 {
+			mf.undo, err = func() { cl.Delay(i, 0) }, cl.Delay(i, f.Delay)
+		} else {
+			mf.undo, err = func() { cl.Heal(i) }, cl.Partition(i)
+		}
+	case spec.FaultPauseMember, spec.FaultPauseLeader:
+		mf.undo, err = func() { cl.Resume(i) }, cl.Pause(i)
+	default:
+		err = fmt.Errorf("etcd plays no fault %q", f.Do)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mf, nil
+}
+
+// memberFault is a fault of an etcd member in force.
+type memberFault struct {
+	member int // from 1
+	leader bool
+	delay  time.Duration
+	undo   func()
+}
+
+// Began implements realtime.ActiveFault: the member struck, and the
+// delay of its traffic, if that is the fault.
+func (f *memberFault) Began() (target, detail string) {
+	if f.delay > 0 {
+		detail = "traffic delayed " + history.FormatDuration(f.delay)
+	}
+	return spec.MemberTarget(f.member, f.leader), detail
+}
+
+// End implements realtime.ActiveFault: the member resumed, healed, or its
+// traffic no longer delayed.
+func (f *memberFault) End(context.Context) realtime.FaultOutcome {
+	f.undo()
+	return realtime.FaultOutcome{}
 }

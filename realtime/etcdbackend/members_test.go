@@ -32,10 +32,11 @@ func memberScenario(d time.Duration) spec.Scenario {
 	sc, _ := spec.Builtin("overlap")
 	sc.Duration = d
 	sc.Agent.Stall.TailP = 0.5
-	sc.Etcd = spec.Etcd{Members: 3, Faults: []spec.MemberFault{
+	sc.Etcd = spec.Etcd{Members: 3}
+	sc.Faults = []spec.TimedFault{
 		{At: 2 * time.Second, Do: spec.FaultPauseLeader, Duration: 2 * time.Second},
 		{At: 5 * time.Second, Do: spec.FaultPartitionMember, Duration: 2 * time.Second},
-	}}
+	}
 	return sc
 }
 
@@ -53,13 +54,16 @@ func TestEtcdMemberFaults(t *testing.T) {
 	res, file := runtest.RunRecorded(t, s.Scenario, realtime.Options{Backend: s.Backend, Store: s.Store})
 	runtest.AssertInvariants(t, res)
 	runtest.CheckRoundTrip(t, res, file)
-	if len(res.MemberFaults) != 2 {
-		t.Fatalf("member faults played: %+v, want 2", res.MemberFaults)
-	}
-	for i, want := range []spec.Fault{spec.FaultPauseLeader, spec.FaultPartitionMember} {
-		f := res.MemberFaults[i]
-		if f.Kind != want || f.Error != "" || !f.Leader || f.Member < 1 || f.Duration != 2*time.Second {
-			t.Errorf("member fault %d: %+v, want %s of the leader for 2s", i, f, want)
+	for _, m := range res.Modes {
+		played := m.FaultsOnServers
+		if len(played) != 2 {
+			t.Fatalf("%s: member faults played: %+v, want 2", m.Mode, played)
+		}
+		for i, want := range []spec.Fault{spec.FaultPauseLeader, spec.FaultPartitionMember} {
+			f := played[i]
+			if f.Fault != string(want) || f.NotPlayed || !strings.HasSuffix(f.Target, "(the leader)") || f.DurationMS != 2000 || f.EndedMS < f.AtMS+2000 {
+				t.Errorf("%s: member fault %d: %+v, want %s of the leader for 2s", m.Mode, i, f, want)
+			}
 		}
 	}
 	if n := strings.Count(string(file), `"kind":"fault_began"`); n != 4 {
@@ -87,7 +91,7 @@ func TestEtcdMembersInterruptLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
 	defer cancel()
 	res, err := s.Run(ctx, realtime.RunOptions{Modes: []history.Mode{history.Fenced}})
-	if !errors.Is(err, context.DeadlineExceeded) || res == nil || len(res.MemberFaults) != 2 {
+	if !errors.Is(err, context.DeadlineExceeded) || res == nil || len(res.Modes[history.Fenced].FaultsOnServers) != 2 {
 		t.Fatalf("interrupted run: %+v, %v", res, err)
 	}
 	if err := s.Close(); err != nil {

@@ -85,6 +85,9 @@ type Redis struct {
 	// attached: the run's keys are another process's (AttachRedis), and
 	// stay when this backend closes.
 	attached bool
+
+	faultOnce sync.Once
+	faulting  chan struct{} // faultTurn's
 }
 
 type redisCoord struct {

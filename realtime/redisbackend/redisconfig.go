@@ -69,7 +69,7 @@ func check(c realtime.Config, sc spec.Scenario) error {
 	}
 	if sentinel {
 		if len(sc.Restarts) > 0 {
-			return bad("scenario", nil, "it restarts the coordinator, which the sentinel topology plays as failovers (redis.faults), not restarts: drop the restarts")
+			return bad("scenario", nil, "it restarts the coordinator, which the sentinel topology plays as failovers (faults: pause_primary, kill_primary, partition_primary), not restarts: drop the restarts")
 		}
 		if c.Store() == registry.Redis {
 			return bad("resource", nil, "on the sentinel topology the gates live outside Redis (--resource memory or sqlite): a failover discards the writes the old primary took alone, and with them the record the run is judged by")
@@ -77,7 +77,7 @@ func check(c realtime.Config, sc spec.Scenario) error {
 	} else {
 		for _, f := range spec.RedisFaults {
 			if sc.Has(f) {
-				return bad("redis-topology", spec.ErrNeedsSentinel, "the scenario's redis.faults (%s) strike the primary of the sentinel topology: add --redis-topology sentinel", f)
+				return bad("redis-topology", spec.ErrNeedsSentinel, "the scenario's faults (%s) strike the primary of the sentinel topology: add --redis-topology sentinel", f)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence/redislease/redisdeploy"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
@@ -33,15 +34,22 @@ import (
 
 // demoteTimeout bounds the old primary's resync as a replica and the
 // deployment's settling after it, below the run's own bound on a fault's
-// end (realtime's primaryFaultEnd, 30s).
+// end (realtime's, 30s).
 const demoteTimeout = 25 * time.Second
 
-// ErrNoTopology: a fault of the primary on a backend that is not the
-// sentinel topology.
-var ErrNoTopology = errors.New("realtime: redis: faults of the primary need the sentinel topology")
+var (
+	// ErrNoTopology: a fault of the primary on a backend that is not the
+	// sentinel topology.
+	ErrNoTopology = errors.New("realtime: redis: faults of the primary need the sentinel topology")
+	// ErrNoFailover: a fault of the primary ended, or the run did, before
+	// a replica was promoted; the run did not put the failover to the
+	// test, and fails.
+	ErrNoFailover = errors.New("no replica was promoted during the fault")
+)
 
 // redisFault is one fault being played.
 type redisFault struct {
+	r      *Redis
 	d      *redisdeploy.Deployment
 	kind   spec.Fault
 	victim *redisdeploy.Server
@@ -54,16 +62,38 @@ type redisFault struct {
 	waitErr  error
 }
 
-// BeginPrimaryFault implements realtime.PrimaryFaulter: it strikes the primary with
-// kind, and waits for the failover in the background.
-func (r *Redis) BeginPrimaryFault(ctx context.Context, kind spec.Fault) (realtime.PrimaryFault, error) {
-	return r.beginFault(ctx, kind)
+// BeginFault implements realtime.FaultPlayer: it strikes the primary with
+// f's kind (spec.RedisFaults), and waits for the failover in the
+// background. One fault at a time: it waits for the one before to end.
+func (r *Redis) BeginFault(ctx context.Context, f spec.TimedFault) (realtime.ActiveFault, error) {
+	return r.beginFault(ctx, f.Do)
 }
 
 func (r *Redis) beginFault(ctx context.Context, kind spec.Fault) (*redisFault, error) {
 	if r.deploy == nil {
 		return nil, ErrNoTopology
 	}
+	select {
+	case r.faultTurn() <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	f, err := r.strike(ctx, kind)
+	if err != nil {
+		<-r.faultTurn()
+		return nil, err
+	}
+	return f, nil
+}
+
+// faultTurn is held by the fault of the primary in force.
+func (r *Redis) faultTurn() chan struct{} {
+	r.faultOnce.Do(func() { r.faulting = make(chan struct{}, 1) })
+	return r.faulting
+}
+
+// strike begins a fault of kind on the primary of the moment.
+func (r *Redis) strike(ctx context.Context, kind spec.Fault) (*redisFault, error) {
 	victim, err := r.deploy.Primary(ctx)
 	if err != nil {
 		return nil, err
@@ -81,7 +111,7 @@ func (r *Redis) beginFault(ctx context.Context, kind spec.Fault) (*redisFault, e
 	if err != nil {
 		return nil, err
 	}
-	f := &redisFault{d: r.deploy, kind: kind, victim: victim, began: time.Now(), done: make(chan struct{})}
+	f := &redisFault{r: r, d: r.deploy, kind: kind, victim: victim, began: time.Now(), done: make(chan struct{})}
 	var wctx context.Context
 	wctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
@@ -92,13 +122,25 @@ func (r *Redis) beginFault(ctx context.Context, kind spec.Fault) (*redisFault, e
 	return f, nil
 }
 
-// Victim implements realtime.PrimaryFault.
-func (f *redisFault) Victim() string { return f.victim.Name }
+// Began implements realtime.ActiveFault: the primary struck.
+func (f *redisFault) Began() (target, detail string) { return spec.RedisTarget(f.victim.Name), "" }
 
-// End implements realtime.PrimaryFault: it stops waiting for the failover, undoes
-// the fault, and brings the old primary back as a replica of the promoted
-// one.
-func (f *redisFault) End(ctx context.Context) realtime.PrimaryFaultOutcome {
+// End implements realtime.ActiveFault: it stops waiting for the failover,
+// undoes the fault, and brings the old primary back as a replica of the
+// promoted one. Its outcome is failed_over when a replica was promoted,
+// and its error ErrNoFailover when none was; an old primary that failed
+// over but did not come back as a replica in time fails nothing the run
+// judged: its detail says so.
+func (f *redisFault) End(ctx context.Context) realtime.FaultOutcome {
+	defer func() { <-f.r.faultTurn() }()
+	out := f.end(ctx)
+	if out.Err != nil {
+		out.Detail = out.Err.Error()
+	}
+	return out
+}
+
+func (f *redisFault) end(ctx context.Context) realtime.FaultOutcome {
 	// A promotion in the last moments is still seen: the wait polls.
 	select {
 	case <-f.done:
@@ -106,7 +148,6 @@ func (f *redisFault) End(ctx context.Context) realtime.PrimaryFaultOutcome {
 	}
 	f.cancel()
 	<-f.done
-	out := realtime.PrimaryFaultOutcome{Victim: f.victim.Name}
 	var undo error
 	switch f.kind {
 	case spec.FaultPausePrimary:
@@ -117,10 +158,10 @@ func (f *redisFault) End(ctx context.Context) realtime.PrimaryFaultOutcome {
 		undo = f.d.Heal(ctx, f.victim)
 	}
 	if f.waitErr != nil {
-		out.Err = fmt.Errorf("%w in %v: %v", realtime.ErrNoFailover, time.Since(f.began).Round(time.Millisecond), f.waitErr)
-		return out
+		return realtime.FaultOutcome{Err: fmt.Errorf("%w in %v: %v", ErrNoFailover, time.Since(f.began).Round(time.Millisecond), f.waitErr)}
 	}
-	out.Promoted, out.After = f.promoted.Name, f.after
+	out := realtime.FaultOutcome{Outcome: history.OutcomeFailedOver,
+		Detail: fmt.Sprintf("%s promoted %v after, %s back as its replica", f.promoted.Name, f.after.Round(time.Millisecond), f.victim.Name)}
 	if undo == nil {
 		// Bounded below the run's own bound on a fault's end: an old
 		// primary slow to resync is said in the fault's end, and the run
@@ -135,7 +176,7 @@ func (f *redisFault) End(ctx context.Context) realtime.PrimaryFaultOutcome {
 		}
 	}
 	if undo != nil {
-		out.Err = fmt.Errorf("realtime: redis: %s not back as a replica: %w", f.victim.Name, undo)
+		out.Detail = fmt.Sprintf("%s promoted %v after; %s not back as a replica: %v", f.promoted.Name, f.after.Round(time.Millisecond), f.victim.Name, undo)
 	}
 	return out
 }

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -36,8 +37,8 @@ func TestRedisFaultsFailOverAndComeBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.Victim() != before.Name {
-			t.Errorf("%s struck %s; the primary was %s", kind, f.Victim(), before.Name)
+		if f.victim.Name != before.Name {
+			t.Errorf("%s struck %s; the primary was %s", kind, f.victim.Name, before.Name)
 		}
 		select {
 		case <-f.done:
@@ -45,7 +46,7 @@ func TestRedisFaultsFailOverAndComeBack(t *testing.T) {
 		}
 		out := f.End(t.Context())
 		t.Logf("%s: %+v", kind, out)
-		if out.Err != nil || out.Promoted == "" || out.Promoted == before.Name {
+		if out.Err != nil || out.Outcome != history.OutcomeFailedOver || strings.HasPrefix(out.Detail, before.Name+" ") {
 			t.Fatalf("%s: %+v", kind, out)
 		}
 		// The old primary is back in the deployment: a replica, or the
@@ -96,7 +97,7 @@ func TestRedisFaultWithoutFailoverSaysSo(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // far below the Sentinels' 1s down-after
 	out := f.End(t.Context())
-	if !errors.Is(out.Err, realtime.ErrNoFailover) || out.Promoted != "" {
+	if !errors.Is(out.Err, ErrNoFailover) || out.Outcome != "" || !strings.Contains(out.Detail, "no replica was promoted") {
 		t.Fatalf("a 100ms pause: %+v; want ErrNoFailover", out)
 	}
 	lone, err := NewRedis(t.Context(), RedisOptions{Dir: t.TempDir()})

@@ -109,17 +109,19 @@ func TestRedisPrimaryFaultsInTheRun(t *testing.T) {
 	sc, _ := spec.Builtin("overlap")
 	sc.Duration = 5 * time.Second
 	sc.Agent.Stall.TailP = 0
-	sc.Redis.Faults = []spec.RedisFault{{At: 500 * time.Millisecond, Do: spec.FaultPausePrimary, Duration: 4 * time.Second}}
+	sc.Faults = []spec.TimedFault{{At: 500 * time.Millisecond, Do: spec.FaultPausePrimary, Duration: 4 * time.Second}}
 	c := realtime.Config{RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory}
 	s := redisSetup(t, c, sc)
 	res, file := runtest.RunRecorded(t, s.Scenario, realtime.Options{Backend: s.Backend, Store: s.Store})
 	runtest.CheckRoundTrip(t, res, file)
-	if len(res.PrimaryFaults) != 1 {
-		t.Fatalf("primary faults %+v", res.PrimaryFaults)
-	}
-	rec := res.PrimaryFaults[0]
-	if rec.Error != "" || rec.Victim != "redis-0" || rec.Promoted == "" || rec.Kind != spec.FaultPausePrimary {
-		t.Fatalf("the pause: %+v", rec)
+	for _, m := range res.Modes {
+		if len(m.FaultsOnServers) != 1 {
+			t.Fatalf("%s: primary faults %+v", m.Mode, m.FaultsOnServers)
+		}
+		f := m.FaultsOnServers[0]
+		if f.NotPlayed || f.Target != "redis primary redis-0" || !f.FailedOver || !strings.Contains(f.Ended, "promoted") || f.Fault != string(spec.FaultPausePrimary) {
+			t.Fatalf("%s: the pause: %+v", m.Mode, f)
+		}
 	}
 	events := string(file)
 	for _, want := range []string{`"kind":"fault_began"`, `"kind":"fault_ended"`, `"fault":"pause_primary"`, `"target":"redis primary redis-0"`, "promoted"} {
@@ -129,13 +131,13 @@ func TestRedisPrimaryFaultsInTheRun(t *testing.T) {
 	}
 
 	sc.Duration = 3 * time.Second
-	sc.Redis.Faults = []spec.RedisFault{{At: 2900 * time.Millisecond, Do: spec.FaultPartitionPrimary, Duration: 2 * time.Second}}
+	sc.Faults = []spec.TimedFault{{At: 2900 * time.Millisecond, Do: spec.FaultPartitionPrimary, Duration: 2 * time.Second}}
 	c.Backend = registry.Redis
 	cut, err := realtime.RunScenario(t.Context(), c, sc, realtime.RunOptions{})
-	if !errors.Is(err, realtime.ErrNoFailover) || !strings.Contains(err.Error(), "partition_primary") {
+	if !errors.Is(err, redisbackend.ErrNoFailover) || !strings.Contains(err.Error(), "partition_primary") {
 		t.Fatalf("a partition the run's end cut: %v; want ErrNoFailover naming it", err)
 	}
-	if cut == nil || len(cut.PrimaryFaults) != 1 || cut.PrimaryFaults[0].Error == "" {
+	if cut == nil || len(cut.Modes[history.Fenced].FaultsOnServers) != 1 || !strings.Contains(cut.Modes[history.Fenced].FaultsOnServers[0].Ended, "no replica was promoted") {
 		t.Fatalf("the cut partition's record: %+v", cut)
 	}
 }
