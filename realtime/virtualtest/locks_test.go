@@ -1,11 +1,15 @@
 package virtualtest_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leasefence/lab/realtime"
 )
@@ -113,4 +117,70 @@ type blockedLock struct{}
 func (blockedLock) Acquire(context.Context, string, string, time.Duration) (realtime.Lease, error) {
 	<-make(chan struct{})
 	return nil, nil
+}
+
+// setnxLock is the classic SET NX PX lock on Redis, built on a go-redis
+// client as a user builds one. Correct, it releases by a script that
+// deletes the key only while it holds the lease's own value; with delAny,
+// Release is a bare DEL of whoever's key is there: the bug a swarm must
+// catch (a late release frees a lock another agent holds).
+type setnxLock struct {
+	rdb    *redis.Client
+	delAny bool
+	seq    atomic.Uint64 // each lease's value, unique in the run
+}
+
+var (
+	setnxRenew   = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) else return 0 end`)
+	setnxRelease = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) else return 0 end`)
+)
+
+func (l *setnxLock) Acquire(ctx context.Context, resource, _ string, ttl time.Duration) (realtime.Lease, error) {
+	sent := time.Now()
+	value := fmt.Sprint(l.seq.Add(1))
+	ok, err := l.rdb.SetNX(ctx, resource, value, ttl).Result()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("setnx: %s: %w", resource, realtime.ErrHeld)
+	}
+	return &setnxLease{l: l, key: resource, value: value, ttl: ttl, deadline: sent.Add(ttl)}, nil
+}
+
+type setnxLease struct {
+	l          *setnxLock
+	key, value string
+	ttl        time.Duration
+	mu         sync.Mutex // guards deadline, never across a call
+	deadline   time.Time
+}
+
+func (s *setnxLease) Deadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deadline
+}
+
+func (*setnxLease) Fence() (uint64, bool) { return 0, false }
+
+func (s *setnxLease) Renew(ctx context.Context) error {
+	sent := time.Now()
+	if n, err := setnxRenew.Run(ctx, s.l.rdb, []string{s.key}, s.value, s.ttl.Milliseconds()).Int(); err != nil || n == 0 {
+		return cmp.Or(err, realtime.ErrNotHeld)
+	}
+	s.mu.Lock()
+	s.deadline = sent.Add(s.ttl)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *setnxLease) Release(ctx context.Context) error {
+	if s.l.delAny {
+		return s.l.rdb.Del(ctx, s.key).Err()
+	}
+	if n, err := setnxRelease.Run(ctx, s.l.rdb, []string{s.key}, s.value).Int(); err != nil || n == 0 {
+		return cmp.Or(err, realtime.ErrNotHeld)
+	}
+	return nil
 }

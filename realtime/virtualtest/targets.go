@@ -34,6 +34,9 @@ const addr = "127.0.0.1:6379"
 func Miniredis(t *testing.T) *miniredis.Miniredis {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
+	if c, ok := counting.Load(t); ok {
+		c.(*Commands).count(m)
+	}
 	t.Cleanup(m.Close)
 	return m
 }
@@ -57,10 +60,12 @@ func Client(t *testing.T, m *miniredis.Miniredis, bounded bool) *redis.Client {
 // store: lab run --backend redis --redis-url, the server in memory. It
 // cannot restart the server (a given URL's, on the real backend too).
 func Redis() Target {
-	return Target{Name: "redis", Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
+	return Target{Name: "redis", Plays: func(sc spec.Scenario) error {
 		if len(sc.Restarts) > 0 {
-			return realtime.Options{}, fmt.Errorf("%w: the redis backend restarts only a redis-server it started", ErrUnplayable)
+			return fmt.Errorf("%w: the redis backend restarts only a redis-server it started", ErrUnplayable)
 		}
+		return nil
+	}, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
 		m := Miniredis(t)
 		b, err := redisbackend.NewRedis(t.Context(), redisbackend.RedisOptions{URL: "redis://" + addr, Dialer: Dialer(m)})
 		if err != nil {
@@ -77,10 +82,12 @@ func Redis() Target {
 // A restart restarts redlock's first server (its connections dropped;
 // its data lost unless the restart persists), as on redis-servers.
 func Contender(name string) Target {
-	return Target{Name: name, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
+	return Target{Name: name, Plays: func(sc spec.Scenario) error {
 		if err := registry.CanPlayAll(sc, registry.Must(registry.Contenders, name)); err != nil {
-			return realtime.Options{}, fmt.Errorf("%w: %w", ErrUnplayable, err)
+			return fmt.Errorf("%w: %w", ErrUnplayable, err)
 		}
+		return nil
+	}, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
 		servers := 1
 		if name == registry.Redlock {
 			servers = registry.RedlockServers
@@ -112,11 +119,11 @@ func Contender(name string) Target {
 
 // Lock is a lock built on a client of a miniredis of its own, inside the
 // bubble, run alone as mode name with info's fence and discipline, as
-// labtest runs a user's lock.
+// labtest runs a user's lock. Its runs may run at once (a swarm's).
 func Lock(name string, info history.Contender, newLock func(rdb *redis.Client) realtime.Lock) Target {
+	info.Name = history.Mode(name)
 	return Target{Name: name, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
 		rdb := Client(t, Miniredis(t), false)
-		info.Name = history.Mode(name)
 		c := &realtime.Contender{Info: info, New: func(context.Context, history.Mode) (realtime.Lock, error) { return newLock(rdb), nil }}
 		return realtime.Options{Modes: []history.Mode{info.Name}, Backend: c}, nil
 	}}

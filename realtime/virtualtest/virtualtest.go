@@ -49,8 +49,11 @@ type Target struct {
 	Name string
 	// Open returns the run's options (Modes, Backend, Contenders, Store),
 	// opening what they need inside the bubble; what it opens it closes
-	// with t.Cleanup. It may refuse sc (ErrUnplayable).
+	// with t.Cleanup.
 	Open func(t *testing.T, sc spec.Scenario) (realtime.Options, error)
+	// Plays, if set, refuses a scenario the target cannot play in
+	// virtual time (ErrUnplayable), before any bubble is made.
+	Plays func(sc spec.Scenario) error
 }
 
 // ErrUnplayable is a Target's refusal of a scenario it cannot play in
@@ -65,6 +68,9 @@ type Config struct {
 	Watchdog time.Duration
 	// Grace is the runner's (realtime.Options.Grace), in virtual time.
 	Grace time.Duration
+	// Commands, if set, counts the commands sent to every miniredis the
+	// run starts (Miniredis).
+	Commands *Commands
 }
 
 // DefaultWatchdog is Config.Watchdog's default: far past the wall time of
@@ -141,6 +147,11 @@ func Run(t *testing.T, sc spec.Scenario, target Target, cfg Config) *Outcome {
 	if cfg.Watchdog <= 0 {
 		cfg.Watchdog = DefaultWatchdog
 	}
+	if target.Plays != nil {
+		if err := target.Plays(sc); err != nil {
+			return &Outcome{Err: fmt.Errorf("virtualtest: %s: %w", target.Name, err)}
+		}
+	}
 	var (
 		runner atomic.Pointer[realtime.Runner]
 		header atomic.Pointer[history.Header]
@@ -182,6 +193,10 @@ func Run(t *testing.T, sc spec.Scenario, target Target, cfg Config) *Outcome {
 
 // runInBubble opens target and runs sc, inside the bubble.
 func runInBubble(t *testing.T, sc spec.Scenario, target Target, cfg Config, rec *recorder, made func(*realtime.Runner)) *Outcome {
+	if cfg.Commands != nil {
+		counting.Store(t, cfg.Commands)
+		defer counting.Delete(t)
+	}
 	opts, err := target.Open(t, sc)
 	if err != nil {
 		return &Outcome{Err: fmt.Errorf("virtualtest: %s: %w", target.Name, err)}
