@@ -119,6 +119,7 @@ func contendFences(ctx context.Context, coords []*sqllease.Coordinator, acquirer
 // PostgreSQL's default READ COMMITTED and on one SQLite file: never two
 // live holders, fences always rising.
 func TestConcurrentAcquirers(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, d database) {
 		opts := sqllease.Options{TTL: time.Minute}
 		var coords []*sqllease.Coordinator

@@ -20,7 +20,7 @@ const conformanceTTL = 2 * time.Second
 // two coordinators on two handles of one database, as two processes would:
 // a retried request reaches the other one.
 func TestConformance(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, d database) {
+	forEachBackendParallel(t, func(t *testing.T, d database) {
 		leasetest.TestService(t, func(tb testing.TB) leasetest.Harness {
 			opts := sqllease.Options{Table: "leases_" + tableSuffix(), TTL: conformanceTTL}
 			a := newCoordinator(tb, d.handle(tb), opts)

@@ -34,6 +34,19 @@ func forEachBackend(t *testing.T, test func(t *testing.T, db database)) {
 	}
 }
 
+// forEachBackendParallel is forEachBackend for a test that spends its time
+// waiting out TTLs: it runs in parallel with the other parallel tests, and
+// its backends' subtests with each other (each has a database of its own).
+func forEachBackendParallel(t *testing.T, test func(t *testing.T, db database)) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, b.open(t))
+		})
+	}
+}
+
 // sqliteDB is one SQLite file, opened as a careful deployment opens it.
 type sqliteDB struct{ *sqltest.SQLite }
 

@@ -35,6 +35,7 @@ func TestSQLiteAcrossProcesses(t *testing.T) {
 		}
 		return
 	}
+	t.Parallel()
 	d := &sqliteDB{sqltest.NewSQLite(t, "leases.db")}
 	path := d.Path
 	newCoordinator(t, d.handle(t), sqllease.Options{TTL: time.Minute})
