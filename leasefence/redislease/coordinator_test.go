@@ -32,6 +32,7 @@ func newCoordinator(t testing.TB, c redis.UniversalClient, opts redislease.Optio
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	c := needRedis(t)
 	leasetest.TestService(t, func(t testing.TB) leasetest.Harness {
 		return leasetest.Harness{

@@ -95,6 +95,7 @@ func TestReplicationTimeoutIsNamed(t *testing.T) {
 // coordinator and the gate are still the library's: the conformance suites
 // pass on a failover client.
 func TestConformanceThroughSentinel(t *testing.T) {
+	t.Parallel()
 	tp := startTopology(t)
 	repl := redislease.Replication{Replicas: 2, Timeout: 2 * time.Second}
 	wm := redislease.NewWatermark()
