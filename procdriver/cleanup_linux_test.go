@@ -1,9 +1,11 @@
 package procdriver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -24,6 +26,10 @@ import (
 )
 
 // children lists the processes whose parent is pid, from /proc.
+//
+// A test that lists the test process's own children (os.Getpid()) must
+// not call t.Parallel: the sequential tests run before any parallel one
+// starts, so every child it finds is one its own run left.
 func children(t *testing.T, pid int) []int {
 	t.Helper()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -111,6 +117,7 @@ func processAlive(pid int) bool {
 // removes. With library contenders too: their redis-servers and embedded
 // etcd go with the parent.
 func TestParentKilled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		modes string // parentModesEnv
@@ -125,6 +132,7 @@ func TestParentKilled(t *testing.T) {
 	} {
 		for _, sig := range tc.sigs {
 			t.Run(tc.name+"/"+sig.String(), func(t *testing.T) {
+				t.Parallel()
 				if tc.modes != "" {
 					if _, err := exec.LookPath("redis-server"); err != nil {
 						t.Skip("no redis-server (scripts/redis.sh start installs it)")
@@ -142,10 +150,22 @@ func parentKilled(t *testing.T, modes string, want int, sig syscall.Signal) {
 	cmd.Env = append(os.Environ(), parentEnv+"="+dir, parentModesEnv+"="+modes)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	running := make(chan struct{})
+	go func() {
+		out := bufio.NewScanner(stdout)
+		for out.Scan() {
+			if out.Text() == grantedLine {
+				close(running)
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
 	var kids []int
 	for deadline := time.Now().Add(60 * time.Second); len(kids) < want; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -153,7 +173,11 @@ func parentKilled(t *testing.T, modes string, want int, sig syscall.Signal) {
 		}
 		kids = children(t, cmd.Process.Pid)
 	}
-	time.Sleep(time.Second) // mid-run
+	select { // mid-run: a lease was granted
+	case <-running:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the parent's run granted no lease in 60s%s", stderr.String())
+	}
 	cmd.Process.Signal(sig)
 	cmd.Wait()
 	var alive []int

@@ -149,6 +149,7 @@ func runContenders(t *testing.T, c realtime.Config, sc spec.Scenario, modes []hi
 // removed with the backend, and the library contenders' keys live on
 // servers of their own, which stop with the run.
 func TestNoKeyLeftOnGivenRedis(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv("LEASEFENCE_REDIS_URL")
 	if url == "" {
 		t.Skip("LEASEFENCE_REDIS_URL is not set (scripts/redis.sh start)")
@@ -195,6 +196,7 @@ func TestNoKeyLeftOnGivenRedis(t *testing.T) {
 // anything starts, naming it and what to use instead; a mode whose lock
 // the caller did not give is refused by New.
 func TestRefusedSetups(t *testing.T) {
+	t.Parallel()
 	sc := pausedHolder()
 	for _, tc := range []struct {
 		c     realtime.Config

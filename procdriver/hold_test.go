@@ -26,8 +26,9 @@ import (
 const holderEnv = "PROCDRIVER_TEST_HOLDER"
 
 // holdOn is how a user's program holds a lease: leasefence.Hold on etcd,
-// renewing in the background.
-func holdOn(ctx context.Context, endpoints []string, prefix, holder string) (*leasefence.Session, *etcdbackend.Etcd, error) {
+// renewing in the background; renewed, if not nil, runs after each
+// renewal etcd granted.
+func holdOn(ctx context.Context, endpoints []string, prefix, holder string, renewed func()) (*leasefence.Session, *etcdbackend.Etcd, error) {
 	e, err := etcdbackend.AttachEtcd(endpoints, prefix)
 	if err != nil {
 		return nil, nil, err
@@ -40,18 +41,40 @@ func holdOn(ctx context.Context, endpoints []string, prefix, holder string) (*le
 	if err != nil {
 		return nil, e, err
 	}
-	s, err := leasefence.Hold(ctx, coord, c, "res-1", leasefence.HoldOptions{})
+	var svc leasefence.Service = coord
+	if renewed != nil {
+		svc = renewals{coord, renewed}
+	}
+	s, err := leasefence.Hold(ctx, svc, c, "res-1", leasefence.HoldOptions{})
 	return s, e, err
 }
+
+// renewals is a Service that calls renewed after each renewal granted.
+type renewals struct {
+	leasefence.Service
+	renewed func()
+}
+
+func (r renewals) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
+	out, err := r.Service.Renew(ctx, req)
+	if err == nil && out.OK {
+		r.renewed()
+	}
+	return out, err
+}
+
+// renewedLine is what the holder prints after each renewal granted.
+const renewedLine = "renewed"
 
 // asHolder is a user's program: it holds res-1 with Hold, checks its
 // session, says so, and waits for a line on stdin (where its parent
 // pauses it), then says what its session says now and writes through the
-// gate under its token, as a write already in flight would.
+// gate under its token, as a write already in flight would. It says
+// renewedLine after each renewal granted, whenever that comes.
 func asHolder(spec string) int {
 	f := strings.Fields(spec)
 	ctx := context.Background()
-	s, e, err := holdOn(ctx, []string{f[0]}, f[1], "paused")
+	s, e, err := holdOn(ctx, []string{f[0]}, f[1], "paused", func() { fmt.Println(renewedLine) })
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -76,6 +99,7 @@ func asHolder(spec string) int {
 // another holder takes it and writes), and once continued it finds its
 // session and its context ended, and its late write refused by the gate.
 func TestHoldPausedProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := setup(t, registry.SQLite, overlap(time.Minute))
 	e := s.Backend.(*etcdbackend.Etcd)
@@ -96,25 +120,61 @@ func TestHoldPausedProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	out := bufio.NewScanner(stdout)
-	line := func() string {
-		if !out.Scan() {
-			t.Fatalf("the holder ended: %v", out.Err())
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for out := bufio.NewScanner(stdout); out.Scan(); {
+			select {
+			case lines <- out.Text():
+			case <-t.Context().Done():
+				return
+			}
 		}
-		return out.Text()
+	}()
+	renewed := 0
+	next := func() string { // the holder's next line, renewals and all
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				cmd.Wait() // and its stderr read
+				t.Fatalf("the holder ended after %d renewals: %s", renewed, stderr.String())
+			}
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the holder said nothing for 30s after %d renewals", renewed)
+			return ""
+		}
+	}
+	line := func() string { // the next line that is not a renewal's
+		for {
+			if l := next(); l != renewedLine {
+				return l
+			}
+			renewed++
+		}
 	}
 	if l := line(); l != "checked <nil>" {
 		t.Fatalf("the holder says %q, want its check passed", l)
 	}
-	// Held for three TTLs, renewing in the background: nobody else gets it.
-	time.Sleep(3 * time.Second)
+	// Held through six renewals, each a third of the TTL after the last
+	// (two TTLs in all), renewing in the background: nobody else gets it.
+	for renewed < 6 {
+		if l := next(); l != renewedLine {
+			t.Fatalf("after %d renewals the holder says %q, want renewals", renewed, l)
+		}
+		renewed++
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	if _, _, err := holdOn(ctx, e.Endpoints(), e.Prefix(), "early"); err == nil {
+	_, early, err := holdOn(ctx, e.Endpoints(), e.Prefix(), "early", nil)
+	if err == nil {
 		t.Error("another holder got the lease while the holder ran")
+	}
+	if early != nil {
+		early.Close()
 	}
 	cancel()
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGSTOP)
-	taker, te, err := holdOn(t.Context(), e.Endpoints(), e.Prefix(), "taker")
+	taker, te, err := holdOn(t.Context(), e.Endpoints(), e.Prefix(), "taker", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

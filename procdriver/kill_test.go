@@ -56,8 +56,10 @@ func holdForever(t *testing.T) (spec.Scenario, int) {
 //
 // The kill is asked for as an option, and as the scenario's crash.
 func TestKilledAgentLeaseTakenOver(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"option", "scenario"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			sc, holder := holdForever(t)
 			crash := spec.Crash{Agent: spec.AgentName(holder), At: 2 * time.Second, Restart: 3 * time.Second}
 			var kills []spec.Crash
@@ -118,6 +120,7 @@ func assertCrashRecorded(t *testing.T, events []history.Event, agent int) {
 // The parent plays its actions at their instants, with the run's context;
 // one that fails fails the run, naming it.
 func TestActions(t *testing.T) {
+	t.Parallel()
 	sc := overlap(2 * time.Second)
 	sc.Agents = 1
 	s := setup(t, registry.SQLite, sc)

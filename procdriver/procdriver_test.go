@@ -80,8 +80,10 @@ func TestOverlapPaused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs etcd and eight processes for several seconds")
 	}
+	t.Parallel()
 	for _, store := range []string{registry.SQLite, registry.Etcd} {
 		t.Run(store, func(t *testing.T) {
+			t.Parallel()
 			for seed := uint64(1); seed <= 3; seed++ {
 				sc := overlap(8 * time.Second)
 				sc.Seed = seed
@@ -154,8 +156,12 @@ const (
 	parentModesEnv = "PROCDRIVER_TEST_PARENT_MODES"
 )
 
+// grantedLine is what a parent (asParent) prints once its run granted a
+// lease: the run is under way.
+const grantedLine = "granted"
+
 // asParent runs a minute of overlap with two agents as processes, until
-// SIGTERM or SIGINT ends it.
+// SIGTERM or SIGINT ends it, and says grantedLine at its first grant.
 func asParent(dir string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -170,7 +176,14 @@ func asParent(dir string) int {
 			modes = append(modes, history.Mode(m))
 		}
 	}
-	res, err := procdriver.RunScenario(ctx, c, sc, procdriver.Options{Modes: modes})
+	said := false
+	granted := history.SubscriberFunc(func(e history.Event) {
+		if e.Kind == history.Granted && !said {
+			said = true
+			fmt.Println(grantedLine)
+		}
+	})
+	res, err := procdriver.RunScenario(ctx, c, sc, procdriver.Options{Modes: modes, Live: []history.Subscriber{granted}})
 	if res == nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
