@@ -2,8 +2,9 @@
 // mutex-guarded call, the coordinator against a map behind a mutex, the
 // simulator's throughput as agents and resources grow and against a bare
 // event loop of the same crowd (its ceiling), what tracing costs a run, one
-// dashboard frame, the SQL gate against a bare transaction, and etcdlease
-// against etcd's concurrency.Mutex and a bare keep-alive. (redislease
+// dashboard frame, the SQL gate against a bare transaction, etcdlease
+// against etcd's concurrency.Mutex and a bare keep-alive, and the Redis
+// locks in virtual time against the same scenario on a real Redis. (redislease
 // against redsync and redislock is in leasefence/tests/redisbench, whose
 // module alone depends on them; sqllease and sqlgate against bare SQL on
 // PostgreSQL and SQLite, by turns, in leasefence/tests/sqlbench, whose
