@@ -209,7 +209,7 @@ const Remedy = "the remedy: write through a gate that checks the lock's fencing 
 // write path's (the gate's).
 func (c *Checker) findings(r *Report, lock, writes []string) Findings {
 	n := c.counts(r)
-	return Findings{Lock: c.lockFinding(r, n, lock), Writes: c.writesFinding(r, writes), Coverage: c.coverageFinding(r, n)}
+	return Findings{Lock: lockFinding(r.Contender, r.Takeovers, n, lock), Writes: c.writesFinding(r, writes), Coverage: coverageFinding(r.NotExercised, n)}
 }
 
 // lockFinding: broken by any violation of the lock's own; else held only
@@ -217,10 +217,10 @@ func (c *Checker) findings(r *Report, lock, writes []string) Findings {
 // of the lease contract the run put to the test, never claiming the
 // others; a rule the lock's API cannot express is n/a, with why, whatever
 // the verdict.
-func (c *Checker) lockFinding(r *Report, n *CoverageCounts, broken []string) Finding {
+func lockFinding(ct Contender, takeovers int, n *CoverageCounts, broken []string) Finding {
 	var tested, untested, na []string
 	for _, p := range contractPaths(n) {
-		if why, ok := c.h.NotExpressible(c.mode, p.rule); ok {
+		if why, ok := ct.NotExpressible[p.rule]; ok {
 			na = append(na, p.what+": "+FindingNA+" ("+why+")")
 		} else if p.n > 0 {
 			tested = append(tested, p.what)
@@ -231,12 +231,12 @@ func (c *Checker) lockFinding(r *Report, n *CoverageCounts, broken []string) Fin
 	switch {
 	case len(broken) > 0:
 		return Finding{Verdict: FindingBroken, Reason: strings.Join(append(broken, na...), "; ")}
-	case r.Takeovers == 0:
+	case takeovers == 0:
 		return Finding{Verdict: FindingInconclusive, Reason: strings.Join(append([]string{
 			"no lease ended without a release, so no takeover tested exclusion"}, na...), "; ")}
 	}
-	reason := "the lock kept exclusion over " + Plural(r.Takeovers, "takeover", "takeovers")
-	if c.h.Contender(c.mode).Generations != "" {
+	reason := "the lock kept exclusion over " + Plural(takeovers, "takeover", "takeovers")
+	if ct.Generations != "" {
 		reason += " (a Deadline past what the server granted would have shown as a grant while it ran)"
 	}
 	if len(tested) > 0 {
@@ -296,8 +296,11 @@ func (c *Checker) writesFinding(r *Report, broken []string) Finding {
 	return Finding{Verdict: FindingHeld, Reason: fmt.Sprintf("no stale write landed over %s", Plural(r.Overlaps, "overlap", "overlaps"))}
 }
 
-func (c *Checker) coverageFinding(r *Report, n *CoverageCounts) Finding {
-	not := slices.Clone(r.NotExercised)
+// coverageFinding: held when the run exercised every property it judges
+// (not lists those it did not, from the other rules) and every path of
+// the lease contract; else inconclusive, naming what it did not.
+func coverageFinding(notExercised []string, n *CoverageCounts) Finding {
+	not := slices.Clone(notExercised)
 	for _, p := range contractPaths(n) {
 		if p.n == 0 {
 			not = append(not, p.what)
