@@ -13,7 +13,6 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
-	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
 )
@@ -45,6 +44,13 @@ type config struct {
 	// noStaleWrites fails a naive run on its stale writes; inconclusive
 	// lets a run that left the lock (or its writes) untested pass.
 	noStaleWrites, inconclusive bool
+	// keepGoing runs a scenario (and a battery) to its end past the
+	// first counterexample of the lock's own safety.
+	keepGoing bool
+	// battery, set in Check, is where a scenario is in the battery
+	// ("battery 2/4"): the run logs a line, and leaves an inconclusive
+	// finding to the battery's sum.
+	battery string
 }
 
 // Naive makes the holders check their lease's Deadline and write straight
@@ -68,6 +74,14 @@ func RequireNoStaleWrites() Option { return func(c *config) { c.noStaleWrites = 
 // stale). Without it such a run fails, saying what was not exercised:
 // nothing is passed that was not tested.
 func AllowInconclusive() Option { return func(c *config) { c.inconclusive = true } }
+
+// KeepGoing runs each scenario to its end, and Check every scenario of
+// its battery, after the first counterexample of the lock's own safety
+// (a mutual-exclusion violation, a breach of the lease contract). Without
+// it a run stops there: the lab judges the events of the run as they
+// happen, ends the run once the lock finding is broken, and the verdict
+// is the history's, recorded up to then; Check runs no further scenario.
+func KeepGoing() Option { return func(c *config) { c.keepGoing = true } }
 
 // Duration sets the run's length (the scenario's own by default).
 func Duration(d time.Duration) Option { return func(c *config) { c.duration = d } }
@@ -99,6 +113,8 @@ func Name(name string) Option { return func(c *config) { c.name = name } }
 // (kept only when the run failed).
 type Result struct {
 	*history.Report
+	// Scenario is the name of the scenario that ran.
+	Scenario string
 	// Contender is what the history header says of the lock.
 	Contender history.Contender
 	// MutualExclusion lists the first mutual-exclusion violations of
@@ -110,6 +126,9 @@ type Result struct {
 	// the lock: they were still under way a grace after its duration
 	// (each is a library error in the history, which ends there).
 	NeverReturned *realtime.NeverReturnedError
+	// Stopped: the run ended at the first counterexample of the lock's
+	// own safety, before its duration (see KeepGoing).
+	Stopped bool
 	// Failed: the run failed the test: a broken lock, stale writes of
 	// a fenced discipline (or of a naive one under
 	// RequireNoStaleWrites), a finding left inconclusive (unless
@@ -130,57 +149,102 @@ const ProbeResource = "labtest-probe"
 // discipline (of a naive one only under RequireNoStaleWrites), when the
 // lock or writes finding is inconclusive (unless AllowInconclusive), or
 // when a call to it never returned (see Grace: Run returns within the
-// run's duration and the grace whatever the lock does). A problem with the
-// arguments (no such scenario, one that drifts the lab coordinator's
-// clock, Fenced on a lock without a fence) fails t at once.
+// run's duration and the grace whatever the lock does). The run stops at
+// the first counterexample of the lock's own safety (KeepGoing runs it to
+// its end). A problem with the arguments fails t at once: no such
+// scenario, or one no user's lock can play (a coordinator restart, a
+// drift of the lab coordinator's clock), before the lock is called;
+// Fenced on a lock without a fence, after the probe.
 func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 	t.Helper()
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
+	c := newConfig(opts)
 	sc, err := load(scenarioName)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
+	return runScenario(t, c.scenario(sc), lock, c)
+}
+
+// scenario is sc as c runs it: its duration Duration's, if set.
+func (c config) scenario(sc spec.Scenario) spec.Scenario {
 	if c.duration > 0 {
 		sc.Duration = c.duration
+	}
+	return sc
+}
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		o(&c)
 	}
 	if c.grace <= 0 {
 		c.grace = realtime.DefaultGrace
 	}
-	// Refused before the probe takes the lock: what no lock but the lab's
-	// own can play.
-	name := history.Mode(cmp(c.name, "lock"))
-	if err := registry.CheckLock(string(name), sc); err != nil {
-		t.Fatalf("labtest: %v", err)
-		return nil
-	}
+	return c
+}
+
+// runScenario is Run of scenario sc, once loaded: it refuses what the
+// lock cannot play, probes the lock, runs sc, and reports the run (see
+// report).
+func runScenario(t testing.TB, sc spec.Scenario, lock Lock, c config) *Result {
+	t.Helper()
 	ctx := t.Context()
-	info, err := probe(ctx, lock, sc.TTL, c.grace)
+	info, err := contender(ctx, lock, sc, c)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
-	info.Name = name
-	info.Library = fmt.Sprintf("%T", lock)
-	switch {
-	case c.disc == history.DisciplineFenced && !info.Fence:
-		t.Fatalf("labtest: %s cannot run fenced: its leases have no fence (Lease.Fence reports false); run it naive", info.Name)
-		return nil
-	case c.disc == "" && info.Fence:
-		c.disc = history.DisciplineFenced
-	case c.disc == "":
-		c.disc = history.DisciplineNaive
-	}
-	info.Discipline = c.disc
 	res, err := run(ctx, sc, lock, info, c)
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
 		return nil
 	}
-	t.Logf("labtest: %s (%s) on %s:\n%s", info.Name, info.Discipline, sc.Name, res.findings())
+	report(t, sc, res, c)
+	return res
+}
+
+// contender is what the history header says of lock under c on sc: its
+// name, its Go type, whether its leases have a fence (a probe takes the
+// lock once) and its discipline. It refuses, before the probe calls the
+// lock, a scenario no user's lock can play (checkUserLock), and Fenced on
+// a lock without a fence.
+func contender(ctx context.Context, lock Lock, sc spec.Scenario, c config) (history.Contender, error) {
+	name := history.Mode(cmp(c.name, "lock"))
+	if err := checkUserLock(string(name), sc); err != nil {
+		return history.Contender{}, err
+	}
+	info, err := probe(ctx, lock, sc.TTL, c.grace)
+	if err != nil {
+		return history.Contender{}, err
+	}
+	info.Name = name
+	info.Library = fmt.Sprintf("%T", lock)
+	switch {
+	case c.disc == history.DisciplineFenced && !info.Fence:
+		return history.Contender{}, fmt.Errorf("%s cannot run fenced: its leases have no fence (Lease.Fence reports false); run it naive", info.Name)
+	case c.disc == "" && info.Fence:
+		info.Discipline = history.DisciplineFenced
+	case c.disc == "":
+		info.Discipline = history.DisciplineNaive
+	default:
+		info.Discipline = c.disc
+	}
+	return info, nil
+}
+
+// report logs the findings of res, the run of sc (a line, in a battery),
+// and fails t as Run says, naming the scenario, the finding and the
+// history file.
+func report(t testing.TB, sc spec.Scenario, res *Result, c config) {
+	t.Helper()
+	info := res.Contender
+	if c.battery == "" {
+		t.Logf("labtest: %s (%s) on %s:\n%s", info.Name, info.Discipline, sc.Name, res.findings())
+	} else {
+		t.Logf("labtest: %s %s: %s", c.battery, sc.Name, res.line())
+	}
 	switch {
 	case res.NeverReturned != nil:
 		t.Errorf("labtest: %s (%s): %v\nhistory: %s (lab check %s judges it again)",
@@ -189,7 +253,6 @@ func Run(t testing.TB, scenarioName string, lock Lock, opts ...Option) *Result {
 		t.Errorf("labtest: %s (%s) on %s: %s\nhistory: %s (lab check %s judges it again)",
 			info.Name, info.Discipline, sc.Name, strings.Join(res.failures(c), "; "), res.HistoryPath, res.HistoryPath)
 	}
-	return res
 }
 
 func cmp(s, dflt string) string {
@@ -297,17 +360,31 @@ func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contende
 		}
 	}()
 	events := &collect{}
-	r, err := realtime.New(sc, realtime.Options{Modes: []history.Mode{mode}, Backend: backend, Store: c.store,
-		Subscribers: []history.Subscriber{events}, Grace: c.grace})
+	opts := realtime.Options{Modes: []history.Mode{mode}, Backend: backend, Store: c.store,
+		Subscribers: []history.Subscriber{events}, Grace: c.grace}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var watch *realtime.LockWatch
+	if !c.keepGoing {
+		opts, watch = realtime.WatchLocks(opts, stop)
+	}
+	r, err := realtime.New(sc, opts)
 	if err != nil {
 		return nil, err
+	}
+	if watch != nil {
+		watch.Start(r.Header())
 	}
 	enc, err := history.NewEncoder(f, r.Header())
 	if err != nil {
 		return nil, err
 	}
 	events.enc = enc
-	out, runErr := r.Run(ctx)
+	out, runErr := r.Run(runCtx)
+	_, stopped := watch.Stopped()
+	if stopped && ctx.Err() == nil && errors.Is(runErr, context.Canceled) {
+		runErr = nil // the watch ended the run, at its first counterexample
+	}
 	var stuck *realtime.NeverReturnedError
 	if errors.As(runErr, &stuck) {
 		// The lock is not closed: its Close could wait for the call that
@@ -323,7 +400,7 @@ func run(ctx context.Context, sc spec.Scenario, lock Lock, info history.Contende
 		return nil, fmt.Errorf("history file %s: %w", path, err)
 	}
 	h := r.Header()
-	res := &Result{Report: out.Modes[mode], HistoryPath: path, Contender: h.Contender(mode), NeverReturned: stuck}
+	res := &Result{Report: out.Modes[mode], Scenario: sc.Name, HistoryPath: path, Contender: h.Contender(mode), NeverReturned: stuck, Stopped: stopped}
 	res.MutualExclusion = res.counterexamples(history.MutualExclusionViolation)
 	res.Failed = stuck != nil || len(res.failures(c)) > 0
 	keep = res.Failed
@@ -364,7 +441,10 @@ func (r *Result) failures(c config) []string {
 		}
 		out = append(out, s)
 	}
-	if !c.inconclusive {
+	// A finding left untested is said only of a run that failed on
+	// nothing else: a run stopped at its first counterexample leaves the
+	// others untested.
+	if !c.inconclusive && c.battery == "" && len(out) == 0 {
 		for _, p := range []struct {
 			name string
 			f    history.Finding
@@ -378,12 +458,28 @@ func (r *Result) failures(c config) []string {
 }
 
 // findings says the three findings, a line each, as Run logs them.
-func (r *Result) findings() string {
-	f := r.Findings
+func (r *Result) findings() string { return formatFindings(r.Findings) }
+
+// formatFindings says f, a line each.
+func formatFindings(f history.Findings) string {
 	cover := f.Coverage.Reason
 	if n := f.Coverage.Counts; n != nil {
 		cover += ". " + n.String()
 	}
 	return fmt.Sprintf("  lock:     %s: %s\n  writes:   %s: %s\n  coverage: %s: %s",
 		f.Lock.Verdict, f.Lock.Reason, f.Writes.Verdict, f.Writes.Reason, f.Coverage.Verdict, cover)
+}
+
+// line says the findings' verdicts and the coverage counts on one line,
+// as a battery's progress.
+func (r *Result) line() string {
+	f := r.Findings
+	s := fmt.Sprintf("lock %s, writes %s, %d stale writes", f.Lock.Verdict, f.Writes.Verdict, r.StaleWritesLanded)
+	if n := f.Coverage.Counts; n != nil {
+		s += "; " + n.String()
+	}
+	if r.Stopped {
+		s += "; stopped at the first counterexample"
+	}
+	return s
 }

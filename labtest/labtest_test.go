@@ -22,6 +22,21 @@ type recorder struct {
 	testing.TB
 	mu     sync.Mutex
 	errors []string
+	logs   []string
+}
+
+func (r *recorder) Logf(format string, args ...any) {
+	r.TB.Helper()
+	r.TB.Logf(format, args...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) logged() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.logs, "\n")
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
@@ -182,7 +197,7 @@ func TestBrokenLocksFail(t *testing.T) {
 		name string
 		sc   string
 		opts []labtest.Option
-		min  int // mutual-exclusion violations, far below the run's usual count
+		min  int // mutual-exclusion violations: the run stops at the first
 		lock func() *memLock
 	}{
 		{"release keyed by holder name", "testdata/late-release.yaml", nil, 1, func() *memLock {
@@ -190,7 +205,13 @@ func TestBrokenLocksFail(t *testing.T) {
 			l.releaseByHolder = true
 			return l
 		}},
-		{"deadline taken from the reply", "testdata/stalls.yaml", []labtest.Option{labtest.Duration(10 * time.Second)}, 3, func() *memLock {
+		{"deadline taken from the reply", "testdata/stalls.yaml", []labtest.Option{labtest.Duration(10 * time.Second)}, 1, func() *memLock {
+			l := newMemLock()
+			l.replyDeadline, l.serverAhead = true, 300*time.Millisecond
+			return l
+		}},
+		// Past the first counterexample, on to the run's end.
+		{"deadline taken from the reply, KeepGoing", "testdata/stalls.yaml", []labtest.Option{labtest.Duration(10 * time.Second), labtest.KeepGoing()}, 3, func() *memLock {
 			l := newMemLock()
 			l.replyDeadline, l.serverAhead = true, 300*time.Millisecond
 			return l
@@ -198,8 +219,15 @@ func TestBrokenLocksFail(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			start := time.Now()
 			res, failure := run(t, tc.sc, tc.lock(), tc.opts...)
-			t.Logf("%d mutual-exclusion violations, %d stale writes, %d refused", res.MutualExclusionViolations, res.StaleWritesLanded, res.CommitsRefused)
+			took := time.Since(start)
+			t.Logf("%d mutual-exclusion violations, %d stale writes, %d refused, in %s", res.MutualExclusionViolations, res.StaleWritesLanded, res.CommitsRefused, took)
+			// The run stops at its first counterexample unless told to
+			// go on: well before the 10s of stalls.yaml here.
+			if keepGoing := strings.HasSuffix(tc.name, "KeepGoing"); tc.sc == "testdata/stalls.yaml" && (res.Stopped == keepGoing || (!keepGoing && took > 7*time.Second)) {
+				t.Errorf("stopped %v after %s (KeepGoing %v)", res.Stopped, took, keepGoing)
+			}
 			if res.MutualExclusionViolations < tc.min || !strings.Contains(failure, "mutual-exclusion violation") {
 				t.Fatalf("the broken lock passed (%d mutual-exclusion violations): %q", res.MutualExclusionViolations, failure)
 			}

@@ -2,6 +2,7 @@ package labtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -38,6 +39,14 @@ type memLock struct {
 	// neverExpires: a lease lasts until it is released (a session lock,
 	// as a PostgreSQL advisory lock), its Deadline far ahead.
 	neverExpires bool
+	// reentrant: Acquire by the holder that has the key grants it a new
+	// lease, taking the request for a retry of its own: when the reply to
+	// an acquire was lost and the holder asks again, the lease it never
+	// heard of and the new one are two grants at once.
+	reentrant bool
+	// plainLost: Renew and Release of a lease no longer held return an
+	// error of the lock's own that does not match ErrNotHeld.
+	plainLost bool
 
 	mu    sync.Mutex
 	keys  map[string]*memEntry
@@ -69,7 +78,7 @@ func (l *memLock) Acquire(_ context.Context, resource, holder string, ttl time.D
 	sent := time.Now()
 	l.mu.Lock()
 	now := l.serverNow()
-	if e, ok := l.keys[resource]; ok && now.Before(e.expires) {
+	if e, ok := l.keys[resource]; ok && now.Before(e.expires) && (!l.reentrant || e.holder != holder) {
 		l.mu.Unlock()
 		return nil, fmt.Errorf("%s holds %s: %w", e.holder, resource, labtest.ErrHeld)
 	}
@@ -103,6 +112,17 @@ func (le *memLease) Fence() (uint64, bool) { return le.fence, !le.l.noFence }
 // the lease contract asks.
 var errLost = fmt.Errorf("memlock: lock lost: %w", labtest.ErrNotHeld)
 
+// errPlainLost is what a lock that breaks the contract returns instead.
+var errPlainLost = errors.New("memlock: lock lost")
+
+// lost is the error of Renew and Release of a lease no longer held.
+func (l *memLock) lost() error {
+	if l.plainLost {
+		return errPlainLost
+	}
+	return errLost
+}
+
 func (le *memLease) Renew(context.Context) error {
 	sent := time.Now()
 	l := le.l
@@ -114,12 +134,15 @@ func (le *memLease) Renew(context.Context) error {
 		l.keys[le.resource] = e
 	} else if !ok || e.value != le.value || !now.Before(e.expires) {
 		l.mu.Unlock()
-		return errLost
+		return l.lost()
 	}
 	e.expires = now.Add(le.ttl)
+	if l.neverExpires {
+		e.expires = now.Add(forever)
+	}
 	l.mu.Unlock()
 	d := sent.Add(le.ttl - margin)
-	if l.replyDeadline {
+	if l.replyDeadline || l.neverExpires {
 		d = e.expires
 	}
 	le.mu.Lock()
@@ -145,5 +168,5 @@ func (le *memLease) Release(context.Context) error {
 	if l.releaseNil {
 		return nil
 	}
-	return errLost
+	return l.lost()
 }

@@ -25,10 +25,12 @@ func TestBattery(t *testing.T) {
 		if len(sc.Script) > 0 {
 			t.Errorf("%s is scripted: the battery draws its faults", b.Name)
 		}
-		total += sc.Duration
+		if len(sc.Restarts) == 0 {
+			total += sc.Duration // a user's lock plays no restart
+		}
 	}
 	if total > 40*time.Second {
-		t.Errorf("the battery lasts %s of scenario time: over the 40s that leave a minute's wall time room", total)
+		t.Errorf("the battery lasts %s of scenario time for a user's lock: over the 40s that leave a minute's wall time room", total)
 	}
 	a, b := spec.Battery(), spec.Battery()
 	a[0].Scenario.Agents++
