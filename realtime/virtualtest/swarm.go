@@ -169,7 +169,7 @@ func (r *SwarmResult) String() string {
 			s += fmt.Sprintf("\n  %-10s no counterexample in %d seeds", m, r.Seeds)
 			continue
 		}
-		what := fmt.Sprintf("%d stale writes", f.StaleWrites)
+		what := history.Plural(f.StaleWrites, "stale write", "stale writes")
 		if len(f.Violations) > 0 {
 			what = fmt.Sprintf("%q", f.Violations)
 		}
