@@ -58,6 +58,9 @@ func BatteryFindings(runs []BatteryRun) Findings {
 // batteryWrites is the writes finding of a battery: broken in any
 // scenario, else held in any, else inconclusive in all.
 func batteryWrites(runs []BatteryRun) Finding {
+	if stale, ok := naiveStale(runs); ok {
+		return stale
+	}
 	if broken := brokenIn(runs, func(f *Findings) Finding { return f.Writes }); broken != "" {
 		return Finding{Verdict: FindingBroken, Reason: broken}
 	}
@@ -74,6 +77,36 @@ func batteryWrites(runs []BatteryRun) Finding {
 		return Finding{Verdict: FindingHeld, Reason: "no stale write landed: " + strings.Join(held, "; ")}
 	}
 	return Finding{Verdict: FindingInconclusive, Reason: "in no scenario could a write be stale: " + strings.Join(why, "; ")}
+}
+
+// naiveStale is the writes finding of a naive discipline's battery whose
+// writes broke by stale writes alone, in one sentence with the remedy, as
+// a run's says it: ok is false if any scenario's writes broke otherwise
+// (or the discipline is not naive).
+func naiveStale(runs []BatteryRun) (Finding, bool) {
+	stale, exclusion := 0, 0
+	var where []string
+	for _, run := range runs {
+		r := run.Report
+		if r.Findings.Writes.Verdict != FindingBroken {
+			continue
+		}
+		if r.Contender.Discipline != DisciplineNaive || r.StaleWritesLanded == 0 || r.UnexplainedLandings > 0 {
+			return Finding{}, false
+		}
+		stale += r.StaleWritesLanded
+		exclusion += r.MutualExclusionViolations
+		where = append(where, fmt.Sprintf("%s %d", run.Scenario, r.StaleWritesLanded))
+	}
+	if stale == 0 {
+		return Finding{}, false
+	}
+	kept := "the lock kept exclusion; "
+	if exclusion > 0 {
+		kept = "the lock broke exclusion too (see the lock finding); "
+	}
+	return Finding{Verdict: FindingBroken, Reason: kept + "writes without a fence landed " + Plural(stale, "stale write", "stale writes") +
+		" (" + strings.Join(where, ", ") + ")" + staleCause + Remedy}, true
 }
 
 // brokenIn says each scenario whose finding (of) is broken, with its

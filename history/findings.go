@@ -199,6 +199,10 @@ func (c *Checker) counts(r *Report) *CoverageCounts {
 		LostRepliesRetried: v.lostRetried}
 }
 
+// staleCause says, after the count of a naive discipline's stale writes,
+// why they landed and whose fault they are not.
+const staleCause = ": a paused holder wrote after its lease ended (expected of a naive discipline, not the lock's fault); "
+
 // Remedy is what the writes finding names as the remedy for stale writes
 // landed without a fence.
 const Remedy = "the remedy: write through a gate that checks the lock's fencing token (a lock without one needs a fence, " +
@@ -283,8 +287,7 @@ func (c *Checker) writesFinding(r *Report, broken []string) Finding {
 			kept = ""
 		}
 		return Finding{Verdict: FindingBroken, Reason: kept + "writes without a fence landed " +
-			Plural(r.StaleWritesLanded, "stale write", "stale writes") + ": a paused holder wrote after its lease ended " +
-			"(expected of a naive discipline, not the lock's fault); " + Remedy}
+			Plural(r.StaleWritesLanded, "stale write", "stale writes") + staleCause + Remedy}
 	case r.Vacuous:
 		return Finding{Verdict: FindingInconclusive, Reason: "no write was made, so no write could be stale"}
 	case r.Overlaps == 0 && r.CommitsRefused == 0:

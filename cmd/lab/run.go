@@ -58,6 +58,9 @@ type runConfig struct {
 
 // runCmd is `lab run`.
 func (a *app) runCmd(ctx context.Context, args []string) int {
+	if len(args) > 0 && args[0] == batteryName {
+		return a.runBattery(ctx, args[1:])
+	}
 	fs := a.newFlagSet("run", "[scenario|file] [flags]", runAbout)
 	var sf scenarioFlags
 	sf.register(fs)
