@@ -27,6 +27,7 @@ func newCoordinator(t testing.TB, opts etcdlease.Options) *etcdlease.Coordinator
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	leasetest.TestService(t, func(t testing.TB) leasetest.Harness {
 		return leasetest.Harness{
 			Service: newCoordinator(t, etcdlease.Options{TTL: time.Second}),

@@ -106,6 +106,7 @@ func mustRejections(t *testing.T, g *gateAdapter, want ...leasefence.Rejection) 
 // TestGateConformance runs the suite every fence gate passes: the same
 // admission rule, refusal log and atomic raise as the in-memory and SQL gates.
 func TestGateConformance(t *testing.T) {
+	t.Parallel()
 	leasetest.TestGate(t, func(t testing.TB, resource string) leasetest.GateHarness {
 		g := openGate(t, resource)
 		return leasetest.GateHarness{Gate: g.gate, Commit: g.Commit, Written: g.Written}

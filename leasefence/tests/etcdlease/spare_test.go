@@ -47,11 +47,15 @@ func holderLease(t *testing.T, prefix, resource string) clientv3.LeaseID {
 // spare's grant: the holder's send-anchored deadline stays within the
 // coordinator's expiry.
 func TestSpareLeaseRestartsAtAcquire(t *testing.T) {
+	t.Parallel()
 	prefix := newPrefix()
 	c := newCoordinator(t, etcdlease.Options{Prefix: prefix, TTL: 4 * time.Second})
 	acquireOK(t, c, "first", "a")
 	spare := waitSpare(t, c)
-	time.Sleep(1900 * time.Millisecond) // the spare has about two seconds left
+	// Aged past a second by etcd's count (under 3s left, so a restart
+	// shows), and still well under the half TTL (2s) past which the
+	// coordinator no longer tries a spare.
+	aged := waitTTL(t, spare, 2)
 	g := acquireOK(t, c, "second", "b")
 	if got := holderLease(t, prefix, "second"); got != spare {
 		t.Fatalf("the grant used lease %x, not the spare %x", got, spare)
@@ -66,17 +70,36 @@ func TestSpareLeaseRestartsAtAcquire(t *testing.T) {
 	if ttl.TTL < 3 || ttl.GrantedTTL != 4 {
 		t.Errorf("the spare's remaining TTL after the acquire = %ds of %ds: not restarted", ttl.TTL, ttl.GrantedTTL)
 	}
-	// Past the spare's original expiry, the resource is still held.
-	time.Sleep(2300 * time.Millisecond)
+	// Past the spare's original expiry (under 3s after it was aged), the
+	// resource is still held.
+	time.Sleep(time.Until(aged.Add(3300 * time.Millisecond)))
 	out, err := c.Acquire(t.Context(), leasefence.AcquireRequest{RequestID: "late", Holder: "c", Resource: "second"})
 	if err != nil || out.Reason != leasefence.ReasonHeld || out.HeldBy != "b" || out.RetryAfter <= 0 || out.RetryAfter > 4*time.Second {
 		t.Errorf("Acquire of the resource after the spare's first expiry = %+v, %v; want held by b", out, err)
 	}
 }
 
+// waitTTL waits until etcd says lease has at most secs seconds left (it
+// rounds down), and returns when it said so.
+func waitTTL(t *testing.T, lease clientv3.LeaseID, secs int64) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ttl, err := cli.TimeToLive(t.Context(), lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl.TTL <= secs {
+			return time.Now()
+		}
+	}
+	t.Fatalf("lease %x has more than %ds left after 10s", lease, secs)
+	return time.Time{}
+}
+
 // A spare that expired (or is too old to try) or was revoked is never
 // resurrected: the acquire grants a fresh lease.
 func TestSpareLeaseGoneFallsBackToGrant(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		kill func(t *testing.T, id clientv3.LeaseID)
@@ -174,6 +197,7 @@ func waitSpares(t *testing.T, c *etcdlease.Coordinator, n int) {
 // Spares used while young are granted in growing bursts (1, 2, 4); a spare
 // that aged unused brings the burst back to one.
 func TestSpareLeasesBurst(t *testing.T) {
+	t.Parallel()
 	c := newCoordinator(t, etcdlease.Options{TTL: 2 * time.Second})
 	for i, want := range []int{1, 2, 1, 4} {
 		acquireOK(t, c, fmt.Sprint("r", i), "a")
