@@ -87,9 +87,10 @@ func sibling(e *Entry, disc history.Discipline) string {
 }
 
 // CheckContenders refuses, before anything runs, the first of modes that
-// cannot run on backend (Sim for the simulator) or cannot play sc: a
+// cannot run on backend (Sim for the simulator) or cannot play sc (a
 // library contender on the simulator, a fault only the lab's own
-// coordinator suffers. The refusal names the contender and where it can
+// coordinator suffers), or whose adapter this program does not link
+// (Entry.Apart). The refusal names the contender and where it can
 // run.
 func CheckContenders(modes []history.Mode, backend string, sc spec.Scenario) error {
 	for _, m := range modes {
@@ -108,6 +109,9 @@ func CheckContenders(modes []history.Mode, backend string, sc spec.Scenario) err
 			err := cannotPlay(e.Name, f, sc)
 			err.Problem += "; the contenders that can: " + strings.Join(playingContenders(f), ", ")
 			return err
+		}
+		if e.Apart != "" && !linked(Contenders, e.Name) {
+			return &ContenderError{Name: e.Name, Problem: "its adapter is a module of its own, which this program does not link; " + e.Apart}
 		}
 	}
 	return nil

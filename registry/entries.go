@@ -30,6 +30,9 @@ const (
 	ZooKeeper       = "zookeeper"         // contender: go-zookeeper/zk's Lock, written to naively
 	ZooKeeperFenced = "zookeeper-fenced"  // contender: the same Lock, its znode's czxid the fence
 	PgAdvisory      = "pg-advisory"       // contender: PostgreSQL's session-level advisory lock through a pooled *sql.DB
+
+	K8sLeaderElection       = "k8s-leaderelection"        // contender: client-go's LeaderElector, written to naively
+	K8sLeaderElectionFenced = "k8s-leaderelection-fenced" // contender: the same elector, the revision that acquired its Lease the fence
 )
 
 // RedlockServers is how many independent redis-servers the redlock
@@ -62,6 +65,19 @@ const zkClient = "github.com/go-zookeeper/zk"
 // stdlib) through which the pg-advisory contender takes PostgreSQL's own
 // advisory locks.
 const pgx = "github.com/jackc/pgx/v5"
+
+// k8sElection is client-go's leaderelection package, which the
+// k8s-leaderelection contenders run, and K8sClientVersion the version of
+// k8s.io/client-go their module (realtime/k8slease) pins.
+const (
+	k8sElection      = "k8s.io/client-go/tools/leaderelection"
+	K8sClientVersion = "v0.37.2"
+)
+
+// k8sApart is how to run the k8s-leaderelection contenders: their adapter
+// is a module of its own, which the lab's build leaves out, since
+// client-go's cold compile costs more than the rest of the lab's.
+const k8sApart = "run realtime/k8slease/lab.sh with the same arguments: the lab built with that module"
 
 // agentFaults are the fault kinds every real backend plays: those of the
 // fault layer between agents and coordinator, the restart of its
@@ -133,6 +149,15 @@ var table = []*Entry{
 		"the lock has no TTL and the holder believes until it unlocks; a scenario's restarts end the lock's sessions (pg_terminate_backend), which drops the locks without a word to their holders; generations in the order the lab saw the grants",
 		Library: pgx + "/stdlib", Version: ModuleVersion(pgx), Discipline: history.DisciplineNaive,
 		Needs: Needs{Server: "postgresql"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: restartableRefuses},
+	{Kind: Contenders, Name: K8sLeaderElection, Doc: "client-go's LeaderElector, its Lease object in an embedded etcd of its own kept as kube-apiserver keeps it (resourceVersion the mod revision, updates compare-and-swap on it), written to as controllers do: " +
+		"the holder leads from OnStartedLeading to OnStoppedLeading; a holder's process paused past the lease duration still leads when it wakes; generations are the revisions that acquired the Lease; " +
+		"its adapter is built apart (realtime/k8slease/lab.sh)",
+		Library: k8sElection, Version: K8sClientVersion, Discipline: history.DisciplineNaive, Apart: k8sApart,
+		Needs: Needs{Server: "etcd"}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
+	{Kind: Contenders, Name: K8sLeaderElectionFenced, Doc: "the same elector, written through the resource's gate with the revision that acquired the Lease (fixed for the leadership term) as the fence: " +
+		"client-go's leader election \"does not guarantee that only one client is acting as a leader (a.k.a. fencing)\", a fence checked at the resource is the remedy",
+		Library: k8sElection, Version: K8sClientVersion, Fence: true, Discipline: history.DisciplineFenced, Apart: k8sApart,
+		Needs: Needs{Server: "etcd", Fence: true}, Shared: true, RunsOn: []string{Memory, Etcd, Redis}, Refuses: libraryRefuses},
 }
 
 // Agents as processes run on the backends and with the stores that every

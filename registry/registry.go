@@ -68,6 +68,11 @@ type Entry struct {
 	// header's Contender carries it; the checker reports them n/a).
 	NotExpressible map[history.ContractRule]string
 	RunsOn         []string
+	// Apart, for a contender whose adapter is a module of its own that
+	// the lab's build leaves out (its library costs more to compile than
+	// the lab), says how to run it; CheckContenders refuses it, saying
+	// so, in a program that does not link its adapter.
+	Apart string
 	// Stores, for a driver, are the stores it works with (nil: any).
 	Stores []string
 	// Shared: every OS process of a run can reach it (a server, files
@@ -219,6 +224,17 @@ func SetOpener(k *Kind, name string, open any) {
 	if _, dup := openers.LoadOrStore(openerKey{k, name, reflect.TypeOf(open)}, open); dup {
 		panic(fmt.Sprintf("registry: a second %T opener for %s %q", open, k.Name, name))
 	}
+}
+
+// linked reports whether k's entry name has an opener of any type.
+func linked(k *Kind, name string) bool {
+	found := false
+	openers.Range(func(key, _ any) bool {
+		ok := key.(openerKey)
+		found = ok.kind == k && ok.name == name
+		return !found
+	})
+	return found
 }
 
 // Opener is the opener of type T registered for k's entry name: false if

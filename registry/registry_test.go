@@ -324,7 +324,7 @@ func TestShares(t *testing.T) {
 		{registry.Must(registry.Backends, registry.Memory), "backend memory cannot be shared by agents as processes: it lives in one process; use --backend etcd or redis"},
 		{registry.Must(registry.Stores, registry.Memory), "resource memory cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd or redis"},
 		{registry.Must(registry.Stores, registry.HTTP), "resource http cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd or redis"},
-		{&registry.Entry{Kind: registry.Contenders, Name: "mine"}, "contender mine cannot be shared by agents as processes: it lives in one process; use --contenders naive, fenced, etcd-mutex, etcd-mutex-fenced, redsync, redislock, redlock, zookeeper, zookeeper-fenced or pg-advisory"},
+		{&registry.Entry{Kind: registry.Contenders, Name: "mine"}, "contender mine cannot be shared by agents as processes: it lives in one process; use --contenders naive, fenced, etcd-mutex, etcd-mutex-fenced, redsync, redislock, redlock, zookeeper, zookeeper-fenced, pg-advisory, k8s-leaderelection or k8s-leaderelection-fenced"},
 		{registry.Must(registry.Backends, registry.Redis), ""},
 		{registry.Must(registry.Stores, registry.SQLite), ""},
 	} {

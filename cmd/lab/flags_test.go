@@ -46,7 +46,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"push-delay":            {"slow", `--push-delay: "slow" is not a duration (write e.g. 950ms or 1.5s)`},
 		"push-drop":             {"-0.5", `--push-drop: must be a probability in [0, 1], got -0.5`},
 		"mode":                  {"sideways", `--mode: must be fenced, naive or both, got "sideways"`},
-		"contenders":            {"chubby", `--contenders: contender chubby: no contender has that name; they are naive, fenced, etcd-mutex, etcd-mutex-fenced, redsync, redislock, redlock, zookeeper, zookeeper-fenced, pg-advisory (lab contenders lists them)`},
+		"contenders":            {"chubby", `--contenders: contender chubby: no contender has that name; they are naive, fenced, etcd-mutex, etcd-mutex-fenced, redsync, redislock, redlock, zookeeper, zookeeper-fenced, pg-advisory, k8s-leaderelection, k8s-leaderelection-fenced (lab contenders lists them)`},
 		"json":                  {"yes please", `--json: must be true or false, got "yes please"`},
 		"trace":                 {"carrier-pigeon", `--trace: otelexport: bad exporter "carrier-pigeon": want otlp, otlp-http, otlp-grpc (each optionally =URL), file=PATH or none`},
 		"html":                  {"no-such-dir/out.html", `--html: open no-such-dir/out.html: no such file or directory`},
