@@ -165,6 +165,22 @@ func (c Config) Check(sc spec.Scenario) error {
 	return nil
 }
 
+// CheckSettings reports the first setting of c whose value no run could
+// take, whatever the backend c names and the scenario: each linked
+// backend's adapter checks the settings it reads
+// (BackendAdapter.CheckSettings), so that a program (the lab's flags)
+// checks them knowing none. It returns a *ConfigError naming the setting.
+func CheckSettings(c Config) error {
+	for _, e := range registry.All(registry.Backends) {
+		if a, ok := registry.Opener[BackendAdapter](registry.Backends, e.Name); ok && a.CheckSettings != nil {
+			if err := a.CheckSettings(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Setup is an opened backend and store, with the scenario mapped onto
 // their time.
 type Setup struct {

@@ -14,7 +14,6 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
-	"github.com/leasefence/lab/realtime/redisbackend"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
@@ -170,19 +169,13 @@ func (bf *backendFlags) validate() error {
 			}
 		}
 	}
-	if bf.redisURL != "" {
-		if err := redisbackend.CheckRedisURL(bf.redisURL); err != nil {
-			return fmt.Errorf("--redis-url: %w", err)
+	// The settings only one backend reads are its adapter's to check.
+	if err := realtime.CheckSettings(*bf.settings()); err != nil {
+		var ce *realtime.ConfigError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("--%s: %s", ce.Setting, ce.Problem)
 		}
-	}
-	if err := redisbackend.CheckRedisTopology(bf.redis.Topology); err != nil {
-		return fmt.Errorf("--redis-topology: %w", err)
-	}
-	if n := bf.redis.WaitReplicas; n < 0 {
-		return fmt.Errorf("--redis-wait-replicas: must be >= 0, got %d", n)
-	}
-	if d := bf.redis.WaitTimeout; d < 0 || d%time.Millisecond != 0 || (d > 0 && d < time.Millisecond) {
-		return fmt.Errorf("--redis-wait-timeout: must be whole milliseconds >= 1ms, got %v", d)
+		return err
 	}
 	if err := registry.Choice(registry.Drivers, bf.agents); bf.agents != "" && err != nil {
 		return fmt.Errorf("--agents-as: %w", err)
@@ -234,12 +227,8 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		}
 		return nil, nil
 	}
-	c := &realtime.Config{Backend: bf.backend, Resource: bf.resource, EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, TimeScale: bf.timeScale,
-		RedisTopology: bf.redis.Topology, RedisWaitReplicas: bf.redis.WaitReplicas, RedisWaitTimeout: bf.redis.WaitTimeout,
-		RedisWatermark: bf.redis.Watermark}
-	if bf.etcdEndpoints != "" {
-		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
-	}
+	c := bf.settings()
+	c.Backend, c.Resource, c.TimeScale = bf.backend, bf.resource, bf.timeScale
 	if err := c.Check(sc); err != nil {
 		var ce *realtime.ConfigError
 		if !errors.As(err, &ce) {
@@ -261,6 +250,17 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// settings are the flags' backend settings, as a configuration names
+// them.
+func (bf *backendFlags) settings() *realtime.Config {
+	c := &realtime.Config{EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, RedisTopology: bf.redis.Topology,
+		RedisWaitReplicas: bf.redis.WaitReplicas, RedisWaitTimeout: bf.redis.WaitTimeout, RedisWatermark: bf.redis.Watermark}
+	if bf.etcdEndpoints != "" {
+		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
+	}
+	return c
 }
 
 // agentsAs names the choice of how the agents run for an error: as the

@@ -9,12 +9,12 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/leasefence/lab/procdriver"
-	"github.com/leasefence/lab/realtime/etcdcluster"
+	"github.com/leasefence/lab/realtime"
 )
 
 func main() {
-	etcdcluster.ServeMemberIfAsked() // a member of --etcd-members N runs as this binary
-	procdriver.RunIfChild()          // an agent of a run with --agents-as process
+	realtime.ServeIfAsked() // a server an adapter runs as this binary: an etcd member of --etcd-members N
+	procdriver.RunIfChild() // an agent of a run with --agents-as process
 	os.Exit(Main())
 }
 

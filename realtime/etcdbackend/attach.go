@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/etcdcluster"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -60,6 +61,8 @@ func (e *Etcd) Share() (string, error) {
 func (EtcdStore) Share() (string, error) { return "", nil }
 
 func init() {
+	// A member of a cluster of several runs as this binary started anew.
+	realtime.RegisterServer(etcdcluster.ServeMemberIfAsked)
 	registry.SetOpener(registry.Backends, registry.Etcd, realtime.BackendAttacher(func(_ context.Context, sh string) (realtime.Backend, error) {
 		var s share
 		if err := json.Unmarshal([]byte(sh), &s); err != nil {

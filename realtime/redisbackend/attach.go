@@ -58,7 +58,11 @@ func init() {
 		if err := json.Unmarshal([]byte(sh), &s); err != nil {
 			return nil, fmt.Errorf("realtime: redis: attaching: %w", err)
 		}
-		return AttachRedis(s.URL, s.Prefix)
+		r, err := AttachRedis(s.URL, s.Prefix)
+		if err != nil {
+			return nil, err // not a nil *Redis in a Backend, which Close would call
+		}
+		return r, nil
 	}))
 	registry.SetOpener(registry.Stores, registry.Redis, realtime.StoreBeside(func(r *Redis) realtime.Store { return RedisStore{R: r} }))
 }

@@ -485,7 +485,7 @@ func (q quiesced) Release(ctx context.Context, t leasefence.Token) (out leasefen
 }
 
 func init() {
-	registry.SetOpener(registry.Backends, registry.Redis, realtime.BackendAdapter{Check: check, Open: func(ctx context.Context, s *realtime.Setup, sc spec.Scenario) error {
+	registry.SetOpener(registry.Backends, registry.Redis, realtime.BackendAdapter{CheckSettings: checkSettings, Check: check, Open: func(ctx context.Context, s *realtime.Setup, sc spec.Scenario) error {
 		c := s.Config
 		r, err := NewRedis(ctx, RedisOptions{URL: c.RedisURL, Dir: c.TempDir, Topology: c.RedisTopology,
 			Replication: redislease.Replication{Replicas: c.RedisWaitReplicas, Timeout: c.RedisWaitTimeout}, Watermark: c.RedisWatermark})

@@ -42,6 +42,29 @@ func CheckRedisTopology(t string) error {
 	return nil
 }
 
+// checkSettings checks each setting only Redis reads, alone: the URL, the
+// topology, and WAIT's replicas and timeout.
+func checkSettings(c realtime.Config) error {
+	bad := func(setting string, err error) error {
+		return &realtime.ConfigError{Setting: setting, Problem: err.Error()}
+	}
+	if c.RedisURL != "" {
+		if err := CheckRedisURL(c.RedisURL); err != nil {
+			return bad("redis-url", err)
+		}
+	}
+	if err := CheckRedisTopology(c.RedisTopology); err != nil {
+		return bad("redis-topology", err)
+	}
+	if n := c.RedisWaitReplicas; n < 0 {
+		return bad("redis-wait-replicas", fmt.Errorf("must be >= 0, got %d", n))
+	}
+	if d := c.RedisWaitTimeout; d < 0 || d%time.Millisecond != 0 || (d > 0 && d < time.Millisecond) {
+		return bad("redis-wait-timeout", fmt.Errorf("must be whole milliseconds >= 1ms, got %v", d))
+	}
+	return nil
+}
+
 // check is realtime.Config.Check's part for the Redis backend: its URL,
 // its topology and the fenced mode's safety options, what only the lab's
 // own servers play, and the time Redis keeps.
