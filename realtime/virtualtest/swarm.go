@@ -65,6 +65,10 @@ type SwarmResult struct {
 	// First has an entry for every mode the runs had: its first
 	// counterexample, or nil if no seed showed one.
 	First map[history.Mode]*SwarmFirst
+	// FirstViolation is each mode's first seed that broke an invariant
+	// the mode promises (a violation, its stale writes aside: for a naive
+	// discipline, a bug of the lock's own), or nil.
+	FirstViolation map[history.Mode]*SwarmFirst
 	// Errors are the seeds whose runs failed, in seed order.
 	Errors []SwarmRunError
 	// Digests are each seed's history digest, by seed ("" for a run
@@ -119,7 +123,7 @@ func Swarm(t *testing.T, base spec.Scenario, target Target, cfg SwarmConfig) *Sw
 	fixed := SwarmFixed(base, target)
 	ranges.Fixed = slices.Concat(ranges.Fixed, fixed)
 	out := &SwarmResult{Target: target.Name, Scenario: base.Name, FirstSeed: cfg.FirstSeed, Seeds: cfg.Seeds, Fixed: fixed,
-		First: map[history.Mode]*SwarmFirst{}, Digests: map[uint64]string{}}
+		First: map[history.Mode]*SwarmFirst{}, FirstViolation: map[history.Mode]*SwarmFirst{}, Digests: map[uint64]string{}}
 	outcomes := make([]*Outcome, cfg.Seeds)
 	walls := make([]time.Duration, cfg.Seeds)
 	start := time.Now()
@@ -144,13 +148,18 @@ func (r *SwarmResult) add(seed uint64, seedsRun int, wall time.Duration, o *Outc
 		return
 	}
 	r.Digests[seed] = o.Digest()
+	this := func(rep *history.Report) *SwarmFirst {
+		return &SwarmFirst{Seed: seed, SeedsRun: seedsRun, Wall: wall, Digest: r.Digests[seed], Violations: rep.Violations, StaleWrites: rep.StaleWritesLanded}
+	}
 	for m, rep := range o.Result.Modes {
 		if _, seen := r.First[m]; !seen {
-			r.First[m] = nil
+			r.First[m], r.FirstViolation[m] = nil, nil
 		}
 		if r.First[m] == nil && harness.ShowsCounterexample(rep) {
-			r.First[m] = &SwarmFirst{Seed: seed, SeedsRun: seedsRun, Wall: wall, Digest: r.Digests[seed],
-				Violations: rep.Violations, StaleWrites: rep.StaleWritesLanded}
+			r.First[m] = this(rep)
+		}
+		if r.FirstViolation[m] == nil && len(rep.Violations) > 0 {
+			r.FirstViolation[m] = this(rep)
 		}
 	}
 }
@@ -175,6 +184,12 @@ func (r *SwarmResult) String() string {
 		}
 		s += fmt.Sprintf("\n  %-10s first counterexample: seed %d, after %d seeds and %v (digest %s): %s", m, f.Seed, f.SeedsRun,
 			f.Wall.Round(time.Millisecond), f.Digest, what)
+		if v := r.FirstViolation[m]; v == nil {
+			s += fmt.Sprintf("\n  %-10s no violation in %d seeds", "", r.Seeds)
+		} else if v.Seed != f.Seed {
+			s += fmt.Sprintf("\n  %-10s first violation: seed %d, after %d seeds and %v (digest %s): %q", "", v.Seed, v.SeedsRun,
+				v.Wall.Round(time.Millisecond), v.Digest, v.Violations)
+		}
 	}
 	for _, e := range r.Errors {
 		s += fmt.Sprintf("\n  seed %d failed: %v", e.Seed, e.Err)

@@ -119,10 +119,19 @@ func Contender(name string) Target {
 
 // Lock is a lock built on a client of a miniredis of its own, inside the
 // bubble, run alone as mode name with info's fence and discipline, as
-// labtest runs a user's lock. Its runs may run at once (a swarm's).
+// labtest runs a user's lock. Its runs may run at once (a swarm's). It
+// cannot play the faults of the lab's coordinator, which the lock does not
+// run on: restarts and the gate push.
 func Lock(name string, info history.Contender, newLock func(rdb *redis.Client) realtime.Lock) Target {
 	info.Name = history.Mode(name)
-	return Target{Name: name, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
+	return Target{Name: name, Plays: func(sc spec.Scenario) error {
+		for _, f := range []spec.Fault{spec.FaultRestart, spec.FaultPush} {
+			if sc.Has(f) {
+				return fmt.Errorf("%w: a lock of its own has no lab coordinator to play %s on", ErrUnplayable, f)
+			}
+		}
+		return nil
+	}, Open: func(t *testing.T, sc spec.Scenario) (realtime.Options, error) {
 		rdb := Client(t, Miniredis(t), false)
 		c := &realtime.Contender{Info: info, New: func(context.Context, history.Mode) (realtime.Lock, error) { return newLock(rdb), nil }}
 		return realtime.Options{Modes: []history.Mode{info.Name}, Backend: c}, nil
