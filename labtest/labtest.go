@@ -47,6 +47,9 @@ type config struct {
 	// keepGoing runs a scenario (and a battery) to its end past the
 	// first counterexample of the lock's own safety.
 	keepGoing bool
+	// seeds: CheckVirtual runs its battery over this many seeds of drawn
+	// fault mixes (Seeds); 0 for the battery's own seeds.
+	seeds int
 	// battery, set in Check, is where a scenario is in the battery
 	// ("battery 2/4"): the run logs a line, and leaves an inconclusive
 	// finding to the battery's sum.
@@ -291,6 +294,13 @@ func probe(ctx context.Context, lock Lock, ttl, grace time.Duration) (history.Co
 	done := make(chan probed, 1)
 	var call atomic.Value // the call under way, for the failure
 	go func() {
+		// A panic of the lock's is the probe's error, naming the call:
+		// not a test binary ended by it.
+		defer func() {
+			if p := recover(); p != nil {
+				done <- probed{err: fmt.Errorf("the probe's %s of %s panicked: %v", call.Load(), ProbeResource, p)}
+			}
+		}()
 		info, err := probeCalls(pctx, lock, ttl, func(c string) { call.Store(c) })
 		done <- probed{info, err}
 	}()

@@ -52,7 +52,9 @@ var arrows = map[string][]string{
 	// the run's backend, store and contenders by the attachers the
 	// adapters register.
 	"procdriver": {"leasefence", "agent", "realtime", "spec", "history", "registry"},
-	"labtest":    {"realtime", "history", "registry", "scenario", "spec"},
+	// labtest runs a user's lock in real time, or in a bubble
+	// (realtime/virtualtest), over seeds drawn as lab swarm draws them.
+	"labtest": {"realtime", "history", "registry", "scenario", "spec", "harness", "realtime/virtualtest"},
 	// Above the runners: files, what reads histories, the dashboard.
 	"scenario":           {"leasefence", "spec", "history", "registry"},
 	"fixtures":           {"scenario", "harness", "realtime", "realtime/adapters", "procdriver", "spec", "history", "registry"},
