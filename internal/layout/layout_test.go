@@ -55,6 +55,9 @@ var arrows = map[string][]string{
 	// labtest runs a user's lock in real time, or in a bubble
 	// (realtime/virtualtest), over seeds drawn as lab swarm draws them.
 	"labtest": {"realtime", "history", "registry", "scenario", "spec", "harness", "realtime/virtualtest"},
+	// A user's lock, the worked example of docs/contenders.md: its test
+	// imports labtest.
+	"examples/setnxlock": {},
 	// Above the runners: files, what reads histories, the dashboard.
 	"scenario":           {"leasefence", "spec", "history", "registry"},
 	"fixtures":           {"scenario", "harness", "realtime", "realtime/adapters", "procdriver", "spec", "history", "registry"},
