@@ -184,12 +184,16 @@ func runInBubble(t *testing.T, sc spec.Scenario, newLock func(*redis.Client) Loc
 	o := virtualtest.Run(t, sc, target, virtualtest.Config{Grace: c.grace})
 	var stuck *realtime.NeverReturnedError
 	if o.Err != nil && !errors.As(o.Err, &stuck) {
-		err := fmt.Errorf("%s on %s, seed %d: %w", name, sc.Name, sc.Seed, o.Err)
+		where := fmt.Sprintf("%s on %s, seed %d", name, sc.Name, sc.Seed)
 		if what := opening.Load(); o.Result == nil && what != nil && *what != "" {
-			err = fmt.Errorf("%s on %s, seed %d, during %s: %w", name, sc.Name, sc.Seed, *what, o.Err)
+			where += ", during " + *what
 		}
+		err := fmt.Errorf("%s: %w", where, o.Err)
 		if _, real := errors.AsType[*net.OpError](o.Err); real {
 			err = fmt.Errorf("%w (the lock reached the real network: in the bubble it must reach Redis through the client newLock is given)", err)
+		}
+		if o.Result == nil {
+			err = fmt.Errorf("%w; no run was made, so no history was kept", err)
 		}
 		return nil, o, err
 	}

@@ -134,10 +134,10 @@ func TestCheckVirtualFails(t *testing.T) {
 		{"unconditional DEL", []string{"on paused-holder", "seed 12", "the lock is broken", "mutual-exclusion violation", "answered nil for a lease no longer live"}, true, true},
 		{"unconditional DEL, seeds", []string{"swarm seed ", "drew drop requests", "the lock is broken", "answered nil for a lease no longer live"}, true, true},
 		{"mutex across a wait", []string{"'s Acquire of res-", "(mode lock)", "clock stopped", "scenario contention", "seed 11", "not rerun"}, false, true},
-		{"real address", []string{"the probe's Acquire of labtest-probe", "contention, seed 11", "stood still"}, false, false},
+		{"real address", []string{"the probe's Acquire of labtest-probe", "contention, seed 11", "stood still", "no run was made"}, false, false},
 		{"refused address", []string{"the probe's Acquire of labtest-probe", "contention, seed 11", "connection refused", "the lock reached the real network"}, false, false},
 		{"panic in Renew", []string{"Renew panicked: setnx: Renew", "agent-", "the lock is broken", "seed "}, true, true},
-		{"panic in the probe", []string{"the probe's Acquire of labtest-probe panicked", "contention, seed 11"}, false, false},
+		{"panic in the probe", []string{"the probe's Acquire of labtest-probe panicked", "contention, seed 11", "no run was made"}, false, false},
 		{"panic in newLock", []string{"newLock panicked: no client for you", "contention, seed 11"}, false, false},
 		{"blocked on a channel", []string{"'s Release of res-", "never returned", "after the run's end", "seed "}, true, true},
 	} {
