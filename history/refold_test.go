@@ -381,6 +381,20 @@ func newRecorded(name string, h history.Header) *recorded {
 func (r *recorded) Event(e history.Event) { r.byMode[e.Mode] = append(r.byMode[e.Mode], e) }
 
 func recordedRuns(t *testing.T) []*recorded {
+	// The real-time runs wait on the wall clock: they run while the
+	// simulator keeps a core busy.
+	realTime := []struct {
+		scenario string
+		d        time.Duration
+		rec      *recorded
+		err      error
+	}{{scenario: "gap", d: 3 * time.Second}, {scenario: "overlap", d: 2 * time.Second}}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range realTime {
+		r := &realTime[i]
+		wg.Go(func() { r.rec, r.err = realTimeRun(t.Context(), r.scenario, r.d) })
+	}
 	var out []*recorded
 	for _, name := range spec.BuiltinNames() {
 		for seed := uint64(1); seed <= 2; seed++ {
@@ -403,7 +417,13 @@ func recordedRuns(t *testing.T) []*recorded {
 	out = append(out, rec)
 	// gap's script hands the lease over under a stalled holder, so every
 	// mode of it has a takeover; overlap's draws do the rest.
-	out = append(out, realTimeRun(t, "gap", 3*time.Second), realTimeRun(t, "overlap", 2*time.Second))
+	wg.Wait()
+	for _, r := range realTime {
+		if r.err != nil {
+			t.Fatalf("the real-time run of %s: %v", r.scenario, r.err)
+		}
+		out = append(out, r.rec)
+	}
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -425,7 +445,7 @@ func recordedRuns(t *testing.T) []*recorded {
 // realTimeRun records the built-in scenario for d on the memory backend:
 // the lab's naive and fenced, and ttl, a lock of the kind a library gives
 // (its own deadlines, no fence), side by side.
-func realTimeRun(t *testing.T, scenario string, d time.Duration) *recorded {
+func realTimeRun(ctx context.Context, scenario string, d time.Duration) (*recorded, error) {
 	sc, _ := spec.Builtin(scenario)
 	sc.Duration = d
 	ttl := &realtime.Contender{Info: history.Contender{Name: "ttl", Library: "test", Discipline: history.DisciplineNaive, Generations: "observed"},
@@ -436,16 +456,13 @@ func realTimeRun(t *testing.T, scenario string, d time.Duration) *recorded {
 	r, err := realtime.New(sc, realtime.Options{Modes: []history.Mode{history.Naive, history.Fenced, "ttl"}, Backend: realtime.NewMemory(),
 		Contenders: map[history.Mode]*realtime.Contender{"ttl": ttl}, Subscribers: []history.Subscriber{rec}})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	rec.h = r.Header()
-	if _, err := r.Run(t.Context()); err != nil {
-		t.Fatal(err)
+	if _, err := r.Run(ctx); err != nil {
+		return nil, err
 	}
-	if err := ttl.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return rec, ttl.Close()
 }
 
 // ttlLock is a lock on its own clock: a lease runs its TTL from its grant,
