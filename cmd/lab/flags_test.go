@@ -98,7 +98,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"redis-wait-replicas": {"x", `--redis-wait-replicas: must be an integer, got "x"`},
 		"redis-wait-timeout":  {"1500us", `--redis-wait-timeout: must be whole milliseconds >= 1ms, got 1.5ms`},
 		"redis-watermark":     {"2", `--redis-watermark: must be true or false, got "2"`},
-		"contenders":          {"redsync:fenced", `--contenders: contender redsync:fenced: redsync's leases have no fence, so its holders cannot write through the gate; run it naive (redsync), or choose a contender with a fence: fenced, etcd-mutex-fenced, zookeeper-fenced`},
+		"contenders":          {"redsync:fenced", `--contenders: contender redsync:fenced: redsync's leases have no fence, so its holders cannot write through the gate; run it naive (redsync), or choose a contender with a fence: fenced, etcd-mutex-fenced, zookeeper-fenced, k8s-leaderelection-fenced`},
 		"junit":               {"/dev/null/x.xml", `--junit: mkdir /dev/null: not a directory`},
 		"v":                   {"loud", `--v: must be true or false, got "loud"`},
 		"json":                {"maybe", `--json: must be true or false, got "maybe"`},
