@@ -143,8 +143,16 @@ func TestLeaderCutOff(t *testing.T) {
 	}
 }
 
-// The contenders' version is the client-go this module pins.
-func TestVersion(t *testing.T) {
+// The contenders' version is the client-go this module pins, and their
+// opener and attacher are linked with this package.
+func TestRegistered(t *testing.T) {
+	for _, name := range []string{registry.K8sLeaderElection, registry.K8sLeaderElectionFenced} {
+		_, open := registry.Opener[realtime.ContenderOpener](registry.Contenders, name)
+		_, attach := registry.Opener[realtime.ContenderAttacher](registry.Contenders, name)
+		if !open || !attach {
+			t.Errorf("%s: opener %v, attacher %v linked", name, open, attach)
+		}
+	}
 	mod, err := os.ReadFile("go.mod")
 	if err != nil {
 		t.Fatal(err)
