@@ -223,6 +223,9 @@ func (c *Checker) Report() *Report {
 	if r.RenewalsAfterEnd > 0 {
 		vs = append(vs, violation{Plural(r.RenewalsAfterEnd, "renewal", "renewals") + RenewContractViolation, false})
 	}
+	if r.NotHeldUnmatched > 0 {
+		vs = append(vs, violation{Plural(r.NotHeldUnmatched, "answer", "answers") + NotHeldViolation, false})
+	}
 	for _, d := range c.libraryErrors {
 		vs = append(vs, violation{LibraryErrorViolation + d, false})
 	}
@@ -250,6 +253,12 @@ func (c *Checker) Report() *Report {
 // answered OK though sent after their lease had ended.
 const RenewContractViolation = " sent after the lease had ended answered OK (the lease contract: Renew of a lease " +
 	"no longer live returns an error matching ErrNotHeld)"
+
+// NotHeldViolation follows the count of a contender lock's answers to
+// Renew or Release of a lease that had ended that were errors not
+// matching ErrNotHeld.
+const NotHeldViolation = " to Renew or Release of a lease that had ended were errors that do not match ErrNotHeld (the lease contract: " +
+	"such an error matches ErrNotHeld with errors.Is; wrap the lock's own with it)"
 
 // ReleaseContractViolation follows the count of the releases a contender's
 // lock answered nil for a lease the record shows no longer live: the Lease
@@ -474,7 +483,8 @@ func (j *judgement) rules() {
 	j.r.AdmittedBelowOwnFloor = s.belowOwnFloor
 	j.cx.merge(&s.cx)
 	j.r.RenewalsAfterEnd = j.c.coverage.renewedLate
-	for _, e := range j.c.coverage.renewedLateCx {
+	j.r.NotHeldUnmatched = j.c.coverage.unmatched
+	for _, e := range append(slices.Clone(j.c.coverage.renewedLateCx), j.c.coverage.unmatchedCx...) {
 		j.cx.add(e)
 	}
 	x := j.c.exclusion

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/leasefence/lab/leasefence"
 )
 
 // Findings are a mode's verdict in three parts, each on its own evidence:
@@ -90,7 +92,19 @@ type coverage struct {
 	lateRenew     map[string]bool
 	renewedLate   int
 	renewedLateCx []Counterexample
+	// unmatched counts the refusals of a renewal or release of a lease
+	// that had ended whose error did not match ErrNotHeld
+	// (ReasonNotHeldUnmatched), the first few in unmatchedCx.
+	unmatched   int
+	unmatchedCx []Counterexample
 }
+
+// ReasonNotHeldUnmatched is the reason a refusal of a renewal or release
+// records when a contender lock's Renew or Release returned an error that
+// does not match ErrNotHeld (realtime.Lease): the checker holds it against
+// the lease contract where the record shows the lease had ended. An error
+// that matches is recorded as leasefence.ReasonExpired.
+const ReasonNotHeldUnmatched leasefence.Reason = "not-held-unmatched"
 
 func newCoverage(h *Header) *coverage {
 	resources := len(h.Resources)
@@ -139,10 +153,17 @@ func (v *coverage) add(e *Event, rd *Reader) {
 			}
 		}
 	case RenewRefused:
+		if v.lateRenew[e.RequestID] && e.Reason == ReasonNotHeldUnmatched {
+			v.unmatchedAnswer(e, "Renew")
+		}
 		delete(v.lateRenew, e.RequestID)
 	case ReleaseRefused:
-		if ended(rd, e) {
-			v.releaseLate++
+		if !ended(rd, e) {
+			break
+		}
+		v.releaseLate++
+		if _, na := v.h.NotExpressible(e.Mode, RuleReleaseAfterEnd); e.Reason == ReasonNotHeldUnmatched && !na {
+			v.unmatchedAnswer(e, "Release")
 		}
 	case RequestDropped, ReplyDropped:
 		if e.RequestID != "" {
@@ -153,6 +174,17 @@ func (v *coverage) add(e *Event, rd *Reader) {
 			v.lostRetried++
 			delete(v.lost, e.RequestID)
 		}
+	}
+}
+
+// unmatchedAnswer counts e, a refusal of call (Renew, Release) of a lease
+// that had ended, answered with an error not matching ErrNotHeld.
+func (v *coverage) unmatchedAnswer(e *Event, call string) {
+	v.unmatched++
+	if len(v.unmatchedCx) < MaxCounterexamples {
+		v.unmatchedCx = append(v.unmatchedCx, Counterexample{Kind: NotHeldAnswer, AtMS: ms(e.At), Fence: e.Fence,
+			Resource: name(v.h.Resources, e.Resource), Holder: name(v.h.Agents, e.Agent),
+			Detail: "the lock answered " + call + " of a lease that had ended with an error that does not match ErrNotHeld"})
 	}
 }
 

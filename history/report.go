@@ -216,6 +216,11 @@ type Report struct {
 	// lease it had already let go (expired or released), or of one never
 	// granted. Always 0 unless the coordinator is wrong.
 	UnexplainedReleases int `json:"unexplained_releases,omitempty"`
+	// NotHeldUnmatched counts a contender lock's answers to Renew or
+	// Release of a lease the record shows had ended that were errors not
+	// matching ErrNotHeld: the lease contract says one that does
+	// (ReasonNotHeldUnmatched records them). A violation.
+	NotHeldUnmatched int `json:"not_held_unmatched,omitempty"`
 	// RenewalsAfterEnd counts renewals the lock answered OK that were
 	// sent after the record shows their lease had ended (expired,
 	// released, taken over or forgotten): the lease contract says an
@@ -297,6 +302,9 @@ const (
 	// lease had ended: the lease contract says it is an error matching
 	// ErrNotHeld.
 	RenewedAfterEnd CounterexampleKind = "renewed-after-end"
+	// NotHeldAnswer: a contender lock answered Renew or Release of a
+	// lease no longer live with an error that does not match ErrNotHeld.
+	NotHeldAnswer CounterexampleKind = "not-held-unmatched"
 	// MutualExclusionViolation: the lock granted a resource while an
 	// earlier lease on it had neither been released nor expired.
 	MutualExclusionViolation CounterexampleKind = "mutual-exclusion-violation"

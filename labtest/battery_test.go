@@ -102,6 +102,8 @@ func TestCheckCatchesBrokenLocks(t *testing.T) {
 			[]string{"the lock is broken", "renewal sent after the lease had ended answered OK"}},
 		{"grants twice when an acquire is retried after a lost reply", func(l *memLock) { l.reentrant = true },
 			[]string{"the lock is broken", exclusion}},
+		{"Renew and Release answer an error not matching ErrNotHeld", func(l *memLock) { l.plainLost = true },
+			[]string{"the lock is broken", "errors that do not match ErrNotHeld"}},
 		{"a lock that never expires", func(l *memLock) { l.neverExpires = true },
 			[]string{"on the battery", "the lock finding is inconclusive: no lease ended without a release, so no takeover tested exclusion"}},
 		{"Release answers nil for a key no longer held", func(l *memLock) { l.releaseNil = true },

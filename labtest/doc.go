@@ -95,8 +95,9 @@
 // broken lock finding; a Deadline past the server's expiry shows as a
 // grant while the earlier lease still ran (a mutual-exclusion
 // violation); a call that ignores its context fails the run (below).
-// Whether an error matches ErrNotHeld the record does not show: any error
-// is taken for the lock lost. testdata/after-end.yaml of this package
+// Renew or Release of a lease the record shows had ended answered with an
+// error that does not match ErrNotHeld breaks the lock finding too (the
+// history records which errors matched). testdata/after-end.yaml of this package
 // renews and releases a lease after another holder took the resource
 // over: a scenario file that puts the first rule to the test.
 //

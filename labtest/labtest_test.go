@@ -159,6 +159,8 @@ func TestLeaseContract(t *testing.T) {
 			[]string{"the lock is broken", "release answered nil for a lease no longer live"}},
 		{"Release deletes the key whoever holds it", func(l *memLock) { l.releaseDel = true }, nil,
 			[]string{"the lock is broken", "mutual-exclusion violation", "release answered nil for a lease no longer live"}},
+		{"Renew and Release answer an error not matching ErrNotHeld", func(l *memLock) { l.plainLost = true }, nil,
+			[]string{"the lock is broken", "to Renew or Release of a lease that had ended were errors that do not match ErrNotHeld"}},
 		{"a lock that never expires", func(l *memLock) { l.neverExpires = true }, nil,
 			[]string{"the lock finding is inconclusive: no lease ended without a release, so no takeover tested exclusion"}},
 		{"a lock that never expires, inconclusive allowed", func(l *memLock) { l.neverExpires = true }, []labtest.Option{labtest.AllowInconclusive()}, nil},

@@ -31,9 +31,10 @@ type Lock interface {
 //     error matching ErrNotHeld with errors.Is (a lock may wrap its own).
 //     A Renew answered nil though sent after the record shows the lease
 //     ended, or a Release answered nil for a lease the record shows no
-//     longer live, is the lock's contract broken. That such an error
-//     matches ErrNotHeld is the contract too, which the record does not
-//     show: the runner takes any error for the lock lost.
+//     longer live, is the lock's contract broken; so is an error that does
+//     not match ErrNotHeld there: the history records which it was (a
+//     refusal's reason, history.ReasonNotHeldUnmatched). Elsewhere (a
+//     lease still live) any error is taken for the lock lost.
 //   - Deadline never lies past what the server granted: the history takes
 //     it for the lease's expiry, so a Deadline past the server's shows as
 //     a grant of the resource while the lease still ran, a
@@ -187,7 +188,7 @@ func (s *lockService) lease(t leasefence.Token) (Lease, bool) {
 }
 
 // Renew implements leasefence.Service: the lease's Renew. An error is the
-// lock lost: expired, whatever the lock's reason.
+// lock lost, its reason whether it matched ErrNotHeld (notHeld).
 func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (_ leasefence.RenewOutcome, err error) {
 	defer recovered("Renew", &err)
 	l, ok := s.lease(req.Token)
@@ -198,7 +199,7 @@ func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (_
 		if ctx.Err() != nil {
 			return leasefence.RenewOutcome{}, err
 		}
-		return leasefence.RenewOutcome{Reason: leasefence.ReasonExpired}, nil
+		return leasefence.RenewOutcome{Reason: notHeld(err)}, nil
 	}
 	g, err := s.grant(req.RequestID, req.Token, l)
 	if err != nil {
@@ -220,9 +221,21 @@ func (s *lockService) Release(ctx context.Context, t leasefence.Token) (_ leasef
 		if ctx.Err() != nil {
 			return leasefence.ReleaseOutcome{}, err
 		}
-		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonExpired}, nil
+		return leasefence.ReleaseOutcome{Reason: notHeld(err)}, nil
 	}
 	return leasefence.ReleaseOutcome{OK: true}, nil
+}
+
+// notHeld is the reason the history records for err, the lock's answer to
+// Renew or Release: the lease expired if err matches ErrNotHeld, else
+// history.ReasonNotHeldUnmatched, which the checker holds against the
+// lease contract where the record shows the lease had ended. Either way
+// the holder takes the lock for lost.
+func notHeld(err error) leasefence.Reason {
+	if errors.Is(err, ErrNotHeld) {
+		return leasefence.ReasonExpired
+	}
+	return history.ReasonNotHeldUnmatched
 }
 
 // recovered makes a panic in a call to the lock (call) that call's error,

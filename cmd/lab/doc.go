@@ -44,6 +44,7 @@
 //	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH] [--events PATH]
 //	        [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none] [--swarm] [knob flags]
 //	lab run [scenario|file] --lock-delays LIST [--seeds N] [--json] [--html PATH] [knob flags]
+//	lab run battery [--contenders NAME,...] [--backend B] [--stop-at-first] [--json]
 //
 // One run, as fast as it goes. The text report has a column of counters
 // per mode, the first counterexamples of each mode (when, which resource,
@@ -91,6 +92,17 @@
 // waited (idle_while_waiting_ms) and writes landed; --html writes the table
 // and a plot of the trade-off to a page. The built-in lock-delay
 // is made for it: its naive mode is a resource that cannot check a fence.
+//
+// lab run battery runs the default battery (spec.Battery, the one
+// labtest.Check runs) on the contenders: each scenario's report, a line per
+// scenario on standard error, and each contender's findings summed over
+// the battery with its verdict. --json prints {"battery": [each
+// scenario's report, as lab run --json prints it], "left_out": [{scenario,
+// contender, why}: a scenario a contender or the backend cannot play],
+// "contenders": {NAME: {findings, verdict}}}. --stop-at-first ends a run at
+// the first counterexample of a lock's own safety, and the battery with
+// it. It exits 1 when a contender's lock finding is broken over the
+// battery or a fenced contender's writes are.
 //
 // # Real backends
 //
@@ -445,7 +457,10 @@
 // "inconclusive", never "held"), renewals_after_end (renewals the lock
 // answered OK though sent after their lease had ended: the lease
 // contract broken; only when not 0; counterexample kind
-// renewed-after-end), "findings" (the verdict in three parts the checker
+// renewed-after-end), not_held_unmatched (a contender lock's answers to
+// Renew or Release of a lease that had ended that were errors not
+// matching ErrNotHeld: the lease contract broken; only when not 0;
+// counterexample kind not-held-unmatched), "findings" (the verdict in three parts the checker
 // makes: {lock, writes, coverage}, each {verdict, reason}, verdict one of
 // "held", "broken", "inconclusive" or "n/a"; lock is mutual exclusion and
 // the lease contract, the lock's own fault, inconclusive with no

@@ -143,14 +143,20 @@ func (le *lease) Fence() (uint64, bool) { return le.rev, le.l.Fenced }
 // Generation implements realtime.Ordered: the lock key's create revision.
 func (le *lease) Generation() uint64 { return le.rev }
 
-// ErrLost: etcd no longer has the session's lease.
-var ErrLost = errors.New("etcdmutex: the session's lease is gone")
+// ErrLost: etcd no longer has the session's lease. It matches
+// realtime.ErrNotHeld, as the lease contract asks.
+var ErrLost = fmt.Errorf("etcdmutex: the session's lease is gone: %w", realtime.ErrNotHeld)
 
-// Renew implements realtime.Lease: one KeepAliveOnce of the lease.
+// Renew implements realtime.Lease: one KeepAliveOnce of the lease. Its
+// error is ErrLost when etcd has the lease no more (asked by TimeToLive:
+// the client's own error for it is a gRPC status of etcd's API module).
 func (le *lease) Renew(ctx context.Context) error {
 	sent := time.Now()
 	ka, err := le.l.Client.KeepAliveOnce(ctx, le.id)
 	if err != nil {
+		if ttl, terr := le.l.Client.TimeToLive(ctx, le.id); ctx.Err() == nil && terr == nil && ttl.TTL <= 0 {
+			return fmt.Errorf("%w (%w)", ErrLost, err)
+		}
 		return err
 	}
 	if ka.TTL <= 0 {

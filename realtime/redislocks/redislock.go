@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leasefence/lab/realtime"
@@ -66,7 +67,7 @@ func (*redislockLease) Fence() (uint64, bool) { return 0, false }
 func (l *redislockLease) Renew(ctx context.Context) error {
 	sent := time.Now()
 	if err := l.l.Refresh(ctx, l.ttl, nil); err != nil {
-		return err
+		return notHeld(err)
 	}
 	l.mu.Lock()
 	l.deadline = sent.Add(l.ttl)
@@ -75,4 +76,21 @@ func (l *redislockLease) Renew(ctx context.Context) error {
 }
 
 // Release implements realtime.Lease.
-func (l *redislockLease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+func (l *redislockLease) Release(ctx context.Context) error { return notHeld(l.l.Release(ctx)) }
+
+// notHeld is err, the libraries' answer to a renewal or release, wrapped
+// with realtime.ErrNotHeld where it says the lock is no longer held
+// (redislock's ErrNotObtained and ErrLockNotHeld, redsync's
+// ErrExtendFailed, ErrLockAlreadyExpired and ErrTaken), as the lease
+// contract asks; any other error (a connection's) as it is.
+func notHeld(err error) error {
+	var taken *redsync.ErrTaken
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redislock.ErrNotObtained), errors.Is(err, redislock.ErrLockNotHeld), errors.Is(err, redsync.ErrExtendFailed),
+		errors.Is(err, redsync.ErrLockAlreadyExpired), errors.As(err, &taken):
+		return fmt.Errorf("%w (%w)", realtime.ErrNotHeld, err)
+	}
+	return err
+}

@@ -89,7 +89,7 @@ func (l *redsyncLease) Renew(ctx context.Context) error {
 	if err == nil && !ok {
 		err = redsync.ErrExtendFailed
 	}
-	return err
+	return notHeld(err)
 }
 
 // Release implements realtime.Lease: UnlockContext.
@@ -100,5 +100,5 @@ func (l *redsyncLease) Release(ctx context.Context) error {
 	if err == nil && !ok {
 		err = redsync.ErrLockAlreadyExpired
 	}
-	return err
+	return notHeld(err)
 }

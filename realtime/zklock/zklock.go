@@ -97,8 +97,9 @@ type Lock struct {
 var ErrTTL = errors.New("zklock: the ttl is not a session timeout the server grants as asked")
 
 // ErrLost: the lock znode is gone, or its session is no longer the
-// holder's: the server expired the session.
-var ErrLost = errors.New("zklock: the lock znode is no longer the session's")
+// holder's: the server expired the session. It matches
+// realtime.ErrNotHeld, as the lease contract asks.
+var ErrLost = fmt.Errorf("zklock: the lock znode is no longer the session's: %w", realtime.ErrNotHeld)
 
 // quiet drops the library's log lines (a connection's every reconnect).
 type quiet struct{}
@@ -302,7 +303,11 @@ func (le *lease) Release(ctx context.Context) error {
 	if ctx.Err() == nil {
 		le.l.end(le.c)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNotLocked):
+		// The znode went with its session: the lock was no longer held.
+		return fmt.Errorf("zklock: unlocking %s: %w (%w)", le.dir, realtime.ErrNotHeld, err)
+	case err != nil:
 		return fmt.Errorf("zklock: unlocking %s: %w", le.dir, err)
 	}
 	return nil
