@@ -3,16 +3,15 @@ package k8slease_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"os"
 	"regexp"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/internal/runtest"
 	"github.com/leasefence/lab/realtime/k8slease"
 	"github.com/leasefence/lab/registry"
 )
@@ -104,8 +103,8 @@ func TestElector(t *testing.T) {
 func TestLeaderCutOff(t *testing.T) {
 	ctx := t.Context()
 	cli := etcd(t)
-	p := proxy(t, cli.Endpoints()[0])
-	cutCli, err := etcdembed.Client("http://" + p.addr)
+	p := runtest.Proxy(t, strings.TrimPrefix(cli.Endpoints()[0], "http://"))
+	cutCli, err := etcdembed.Client("http://" + p.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +119,7 @@ func TestLeaderCutOff(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	deadline := a.Deadline()
-	p.cut()
+	p.Cut()
 	b, err := acquire(t, direct, "agent-2", 5*time.Second)
 	granted := time.Now()
 	if err != nil {
@@ -166,54 +165,4 @@ func TestRegistered(t *testing.T) {
 			t.Errorf("%s: version %q, and go.mod pins client-go %s", name, got, pinned[1])
 		}
 	}
-}
-
-// tcpProxy relays connections to a server until cut, and then relays
-// nothing: every connection closed, every new one refused.
-type tcpProxy struct {
-	addr string
-	l    net.Listener
-
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func proxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{addr: l.Addr().String(), l: l}
-	t.Cleanup(p.cut)
-	host := target[len("http://"):]
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", host)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go io.Copy(in, out)
-			go io.Copy(out, in)
-		}
-	}()
-	return p
-}
-
-func (p *tcpProxy) cut() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }

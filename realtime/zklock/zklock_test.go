@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/internal/runtest"
 	"github.com/leasefence/lab/realtime/zklock"
 	"github.com/leasefence/lab/registry"
 )
@@ -121,8 +119,8 @@ func TestExpiredSession(t *testing.T) {
 	if c.Info.Fence || c.Info.Generations != realtime.GenerationsServer {
 		t.Errorf("contender %+v: want no fence, the server's order", c.Info)
 	}
-	p := proxy(t, addr(t, c))
-	cut := &zklock.Lock{Addr: p.addr, Root: "/expiry"}
+	p := runtest.Proxy(t, addr(t, c))
+	cut := &zklock.Lock{Addr: p.Addr, Root: "/expiry"}
 	t.Cleanup(func() { cut.Close() })
 	direct := &zklock.Lock{Addr: addr(t, c), Root: "/expiry"}
 	t.Cleanup(func() { direct.Close() })
@@ -136,7 +134,7 @@ func TestExpiredSession(t *testing.T) {
 		t.Fatalf("Renew of a live lease: %v", err)
 	}
 	deadline := a.Deadline()
-	p.cut()
+	p.Cut()
 	b, err := acquire(t, direct, "agent-2", 10*ttl, ttl)
 	granted := time.Now()
 	if err != nil {
@@ -219,53 +217,4 @@ func TestGivenServer(t *testing.T) {
 	if _, err := zklock.Open(t.Context(), t.TempDir(), false); err == nil || !strings.Contains(err.Error(), "scripts/zookeeper.sh start") {
 		t.Errorf("a given server that does not answer: %v, want an error naming scripts/zookeeper.sh", err)
 	}
-}
-
-// tcpProxy relays connections to a server until cut, and then relays
-// nothing: every connection closed, every new one refused.
-type tcpProxy struct {
-	addr string
-	l    net.Listener
-
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func proxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{addr: l.Addr().String(), l: l}
-	t.Cleanup(p.cut)
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			go io.Copy(in, out)
-			go io.Copy(out, in)
-		}
-	}()
-	return p
-}
-
-func (p *tcpProxy) cut() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }
