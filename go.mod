@@ -22,6 +22,7 @@ require (
 	github.com/leasefence/lab/leasefence/fencetoken v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/redislease v0.0.0-00010101000000-000000000000
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000
+	github.com/leasefence/lab/leasefence/sqllease v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-isatty v0.0.24
 	github.com/muesli/termenv v0.16.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -134,6 +135,7 @@ replace (
 	github.com/leasefence/lab/leasefence/fencetoken => ./leasefence/fencetoken
 	github.com/leasefence/lab/leasefence/redislease => ./leasefence/redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ./leasefence/sqlgate
+	github.com/leasefence/lab/leasefence/sqllease => ./leasefence/sqllease
 )
 
 replace github.com/leasefence/lab/leasefence/leaseotel => ./leasefence/leaseotel

@@ -12,12 +12,13 @@ import (
 
 // The names, as the command line, fixture files and reports spell them.
 const (
-	Sim    = history.Simulator // backend: the deterministic simulator
-	Memory = "memory"          // backend: the in-memory coordinator; store: gates in memory
-	Etcd   = "etcd"            // backend: leases on etcd; store: gates in the backend's etcd
-	Redis  = "redis"           // backend: leases on Redis; store: gates in the backend's Redis
-	SQLite = "sqlite"          // store: gates in a SQLite file
-	HTTP   = "http"            // store: a server per resource verifying signed proofs
+	Sim      = history.Simulator // backend: the deterministic simulator
+	Memory   = "memory"          // backend: the in-memory coordinator; store: gates in memory
+	Etcd     = "etcd"            // backend: leases on etcd; store: gates in the backend's etcd
+	Redis    = "redis"           // backend: leases on Redis; store: gates in the backend's Redis
+	Postgres = "postgres"        // backend: leases in PostgreSQL; store: gates in the backend's PostgreSQL
+	SQLite   = "sqlite"          // store: gates in a SQLite file
+	HTTP     = "http"            // store: a server per resource verifying signed proofs
 
 	InProcess = "in-process" // driver: agents as goroutines
 	Process   = "process"    // driver: each agent an OS process
@@ -96,6 +97,8 @@ var table = []*Entry{
 		Needs: Needs{Server: "etcd"}, Plays: slices.Concat(agentFaults, spec.MemberFaults), Refuses: []*Feature{Interventions}},
 	{Kind: Backends, Name: Redis, Doc: "agents in real time on Redis (a throwaway redis-server, or --redis-url)", Real: true, Shared: true,
 		Needs: Needs{Server: "redis-server"}, Plays: slices.Concat(agentFaults, spec.RedisFaults), Refuses: []*Feature{EtcdMembers, Interventions}},
+	{Kind: Backends, Name: Postgres, Doc: "agents in real time on PostgreSQL (sqllease, in a schema of the run's own on the server $LEASEFENCE_PG_URL names); a restart ends the run's connections", Real: true,
+		Needs: Needs{Server: "postgresql"}, Plays: agentFaults, Refuses: []*Feature{EtcdMembers, Interventions, OverTheWire}},
 
 	{Kind: Stores, Name: Memory, Doc: "gates in memory", Real: true, Refuses: []*Feature{OverTheWire}},
 	{Kind: Stores, Name: SQLite, Doc: "gates in a temporary SQLite file", Real: true, Shared: true, Refuses: []*Feature{OverTheWire}},
@@ -105,6 +108,8 @@ var table = []*Entry{
 		Needs: Needs{Server: "a loopback HTTP server per resource"}},
 	{Kind: Stores, Name: Redis, Doc: "gates in the backend's Redis", Real: true, Shared: true, RunsOn: []string{Redis},
 		Needs: Needs{Server: "redis-server"}, Refuses: []*Feature{OverTheWire}},
+	{Kind: Stores, Name: Postgres, Doc: "gates in the backend's PostgreSQL (sqlgate)", Real: true, RunsOn: []string{Postgres},
+		Needs: Needs{Server: "postgresql"}, Refuses: []*Feature{OverTheWire}},
 
 	{Kind: Drivers, Name: InProcess, Doc: "agents as goroutines", Real: true,
 		Plays: slices.Concat([]spec.Fault{spec.FaultPartition, spec.FaultRestart}, spec.MemberFaults, []spec.Fault{spec.FaultDrop, spec.FaultPush}, spec.RedisFaults)},
@@ -112,9 +117,9 @@ var table = []*Entry{
 		Needs: Needs{Processes: true}, Plays: slices.Concat([]spec.Fault{spec.FaultCrash}, spec.MemberFaults)}, // RunsOn, Stores: the shared ones (init)
 
 	{Kind: Contenders, Name: string(history.Naive), Doc: "the lab's lease, written to as most code does: the holder checks its own deadline",
-		Library: Lab, Discipline: history.DisciplineNaive, Shared: true, RunsOn: []string{Sim, Memory, Etcd, Redis}},
+		Library: Lab, Discipline: history.DisciplineNaive, Shared: true, RunsOn: []string{Sim, Memory, Etcd, Redis, Postgres}},
 	{Kind: Contenders, Name: string(history.Fenced), Doc: "the lab's lease, written through the resource's gate with its fence",
-		Library: Lab, Fence: true, Discipline: history.DisciplineFenced, Shared: true, Needs: Needs{Fence: true}, RunsOn: []string{Sim, Memory, Etcd, Redis}},
+		Library: Lab, Fence: true, Discipline: history.DisciplineFenced, Shared: true, Needs: Needs{Fence: true}, RunsOn: []string{Sim, Memory, Etcd, Redis, Postgres}},
 	{Kind: Contenders, Name: EtcdMutex, Doc: "etcd's concurrency.Mutex on a Session, on an embedded etcd of its own, written to as most code does: " +
 		"the holder checks its session's deadline; generations are the lock key's create revisions",
 		Library: etcdClient + "/concurrency", Version: ModuleVersion(etcdClient), Discipline: history.DisciplineNaive, NotExpressible: etcdMutexNA,

@@ -128,7 +128,7 @@ func TestRunsOn(t *testing.T) {
 }
 
 func TestChoice(t *testing.T) {
-	if err := registry.Choice(registry.Backends, "zookeeper"); err == nil || err.Error() != `must be sim, memory, etcd, redis, got "zookeeper"` {
+	if err := registry.Choice(registry.Backends, "zookeeper"); err == nil || err.Error() != `must be sim, memory, etcd, redis, postgres, got "zookeeper"` {
 		t.Errorf("backend zookeeper: %v", err)
 	}
 	if err := registry.Choice(registry.Drivers, "threads"); err == nil || err.Error() != `must be in-process or process, got "threads"` {
@@ -189,7 +189,7 @@ func TestOpeners(t *testing.T) {
 // redis (the backends agents as processes run on); forgers nowhere but on
 // a real backend, with the http store.
 func TestWhere(t *testing.T) {
-	if got := registry.Where(builtin(t, "gap")); !slices.Equal(got, []string{registry.Sim, registry.Memory, registry.Etcd, registry.Redis}) {
+	if got := registry.Where(builtin(t, "gap")); !slices.Equal(got, []string{registry.Sim, registry.Memory, registry.Etcd, registry.Redis, registry.Postgres}) {
 		t.Errorf("gap runs on %v", got)
 	}
 	sc := builtin(t, "gap")

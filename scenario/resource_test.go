@@ -18,7 +18,7 @@ func TestFixtureResourceOnRedis(t *testing.T) {
 		{"backend: redis\nresource: sqlite\n", "sqlite", ""},
 		{"backend: redis\n", "", ""},
 		{"resource: sqlite\n", "sqlite", ""},
-		{"backend: redis\nresource: zookeeper\n", "", `must be memory, sqlite, etcd, http, redis, got "zookeeper"`},
+		{"backend: redis\nresource: zookeeper\n", "", `must be memory, sqlite, etcd, http, redis, postgres, got "zookeeper"`},
 	} {
 		fx, err := scenario.ParseFixture("f.yaml", []byte(tc.head+body))
 		switch {

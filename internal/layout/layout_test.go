@@ -40,14 +40,15 @@ var arrows = map[string][]string{
 	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
-	"realtime/pgadvisory":        {"realtime", "history", "registry"},
+	"realtime/pgadvisory":        {"realtime", "history", "registry", "realtime/pgbackend"},
+	"realtime/pgbackend":         {"realtime", "history", "registry", "spec", "leasefence", "leasefence/sqllease", "leasefence/sqlgate"},
 	"realtime/k8slease":          {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/internal/unlinked": {},                                                        // a test that links no adapter
 	"realtime/internal/runtest":  {"leasefence", "realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
 	// The runner in a testing/synctest bubble, Redis-based locks on miniredis: a test package.
 	// Its swarms draw each seed's fault mix as lab swarm does (harness).
 	"realtime/virtualtest": {"realtime", "registry", "history", "spec", "harness", "realtime/redisbackend", "realtime/redislocks"},
-	"realtime/adapters":    {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock", "realtime/pgadvisory"},
+	"realtime/adapters":    {"realtime/etcdbackend", "realtime/redisbackend", "realtime/sqlitestore", "realtime/httpstore", "realtime/etcdmutex", "realtime/redislocks", "realtime/zklock", "realtime/pgadvisory", "realtime/pgbackend"},
 	// The process driver names no adapter either: its children attach to
 	// the run's backend, store and contenders by the attachers the
 	// adapters register.

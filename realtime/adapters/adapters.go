@@ -1,6 +1,6 @@
 // Package adapters links every adapter of the real-time runner, so that
 // each registers itself with the registry: the backends and stores
-// (etcdbackend, redisbackend, sqlitestore, httpstore) and the library
+// (etcdbackend, redisbackend, pgbackend, sqlitestore, httpstore) and the library
 // contenders (etcdmutex, redislocks, zklock, pgadvisory). A program that runs whatever the
 // registry names imports it for its side effects:
 //
@@ -16,6 +16,7 @@ import (
 	_ "github.com/leasefence/lab/realtime/etcdmutex"    // contenders etcd-mutex, etcd-mutex-fenced
 	_ "github.com/leasefence/lab/realtime/httpstore"    // store http
 	_ "github.com/leasefence/lab/realtime/pgadvisory"   // contender pg-advisory
+	_ "github.com/leasefence/lab/realtime/pgbackend"    // backend and store postgres
 	_ "github.com/leasefence/lab/realtime/redisbackend" // backend and store redis
 	_ "github.com/leasefence/lab/realtime/redislocks"   // contenders redsync, redislock
 	_ "github.com/leasefence/lab/realtime/sqlitestore"  // store sqlite

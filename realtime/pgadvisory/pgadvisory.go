@@ -30,21 +30,17 @@ package pgadvisory
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/pgbackend"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -55,22 +51,6 @@ func init() {
 	registry.SetOpener(registry.Contenders, registry.PgAdvisory, realtime.ContenderAttacher(func(_ context.Context, share string) (*realtime.Contender, error) {
 		return Attach(share)
 	}))
-}
-
-// EnvURL names the variable that gives the contender its PostgreSQL, as
-// scripts/postgres.sh env exports it.
-const EnvURL = "LEASEFENCE_PG_URL"
-
-// ErrNoServer: $LEASEFENCE_PG_URL names no server.
-var ErrNoServer = errors.New(`pgadvisory: no PostgreSQL: $LEASEFENCE_PG_URL is not set (scripts/postgres.sh start starts one; eval "$(scripts/postgres.sh env)" sets it)`)
-
-// Available reports why the contender cannot run here (ErrNoServer), or
-// nil.
-func Available() error {
-	if os.Getenv(EnvURL) == "" {
-		return ErrNoServer
-	}
-	return nil
 }
 
 // NoDeadline is how far ahead a lease's Deadline is: the lock has none,
@@ -206,22 +186,22 @@ type share struct {
 }
 
 // Open returns the contender pg-advisory on the PostgreSQL $LEASEFENCE_PG_URL
-// names (ErrNoServer without one), its connections named by an
+// names (pgbackend.ErrNoServer without one), its connections named by an
 // application name of the run's own, its keys salted by it. A scenario's
 // restarts terminate those connections' sessions.
 func Open(ctx context.Context) (*realtime.Contender, error) {
-	url := os.Getenv(EnvURL)
-	if url == "" {
-		return nil, ErrNoServer
+	url, err := pgbackend.URL()
+	if err != nil {
+		return nil, fmt.Errorf("pgadvisory: %w", err)
 	}
-	app := "leasefence-pg-advisory-" + rand.Text()[:12]
-	admin, err := connect(url, app+"-admin")
+	app := pgbackend.RunName("leasefence_pg_advisory")
+	admin, err := connect(url, app+"_admin")
 	if err != nil {
 		return nil, err
 	}
 	if err := admin.PingContext(ctx); err != nil {
 		admin.Close()
-		return nil, fmt.Errorf("pgadvisory: %s=%s: %w", EnvURL, url, err)
+		return nil, fmt.Errorf("pgadvisory: %s=%s: %w", pgbackend.EnvURL, url, err)
 	}
 	c, err := attach(share{URL: url, App: app, Salt: app})
 	if err != nil {
@@ -246,31 +226,19 @@ func terminate(ctx context.Context, admin *sql.DB, app string, persist bool) err
 	if !persist {
 		return ErrPersist
 	}
-	rows, err := admin.QueryContext(ctx, `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = $1`, app)
-	if err != nil {
-		return fmt.Errorf("pgadvisory: terminating the sessions of %s: %w", app, err)
+	if _, err := pgbackend.Terminate(ctx, admin, app); err != nil {
+		return fmt.Errorf("pgadvisory: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var ended bool
-		if err := rows.Scan(&ended); err != nil {
-			return err
-		}
-		if !ended {
-			return fmt.Errorf("pgadvisory: a session of %s did not end within 5s", app)
-		}
-	}
-	return rows.Err()
+	return nil
 }
 
 // connect is a pool of connections to url named app.
 func connect(url, app string) (*sql.DB, error) {
-	cfg, err := pgx.ParseConfig(url)
+	db, err := pgbackend.Connect(url, app)
 	if err != nil {
-		return nil, fmt.Errorf("pgadvisory: %s: %w", EnvURL, err)
+		return nil, fmt.Errorf("pgadvisory: %w", err)
 	}
-	cfg.RuntimeParams["application_name"] = app
-	return stdlib.OpenDB(*cfg), nil
+	return db, nil
 }
 
 // Attach is the contender on the server and run another contender's

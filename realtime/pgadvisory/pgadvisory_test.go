@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/realtime/pgadvisory"
+	"github.com/leasefence/lab/realtime/pgbackend"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -15,7 +16,7 @@ import (
 func open(t *testing.T) *realtime.Contender {
 	t.Helper()
 	c, err := pgadvisory.Open(t.Context())
-	if errors.Is(err, pgadvisory.ErrNoServer) {
+	if errors.Is(err, pgbackend.ErrNoServer) {
 		t.Skip(err)
 	}
 	if err != nil {
