@@ -37,12 +37,13 @@ var arrows = map[string][]string{
 	"realtime/redisbackend":      {"leasefence", "realtime", "spec", "history", "registry", "leasefence/redislease", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/sqlitestore":       {"leasefence", "realtime", "history", "registry", "leasefence/sqlgate", "internal/scratch"},
 	"realtime/httpstore":         {"leasefence", "realtime", "spec", "history", "registry", "leasefence/fencehttp", "leasefence/fencetoken"},
-	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
+	"realtime/etcdmutex":         {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "realtime/internal/embedded"},
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
 	"realtime/pgadvisory":        {"realtime", "history", "registry", "realtime/pgbackend"},
 	"realtime/pgbackend":         {"realtime", "history", "registry", "spec", "leasefence", "leasefence/sqllease", "leasefence/sqlgate"},
-	"realtime/k8slease":          {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "internal/scratch"},
+	"realtime/k8slease":          {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "realtime/internal/embedded"},
+	"realtime/internal/embedded": {"realtime", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/internal/unlinked": {},                                                        // a test that links no adapter
 	"realtime/internal/runtest":  {"leasefence", "realtime", "registry", "history", "spec"}, // the runner's and adapters' tests' helpers
 	// The runner in a testing/synctest bubble, Redis-based locks on miniredis: a test package.

@@ -44,7 +44,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
@@ -54,9 +53,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/leasefence/lab/history"
-	"github.com/leasefence/lab/internal/scratch"
 	"github.com/leasefence/lab/leasefence/etcdlease/etcdembed"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/internal/embedded"
 	"github.com/leasefence/lab/registry"
 )
 
@@ -293,29 +292,9 @@ func (le *lease) Release(ctx context.Context) error {
 // k8s-leaderelection-fenced. Closing the contender stops the etcd; its
 // Share is the etcd's client URL, for Attach in an agent's process.
 func Open(_ context.Context, dir string, fenced bool) (*realtime.Contender, error) {
-	name := contenderName(fenced)
-	tmp, err := scratch.MkdirTemp(dir, "leasefence-"+name+"-")
-	if err != nil {
-		return nil, err
-	}
-	member, err := etcdembed.StartMember(tmp)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, fmt.Errorf("k8slease: embedded etcd: %w", err)
-	}
-	c, err := Attach(member.Endpoint(), fenced)
-	if err != nil {
-		member.Stop()
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	closeClient := c.OnClose
-	c.OnClose = func() error {
-		err := closeClient()
-		member.Stop()
-		return errors.Join(err, os.RemoveAll(tmp))
-	}
-	return c, nil
+	return embedded.Contender(dir, contenderName(fenced), func(endpoint string) (*realtime.Contender, error) {
+		return Attach(endpoint, fenced)
+	})
 }
 
 // Attach is the contender on the etcd at endpoint (another contender's
