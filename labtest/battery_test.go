@@ -104,6 +104,8 @@ func TestCheckCatchesBrokenLocks(t *testing.T) {
 			[]string{"the lock is broken", exclusion}},
 		{"Renew and Release answer an error not matching ErrNotHeld", func(l *memLock) { l.plainLost = true },
 			[]string{"the lock is broken", "errors that do not match ErrNotHeld"}},
+		{"Acquire ignores its context", func(l *memLock) { l.heldWait = 4 * time.Second },
+			[]string{"the lock is broken", "Acquire returned", "after its context's deadline: it does not honour its context"}},
 		{"a lock that never expires", func(l *memLock) { l.neverExpires = true },
 			[]string{"on the battery", "the lock finding is inconclusive: no lease ended without a release, so no takeover tested exclusion"}},
 		{"Release answers nil for a key no longer held", func(l *memLock) { l.releaseNil = true },

@@ -94,7 +94,10 @@
 // had ended, or a Release answered nil for a lease no longer live, is a
 // broken lock finding; a Deadline past the server's expiry shows as a
 // grant while the earlier lease still ran (a mutual-exclusion
-// violation); a call that ignores its context fails the run (below).
+// violation); a call that returns more than realtime.CallSlack after its
+// context's deadline (the lab gives every call one) is the library's
+// error, a broken lock finding, and one that never returns fails the run
+// (below).
 // Renew or Release of a lease the record shows had ended answered with an
 // error that does not match ErrNotHeld breaks the lock finding too (the
 // history records which errors matched). testdata/after-end.yaml of this package

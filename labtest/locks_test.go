@@ -47,6 +47,10 @@ type memLock struct {
 	// plainLost: Renew and Release of a lease no longer held return an
 	// error of the lock's own that does not match ErrNotHeld.
 	plainLost bool
+	// heldWait: Acquire of a held key waits this long before it answers
+	// ErrHeld, whatever its context says (a retry loop of its own that
+	// ignores the context).
+	heldWait time.Duration
 
 	mu    sync.Mutex
 	keys  map[string]*memEntry
@@ -80,6 +84,7 @@ func (l *memLock) Acquire(_ context.Context, resource, holder string, ttl time.D
 	now := l.serverNow()
 	if e, ok := l.keys[resource]; ok && now.Before(e.expires) && (!l.reentrant || e.holder != holder) {
 		l.mu.Unlock()
+		time.Sleep(l.heldWait)
 		return nil, fmt.Errorf("%s holds %s: %w", e.holder, resource, labtest.ErrHeld)
 	}
 	l.fence++

@@ -39,9 +39,11 @@ type Lock interface {
 //     it for the lease's expiry, so a Deadline past the server's shows as
 //     a grant of the resource while the lease still ran, a
 //     mutual-exclusion violation.
-//   - Acquire (and Renew and Release) honour ctx: a call that has not
-//     returned a grace after its context ended is recorded as the
-//     library's error (NeverReturnedError).
+//   - Acquire (and Renew and Release) honour ctx: a call that returns
+//     more than CallSlack after its context's deadline, or has not
+//     returned a grace after the run's end, is recorded as the library's
+//     error (ErrContract, NeverReturnedError), which breaks the lock
+//     finding.
 type Lease interface {
 	// Deadline is until when the holder believes it holds the lock, on
 	// its own clock; never later than the server's expiry of the lease.
@@ -147,6 +149,9 @@ func (s *lockService) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		return leasefence.AcquireOutcome{}, fmt.Errorf("acquire: %w", err)
 	}
 	l, err := s.lock.Acquire(ctx, req.Resource, req.Holder, s.ttl)
+	if late := unheeded(ctx, "Acquire"); late != nil {
+		return leasefence.AcquireOutcome{}, late
+	}
 	switch {
 	case errors.Is(err, ErrHeld):
 		s.mu.Lock()
@@ -195,7 +200,11 @@ func (s *lockService) Renew(ctx context.Context, req leasefence.RenewRequest) (_
 	if !ok {
 		return leasefence.RenewOutcome{Reason: leasefence.ReasonUnknown}, nil
 	}
-	if err := l.Renew(ctx); err != nil {
+	err = l.Renew(ctx)
+	if late := unheeded(ctx, "Renew"); late != nil {
+		return leasefence.RenewOutcome{}, late
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return leasefence.RenewOutcome{}, err
 		}
@@ -217,7 +226,11 @@ func (s *lockService) Release(ctx context.Context, t leasefence.Token) (_ leasef
 	if !ok {
 		return leasefence.ReleaseOutcome{Reason: leasefence.ReasonUnknown}, nil
 	}
-	if err := l.Release(ctx); err != nil {
+	err = l.Release(ctx)
+	if late := unheeded(ctx, "Release"); late != nil {
+		return leasefence.ReleaseOutcome{}, late
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return leasefence.ReleaseOutcome{}, err
 		}
@@ -236,6 +249,26 @@ func notHeld(err error) leasefence.Reason {
 		return leasefence.ReasonExpired
 	}
 	return history.ReasonNotHeldUnmatched
+}
+
+// CallSlack is how long after its context's deadline a call to a
+// contender's lock may return before it is taken for a call that does not
+// honour its context: far above a loaded machine's delays in scheduling a
+// goroutine, well below the grace a run gives a call still under way at
+// its end (DefaultGrace).
+const CallSlack = 2 * time.Second
+
+// unheeded is the broken contract of call, a call to the lock that has
+// just returned, if it returned more than CallSlack after ctx's deadline
+// (the lab gives every call one): the lease contract says a lock's calls
+// honour their context. The run records it as the library's error, which
+// breaks the lock finding; a lease such an Acquire granted is not taken.
+func unheeded(ctx context.Context, call string) error {
+	deadline, ok := ctx.Deadline()
+	if late := time.Since(deadline); ok && ctx.Err() != nil && late > CallSlack {
+		return fmt.Errorf("%w: %s returned %s after its context's deadline: it does not honour its context", ErrContract, call, history.FormatDuration(late))
+	}
+	return nil
 }
 
 // recovered makes a panic in a call to the lock (call) that call's error,
