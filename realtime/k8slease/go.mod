@@ -76,6 +76,7 @@ require (
 	github.com/leasefence/lab/leasefence/leaseotel v0.0.0-00010101000000-000000000000 // indirect
 	github.com/leasefence/lab/leasefence/redislease v0.0.0-00010101000000-000000000000 // indirect
 	github.com/leasefence/lab/leasefence/sqlgate v0.0.0-00010101000000-000000000000 // indirect
+	github.com/leasefence/lab/leasefence/sqllease v0.0.0-00010101000000-000000000000 // indirect
 	github.com/lucasb-eyer/go-colorful v1.3.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mattn/go-localereader v0.0.1 // indirect
@@ -151,6 +152,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
+// The lab's own replaces, and the lab itself: a replace applies only in the
+// main module, so each module of this repository the lab requires needs
+// one here too (the go command, missing one, names its module).
 replace (
 	github.com/leasefence/lab => ../..
 	github.com/leasefence/lab/leasefence => ../../leasefence
@@ -162,6 +166,7 @@ replace (
 	github.com/leasefence/lab/leasefence/leaseotel => ../../leasefence/leaseotel
 	github.com/leasefence/lab/leasefence/redislease => ../../leasefence/redislease
 	github.com/leasefence/lab/leasefence/sqlgate => ../../leasefence/sqlgate
+	github.com/leasefence/lab/leasefence/sqllease => ../../leasefence/sqllease
 )
 
 // The lab's command, which lab.sh builds with this module linked.
