@@ -153,11 +153,20 @@
 // lab waits for it; nor is the lock closed, as its Close could wait for
 // that call.
 //
+// # In virtual time
+//
+// CheckVirtual puts a lock built on a go-redis client through the same
+// battery inside a testing/synctest bubble, on an in-memory Redis
+// (miniredis) whose TTLs follow the bubble's clock: the same runner,
+// faults and checker, a battery's half minute of faults in a fraction of
+// a second. Seeds runs it over many seeds of drawn fault mixes.
+//
 // # Dependencies
 //
 // labtest is the lab's root module (github.com/leasefence/lab): a module
 // that requires it for its tests adds the lab and its own dependencies to
-// its go.sum (etcd's client, go-redis, SQLite's pure-Go driver, the
-// OpenTelemetry API, among others), but links them only into its test
-// binaries.
+// its go.sum (etcd's client, go-redis, miniredis, SQLite's pure-Go
+// driver, the OpenTelemetry API, among others), but links them only into
+// its test binaries. docs/contenders.md gives the block of go.mod lines
+// that makes labtest importable before the lab is released.
 package labtest

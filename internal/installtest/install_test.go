@@ -207,8 +207,15 @@ func TestLeaseotelAddsOnlyTheOTelAPI(t *testing.T) {
 // main.go, into a fresh directory, and returns the directory.
 func scratchModule(t *testing.T, gomod, main string) string {
 	t.Helper()
+	return userModule(t, map[string]string{"go.mod": gomod, "main.go": main})
+}
+
+// userModule writes files, a module of the user's own, into a fresh
+// directory, and returns the directory.
+func userModule(t *testing.T, files map[string]string) string {
+	t.Helper()
 	dir := t.TempDir()
-	for name, text := range map[string]string{"go.mod": gomod, "main.go": main} {
+	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
