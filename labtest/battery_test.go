@@ -77,6 +77,10 @@ func TestCheckCorrectLock(t *testing.T) {
 				if !strings.Contains(logged, b.Name+": lock held, writes ") || res.Scenarios[i].Mode != "lock" {
 					t.Errorf("no line of progress for %s in %q", b.Name, logged)
 				}
+				// The live judgement never stops a correct lock's run.
+				if r := res.Scenarios[i]; r.Stopped || r.Scenario != b.Name {
+					t.Errorf("%s: the run of %s stopped %v", b.Name, r.Scenario, r.Stopped)
+				}
 			}
 		})
 	}
