@@ -187,10 +187,13 @@ type Report struct {
 	// promises 0 while drift stays within the skew budget.
 	ContainmentBreaches int `json:"containment_breaches"`
 	// FenceReuses counts fences minted that were not above every fence
-	// minted before them (for a library's lock, every fence minted before
-	// them on the same resource: it orders its fences per resource, and
-	// the lab records grants on different resources as their replies
-	// return): only a restart without persistence causes it.
+	// minted before them on their resource, and for the lab's coordinator
+	// (one counter) on any resource, in the coordinator's order: in a
+	// real-time history, where grants on different resources are recorded
+	// as their replies return, only a fence recorded before the request
+	// was sent counts across resources (for a library's lock, none: it
+	// orders its fences per resource). Only a restart without persistence
+	// causes it.
 	FenceReuses int `json:"fence_reuses"`
 	// UnexcusedFenceReuses counts the fence reuses with no restart that
 	// lost the counter (a coordinator_restarted event saying so) between

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -25,6 +26,13 @@ type ruleState struct {
 	// Fences: the highest minted in the whole history, and the highest
 	// minted since the last restart that lost the counter.
 	top, topSinceLoss leasefence.Fence
+	// In a real-time history, counted holds top and topSinceLoss as they
+	// stood after each grant that raised them and each restart that lost
+	// the counter, in history order; lost is the instant of the last such
+	// restart (-1 before any). See mint.
+	real    bool
+	counted []counted
+	lost    time.Duration
 
 	fenceReuses, unexcusedReuses int
 	// The unexcused reuses a failover explains: those since the beginning
@@ -43,6 +51,14 @@ type ruleState struct {
 	cx                  counterexamples
 }
 
+// counted is the lab's coordinator's counter as the history shows it at
+// an instant: the highest fence recorded by then, and the highest since
+// the last restart that lost the counter.
+type counted struct {
+	at             time.Duration
+	top, sinceLoss leasefence.Fence
+}
+
 // openFault is a fault under way: its beginning, and the count of
 // unexcused reuses then.
 type openFault struct {
@@ -52,9 +68,12 @@ type openFault struct {
 
 // agentMark is an agent's last landed and last refused write, by id, so
 // that a write reported both ways is seen (an agent has one write in
-// flight at a time).
+// flight at a time), and its last acquire request with the earliest
+// instant a copy of it was sent (one acquire in flight at a time too).
 type agentMark struct {
 	landed, refused string
+	acquire         string
+	acquireSent     time.Duration
 }
 
 // resourceMk is what the rules know of one resource's gate.
@@ -77,7 +96,8 @@ type resourceMk struct {
 }
 
 func newRuleState(h *Header) ruleState {
-	return ruleState{agents: make([]agentMark, len(h.Agents)), res: make([]resourceMk, len(h.Resources)), failoverFrom: -1}
+	return ruleState{agents: make([]agentMark, len(h.Agents)), res: make([]resourceMk, len(h.Resources)), failoverFrom: -1,
+		real: !Simulated(h.Backend), lost: -1}
 }
 
 // add judges e, which the Reader has just folded in.
@@ -85,14 +105,18 @@ func (c *Checker) rule(e *Event) {
 	s := &c.rules
 	rd := c.read
 	switch e.Kind {
+	case RequestSent:
+		s.sent(e)
 	case Granted:
-		c.mint(rd.Generation(rd.Latest(e.Resource)), e.At)
+		c.mint(rd.Generation(rd.Latest(e.Resource)), e)
 	case CoordinatorRestarted:
 		if e.Outcome == OutcomeCounterLost {
 			s.topSinceLoss = 0
 			for i := range s.res {
 				s.res[i].mintedSinceLoss = 0
 			}
+			s.count(e.At)
+			s.lost = e.At
 		}
 	case FaultBegan, FaultEnded:
 		s.fault(e)
@@ -111,35 +135,105 @@ func (c *Checker) rule(e *Event) {
 	}
 }
 
-// mint judges a newly minted generation's fence: above every fence minted
-// before it, or else a reuse, excused only by a restart that lost the
-// counter between the two mints. The lab's coordinator mints from one
-// counter, so every fence minted before counts. A library's lock (a
-// header contender whose generations it numbers) promises its order on
-// each resource alone, and the lab records grants on different resources
-// in the order their replies came back, not the server's: only the fences
-// minted before on the same resource count, and one below the newest is a
-// late record (Header.LateGrant), not a reuse.
-func (c *Checker) mint(g *Generation, at time.Duration) {
+// mint judges a newly minted generation's fence, granted by event e: a
+// fence must be above every fence minted before it on its resource, in
+// the coordinator's order, or else it is a reuse, excused only by a
+// restart that lost the counter between the two mints.
+//
+// On one resource the history's order is the coordinator's: a lease ends
+// before the next is granted, and the lab's coordinator stamps a grant no
+// earlier than it minted it. A library's lock (a header contender whose
+// generations it numbers) is recorded when its reply is back with the
+// lab, so a generation below the resource's newest is one it made earlier
+// and the lab recorded late (Header.LateGrant), not a reuse.
+//
+// The lab's coordinator mints from one counter, so a fence must also be
+// above those it minted before on other resources; but the history shows
+// that order only where its times are the coordinator's own (the
+// simulator's). In a real-time history grants on different resources
+// are recorded as their replies come back, in no order the coordinator
+// kept (the contend scenario's concurrent acquires); there a fence minted
+// on another resource counts only if its grant was recorded before the
+// request of this one was first sent (see before), when the coordinator
+// cannot have minted this one first.
+func (c *Checker) mint(g *Generation, e *Event) {
 	s := &c.rules
-	top, sinceLoss := &s.top, &s.topSinceLoss
-	if c.h.Contender(c.mode).Generations != "" && g.Resource >= 0 && int(g.Resource) < len(s.res) {
-		top, sinceLoss = &s.res[g.Resource].minted, &s.res[g.Resource].mintedSinceLoss
-		if c.h.LateGrant(c.mode, g.Fence, *top) {
-			return
-		}
+	var m *resourceMk
+	if g.Resource >= 0 && int(g.Resource) < len(s.res) {
+		m = &s.res[g.Resource]
 	}
-	if g.Fence <= *top {
+	library := c.h.Contender(c.mode).Generations != ""
+	if library && m != nil && c.h.LateGrant(c.mode, g.Fence, m.minted) {
+		return
+	}
+	var top, sinceLoss leasefence.Fence
+	if m != nil {
+		top, sinceLoss = m.minted, m.mintedSinceLoss
+	}
+	if !library {
+		all, allSinceLoss := s.top, s.topSinceLoss
+		if s.real {
+			all, allSinceLoss = s.before(e)
+		}
+		top, sinceLoss = max(top, all), max(sinceLoss, allSinceLoss)
+	}
+	if g.Fence <= top {
 		s.fenceReuses++
-		s.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(at), Resource: c.resourceName(g.Resource),
-			Holder: c.agentName(g.Agent), Fence: g.Fence, OtherFence: *top,
-			Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, *top, g.Incarnation+1)})
-		if g.Fence <= *sinceLoss {
+		s.cx.add(Counterexample{Kind: FenceReuse, AtMS: ms(e.At), Resource: c.resourceName(g.Resource),
+			Holder: c.agentName(g.Agent), Fence: g.Fence, OtherFence: top,
+			Detail: fmt.Sprintf("fence %d minted after fence %d (coordinator incarnation %d)", g.Fence, top, g.Incarnation+1)})
+		if g.Fence <= sinceLoss {
 			s.unexcusedReuses++
 		}
 	}
-	*top = max(*top, g.Fence)
-	*sinceLoss = max(*sinceLoss, g.Fence)
+	if m != nil {
+		m.minted, m.mintedSinceLoss = max(m.minted, g.Fence), max(m.mintedSinceLoss, g.Fence)
+	}
+	if !library && (g.Fence > s.top || g.Fence > s.topSinceLoss) {
+		s.top, s.topSinceLoss = max(s.top, g.Fence), max(s.topSinceLoss, g.Fence)
+		s.count(e.At)
+	}
+}
+
+// sent notes the earliest copy of each agent's acquire request.
+func (s *ruleState) sent(e *Event) {
+	if e.Request != RequestAcquire || e.RequestID == "" || e.Agent < 0 || e.Agent >= len(s.agents) {
+		return
+	}
+	if a := &s.agents[e.Agent]; a.acquire != e.RequestID || e.At < a.acquireSent {
+		a.acquire, a.acquireSent = e.RequestID, e.At
+	}
+}
+
+// count notes, in a real-time history, the counter as it stands at at.
+func (s *ruleState) count(at time.Duration) {
+	if s.real {
+		s.counted = append(s.counted, counted{at: at, top: s.top, sinceLoss: s.topSinceLoss})
+	}
+}
+
+// before returns the highest fence whose grant was recorded before the
+// request that won grant e was first sent, and the highest of those since
+// the last restart that lost the counter: what the coordinator had
+// minted before it minted e's fence, as far as the record proves it
+// (none when the history has no send of e's request). A restart that lost
+// the counter recorded since the send may have come between the two
+// mints, and then excuses the reuse.
+func (s *ruleState) before(e *Event) (top, sinceLoss leasefence.Fence) {
+	if e.Agent < 0 || e.Agent >= len(s.agents) || e.RequestID == "" || s.agents[e.Agent].acquire != e.RequestID {
+		return 0, 0
+	}
+	sent := s.agents[e.Agent].acquireSent
+	// The history is in the order of its instants: counted is too.
+	i, _ := slices.BinarySearchFunc(s.counted, sent, func(c counted, at time.Duration) int { return cmp.Compare(c.at, at) })
+	if i == 0 {
+		return 0, 0
+	}
+	k := s.counted[i-1]
+	if s.lost >= sent {
+		return k.top, 0
+	}
+	return k.top, k.sinceLoss
 }
 
 // fault follows the faults under way, for the reuses a failover explains.
