@@ -129,11 +129,12 @@ func (r *Runner) assemble() error {
 // lower fence's, but never past the instant its holder had it (its
 // Acquired). Else the lower fence's stamp may be late (a process paused
 // between its lock's return and the record): it is moved before the
-// higher's, but never before its request was sent. When neither fits, the
-// lower fence was minted after the higher one had reached its holder, by a
-// counter that went back (a Redis failover to a replica that never saw the
-// last fences), and the record keeps it as it happened, for the checker to
-// find.
+// higher's, but never before its request was sent. When neither fits (a
+// run of replies that came back out of their fences' order, or a counter
+// that went back, as after a Redis failover to a replica that never saw
+// the last fences), the record keeps it as it happened: the checker holds
+// a fence to those minted on other resources only where the record proves
+// they came first, and so finds the counter that went back.
 func InFenceOrder(events []history.Event) {
 	type token struct {
 		agent, resource int
