@@ -105,8 +105,9 @@
 //	push_dropped           the push was lost
 //	coordinator_restarted  a new incarnation resumes after fence; outcome counter_persisted or counter_lost
 //	fault_began            the run played a fault: fault (its kind: partition, restart, crash, partition_member,
-//	                       pause_member, pause_leader, pause_primary, kill_primary, partition_primary) on agent,
-//	                       or on target ("coordinator", "etcd member 2", "redis primary redis-0"); dur_ns: how
+//	                       pause_member, pause_leader, pause_primary, kill_primary, partition_primary,
+//	                       kill_connections) on agent, or on target ("coordinator", "etcd member 2",
+//	                       "redis primary redis-0", "postgres connections of RUN"); dur_ns: how
 //	                       long it is to last (0: an instant, no fault_ended follows); detail: how;
 //	                       outcome not_played: it could not be played (detail: why)
 //	fault_ended            the fault of that kind on that agent or target is over; detail: what it did (which

@@ -74,12 +74,15 @@ var (
 	PausePrimary     = fault(spec.FaultPausePrimary, "pauses of the Redis primary (faults, do: pause_primary)", Backends, spec.ErrNeedsSentinel)
 	KillPrimary      = fault(spec.FaultKillPrimary, "kills of the Redis primary (faults, do: kill_primary)", Backends, spec.ErrNeedsSentinel)
 	PartitionPrimary = fault(spec.FaultPartitionPrimary, "partitions of the Redis primary from its replicas (faults, do: partition_primary)", Backends, spec.ErrNeedsSentinel)
+	// KillConnections: the run's PostgreSQL connections terminated, which
+	// only the PostgreSQL backend plays.
+	KillConnections = fault(spec.FaultKillConnections, "kills of the PostgreSQL connections (faults, do: kill_connections)", Backends, spec.ErrNeedsPostgres)
 )
 
 // Features lists every feature: one per fault kind of spec.Faults, and
 // the others.
 var Features = []*Feature{OverTheWire, PartitionMember, PauseMember, PauseLeader, EtcdMembers, Crashes, Interventions,
-	Partitions, Restarts, Drops, Push, CoordinatorDrift, PausePrimary, KillPrimary, PartitionPrimary, LockDelay}
+	Partitions, Restarts, Drops, Push, CoordinatorDrift, PausePrimary, KillPrimary, PartitionPrimary, KillConnections, LockDelay}
 
 // MemberFaults are the features of the etcd member faults (spec.MemberFaults).
 var MemberFaults = []*Feature{PartitionMember, PauseMember, PauseLeader}

@@ -217,7 +217,7 @@ func TestFaults(t *testing.T) {
 		{registry.Must(registry.Backends, registry.Etcd), slices.Concat([]spec.Fault{spec.FaultPartition, spec.FaultRestart, spec.FaultCrash}, members, []spec.Fault{spec.FaultDrop, spec.FaultPush})},
 		{registry.Must(registry.Backends, registry.Redis), slices.Concat([]spec.Fault{spec.FaultPartition, spec.FaultRestart, spec.FaultCrash, spec.FaultDrop, spec.FaultPush}, spec.RedisFaults)},
 		{registry.Must(registry.Drivers, registry.Process), append([]spec.Fault{spec.FaultCrash}, members...)},
-		{registry.Must(registry.Drivers, registry.InProcess), slices.Concat([]spec.Fault{spec.FaultPartition, spec.FaultRestart}, members, []spec.Fault{spec.FaultDrop, spec.FaultPush}, spec.RedisFaults)},
+		{registry.Must(registry.Drivers, registry.InProcess), slices.Concat([]spec.Fault{spec.FaultPartition, spec.FaultRestart}, members, []spec.Fault{spec.FaultDrop, spec.FaultPush}, spec.RedisFaults, []spec.Fault{spec.FaultKillConnections})},
 		{registry.Must(registry.Stores, registry.SQLite), spec.Faults},
 	} {
 		if got := tc.e.Faults(); !slices.Equal(got, tc.want) {
@@ -283,6 +283,8 @@ func faultScenario(t *testing.T, f spec.Fault) spec.Scenario {
 		sc.Push.Enabled = true
 	case slices.Contains(spec.RedisFaults, f):
 		sc.Faults = []spec.TimedFault{{At: time.Second, Do: f, Duration: spec.MinRedisFault}}
+	case f == spec.FaultKillConnections:
+		sc.Faults = []spec.TimedFault{{At: time.Second, Do: f, Duration: time.Second}}
 	}
 	for _, g := range spec.Faults {
 		if sc.Has(g) != (g == f) {

@@ -89,7 +89,7 @@ func TestParseErrors(t *testing.T) {
 			[]string{`f.yaml:4: partitions[1].agent: names no agent: "agent-9"`}},
 		{"member faults", "builtin: overlap\netcd:\n  members: 3\nfaults:\n  - {at: 1s, do: pause_leader, duration: 1s}\n  - {at: 2s, do: partition_member, member: 4, duration: 1s}\n  - {at: 3s, do: crash, duration: 1s}\n",
 			[]string{"f.yaml:6: faults[1].member: must name a member, from 1 to etcd.members (at most 7), got 4",
-				`f.yaml:7: faults[2].do: must be partition_member, pause_member, pause_leader, pause_primary, kill_primary or partition_primary, got "crash"`}},
+				`f.yaml:7: faults[2].do: must be partition_member, pause_member, pause_leader, pause_primary, kill_primary, partition_primary or kill_connections, got "crash"`}},
 		{"faults in their old place", "builtin: overlap\netcd:\n  members: 3\n  faults:\n    - {at: 1s, do: pause_leader, duration: 1s}\n",
 			[]string{"f.yaml:4: etcd.faults: moved: a scenario's faults of its backend's servers are one list, faults: (the same entries, at the scenario's top level)"}},
 		{"range error in what a builtin wrote points at builtin", "builtin: gap\nagents: 1\n",

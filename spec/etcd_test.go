@@ -68,7 +68,7 @@ func TestMemberFaultSpelling(t *testing.T) {
 	for do, want := range map[spec.Fault]string{
 		"partition-member": `got "partition-member" (the old spelling: fault kinds are spelled with underscores, write partition_member)`,
 		"pause-leader":     "write pause_leader",
-		spec.FaultRestart:  `must be partition_member, pause_member, pause_leader, pause_primary, kill_primary or partition_primary, got "restart"`,
+		spec.FaultRestart:  `must be partition_member, pause_member, pause_leader, pause_primary, kill_primary, partition_primary or kill_connections, got "restart"`,
 	} {
 		sc, _ := spec.Builtin("overlap")
 		sc.Faults = []spec.TimedFault{{Do: do, Duration: time.Second}}

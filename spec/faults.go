@@ -53,7 +53,7 @@ const (
 
 // Faults lists every fault kind.
 var Faults = []Fault{FaultPartition, FaultRestart, FaultCrash, FaultPartitionMember, FaultPauseMember, FaultPauseLeader,
-	FaultDrop, FaultPush, FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary}
+	FaultDrop, FaultPush, FaultPausePrimary, FaultKillPrimary, FaultPartitionPrimary, FaultKillConnections}
 
 // PerMessage reports whether f is played message by message over the
 // whole run (drops, the push): its record is each message's own event,
@@ -191,6 +191,7 @@ type timedKind struct {
 var timedKinds = map[Fault]timedKind{
 	FaultPartitionMember: memberKind, FaultPauseMember: memberKind, FaultPauseLeader: memberKind,
 	FaultPausePrimary: primaryKind, FaultKillPrimary: primaryKind, FaultPartitionPrimary: primaryKind,
+	FaultKillConnections: connectionsKind,
 }
 
 // TimedFaults lists the kinds of the faults list, in the order of Faults.

@@ -11,13 +11,13 @@
 // goroutines: the backend lives in the lab's process, which agents as
 // processes cannot share.
 //
-// A scenario's restarts are played as the loss of every connection:
-// each session of the run's coordinators and gates is terminated
-// (pg_terminate_backend), an acquire, renewal or write in flight among
-// them, and the pool opens new ones. PostgreSQL keeps what it committed,
-// fences and leases included, so a restart always persists; one that
-// would lose the counter is refused (CheckRestart): the server the lab
-// uses is shared, and is not the lab's to restart or wipe.
+// Its fault is the loss of every connection (the faults list's
+// kill_connections, faults.go): each session of the run's coordinators
+// and gates is terminated (pg_terminate_backend), an acquire, renewal or
+// write in flight among them, and the pools open new ones. PostgreSQL
+// keeps what it committed, leases, fences and floors included. Restarts
+// are refused (CheckRestart): the server the lab uses is shared, and is
+// not the lab's to restart or wipe.
 package pgbackend
 
 import (
@@ -197,30 +197,16 @@ func (p *Postgres) OpenLockDelay(ctx context.Context, mode history.Mode, clock l
 	return func() leasefence.Service { return c }, nil
 }
 
-// ErrKeepsItsData: a restart that would lose the coordinator's state,
-// which PostgreSQL keeps.
-var ErrKeepsItsData = errors.New("realtime: postgres: a restart ends the run's connections, and PostgreSQL keeps what it committed: give it persist: true")
+// ErrNoRestart: the PostgreSQL the lab uses is shared, not the lab's to
+// restart.
+var ErrNoRestart = errors.New("realtime: postgres: the server is shared and not the lab's to restart; kill the run's connections instead (faults, do: kill_connections)")
 
-// CheckRestart implements realtime.RestartChecker.
-func (p *Postgres) CheckRestart(persist bool) error {
-	if !persist {
-		return ErrKeepsItsData
-	}
-	return nil
-}
+// CheckRestart implements realtime.RestartChecker: no restart.
+func (*Postgres) CheckRestart(bool) error { return ErrNoRestart }
 
-// Restart implements realtime.Backend: it terminates every session of the
-// run's coordinators and gates, whatever they were doing.
-func (p *Postgres) Restart(ctx context.Context, persist bool) error {
-	if err := p.CheckRestart(persist); err != nil {
-		return err
-	}
-	_, err := Terminate(ctx, p.admin, p.schema)
-	if err != nil {
-		return fmt.Errorf("realtime: postgres: %w", err)
-	}
-	return nil
-}
+// Restart implements realtime.Backend: ErrNoRestart (the registry refuses
+// a scenario's restarts before anything starts).
+func (*Postgres) Restart(context.Context, bool) error { return ErrNoRestart }
 
 // Close implements realtime.Backend: it drops the run's schema, and
 // closes the connections. It is safe to call more than once.
@@ -253,11 +239,6 @@ func check(c realtime.Config, sc spec.Scenario) error {
 	}
 	if sc.Clocks.CoordinatorDriftPPM != 0 {
 		return bad("scenario", realtime.ErrUnmappable, "PostgreSQL keeps its own time: clocks.coordinator_drift_ppm must be 0, got %v", sc.Clocks.CoordinatorDriftPPM)
-	}
-	for _, r := range sc.Restarts {
-		if !r.Persist {
-			return bad("scenario", ErrKeepsItsData, "its restart at %v loses the coordinator's state, and a restart on PostgreSQL ends the run's connections only: give it persist: true", r.At)
-		}
 	}
 	scaled := realtime.Scale(sc, cmp.Or(c.TimeScale, 1))
 	if ttl := scaled.TTL; ttl%time.Microsecond != 0 {

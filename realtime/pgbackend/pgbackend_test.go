@@ -3,6 +3,7 @@ package pgbackend_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,19 @@ import (
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
 )
+
+// The kill of the connections is a fault of the faults list that only the
+// postgres backend plays.
+func TestOnlyPostgresKillsConnections(t *testing.T) {
+	sc := spec.Scenario{Name: "s", Agents: 1, Resources: 1, TTL: time.Second, Duration: 2 * time.Second,
+		Faults: []spec.TimedFault{{At: time.Second, Do: spec.FaultKillConnections, Duration: 500 * time.Millisecond}}}
+	if got := registry.Where(sc); len(got) != 1 || got[0] != registry.Postgres {
+		t.Errorf("kill_connections runs on %v, want postgres alone", got)
+	}
+	if err := registry.Must(registry.Backends, registry.Postgres).CanPlay(spec.Scenario{Restarts: []spec.Restart{{At: time.Second, Persist: true}}}); err == nil {
+		t.Error("the postgres backend plays restarts of a shared server")
+	}
+}
 
 // open is the backend on the PostgreSQL $LEASEFENCE_PG_URL names, or
 // skips the test when none is named.
@@ -46,14 +60,15 @@ func TestNoServerNamesTheScript(t *testing.T) {
 	}
 }
 
-// A restart terminates the sessions of the run's coordinators and gates:
-// PostgreSQL keeps the lease, its fence and the floor, the pools open new
-// connections, and a retried acquire gets the grant already made.
-func TestRestartEndsTheConnectionsAndKeepsTheState(t *testing.T) {
+// A kill of the connections terminates the sessions of the run's
+// coordinators and gates: PostgreSQL keeps the lease, its fence and the
+// floor, the pools open new connections, and a retried acquire gets the
+// grant already made. Restarts are refused.
+func TestKillingTheConnectionsKeepsTheState(t *testing.T) {
 	ctx := t.Context()
 	p := open(t)
-	if err := p.CheckRestart(false); !errors.Is(err, pgbackend.ErrKeepsItsData) {
-		t.Errorf("a restart that loses the state: %v, want ErrKeepsItsData", err)
+	if err := p.CheckRestart(true); !errors.Is(err, pgbackend.ErrNoRestart) {
+		t.Errorf("a restart: %v, want ErrNoRestart", err)
 	}
 	svc, err := p.Open(ctx, history.Fenced, leasefence.NewMonotonicClock("test"), time.Second)
 	if err != nil {
@@ -72,8 +87,15 @@ func TestRestartEndsTheConnectionsAndKeepsTheState(t *testing.T) {
 	if err := res.Commit(ctx, tok, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Restart(ctx, true); err != nil {
+	kill, err := p.BeginFault(ctx, spec.TimedFault{Do: spec.FaultKillConnections, Duration: time.Second})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if target, detail := kill.Began(); target == "" || !strings.Contains(detail, "sessions terminated") || strings.HasPrefix(detail, "0 ") {
+		t.Errorf("the kill began on %q, %q: want the coordinator's and the gate's sessions", target, detail)
+	}
+	if out := kill.End(ctx); out.Err != nil {
+		t.Fatal(out.Err)
 	}
 	// A call on a connection the server ended fails (no answer was had),
 	// and the caller resends the same request, as leasefence.Hold does:
