@@ -348,15 +348,7 @@ type RunOptions struct {
 // modes (their library contenders' servers brought up, OpenContenders)
 // and subscribers: the whole real-time run in one call.
 func RunScenario(ctx context.Context, c Config, sc spec.Scenario, opts RunOptions) (*Result, error) {
-	s, err := Open(ctx, c, sc)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.OpenContenders(ctx, opts.Modes); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
-	res, err := s.Run(ctx, opts)
-	return res, errors.Join(err, s.Close())
+	return RunScenarioAs(ctx, registry.InProcess, c, sc, opts)
 }
 
 // NewRunner prepares a run of the setup's scenario in opts' modes, with

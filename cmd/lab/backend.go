@@ -244,9 +244,13 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, fmt.Errorf("--agents-as: %w", err)
 		}
 	}
-	if bf.processes() {
-		if err := procdriver.Check(*c, sc); err != nil {
-			return nil, fmt.Errorf("%s: %s", bf.agentsAs(), strings.TrimPrefix(err.Error(), procdriver.ErrCannotPlay.Error()+": "))
+	d, err := realtime.DriverFor(bf.agents)
+	if err != nil {
+		return nil, fmt.Errorf("--agents-as: %w", err)
+	}
+	if d.Check != nil {
+		if err := d.Check(*c, sc); err != nil {
+			return nil, fmt.Errorf("%s: %s", bf.agentsAs(), strings.TrimPrefix(err.Error(), d.Refused.Error()+": "))
 		}
 	}
 	return c, nil
@@ -284,12 +288,10 @@ func (bf *backendFlags) processes() bool {
 type realRun struct {
 	config realtime.Config
 	setup  *realtime.Setup
-	runner *realtime.Runner
-	// With agents as processes, proc runs instead of runner, and
-	// processes is what they went through.
-	processes bool
-	proc      *procdriver.Runner
-	procStats map[history.Mode]procdriver.ProcessStats
+	// agents names the driver that runs the agents (registry.Drivers),
+	// and runner is its run.
+	agents string
+	runner realtime.AgentRun
 	// onSetup is the app's (a test's hook).
 	onSetup func(*realtime.Setup)
 	// neverReturned: the run ended with a call to a lock still under way
@@ -312,13 +314,12 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.M
 	if rr.onSetup != nil {
 		rr.onSetup(s)
 	}
-	if rr.processes {
-		if rr.proc, err = procdriver.New(s, procdriver.Options{Modes: modes, Subscribers: subs}); err != nil {
-			s.Close()
-		}
+	d, err := realtime.DriverFor(rr.agents)
+	if err != nil {
+		s.Close()
 		return err
 	}
-	r, err := s.NewRunner(realtime.RunOptions{Modes: modes, Subscribers: subs})
+	r, err := d.New(s, realtime.RunOptions{Modes: modes, Subscribers: subs})
 	if err != nil {
 		s.Close()
 		return err
@@ -329,29 +330,14 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.M
 
 // header is the history header of the run.
 func (rr *realRun) header() history.Header {
-	if rr.proc != nil {
-		return rr.proc.Header()
-	}
 	return rr.runner.Header()
 }
 
 // run runs the scenario on the runner open made.
 func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
-	res, err := rr.runOn(ctx)
+	res, err := rr.runner.Run(ctx)
 	rr.neverReturned = errors.Is(err, realtime.ErrNeverReturned)
 	return res, err
-}
-
-func (rr *realRun) runOn(ctx context.Context) (*realtime.Result, error) {
-	if rr.proc == nil {
-		return rr.runner.Run(ctx)
-	}
-	res, err := rr.proc.Run(ctx)
-	if res == nil {
-		return nil, err
-	}
-	rr.procStats = res.Processes
-	return res.Result, err
 }
 
 // closeAfterStuck is how long closing a run's setup may take once a call
@@ -387,14 +373,20 @@ func (rr *realRun) close(w io.Writer, limit time.Duration) {
 // verdict.
 func (rr *realRun) figures(res *realtime.Result) *report.RealFigures {
 	f := res.Faults
-	agents := registry.InProcess
-	if rr.processes {
-		agents = registry.Process
+	var stats map[history.Mode]procdriver.ProcessStats
+	if p, ok := rr.runner.(processCounter); ok {
+		stats = p.Processes()
 	}
 	return &report.RealFigures{Where: rr.setup.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds(),
 		TimeScale: rr.setup.Scale, Faults: report.FaultCounts{Calls: f.Calls, RequestsDropped: f.RequestsDropped,
 			Partitioned: f.Partitioned, Duplicated: f.Duplicated, RepliesDropped: f.RepliesDropped},
-		Agents: agents, Processes: processCounts(rr.procStats)}
+		Agents: rr.agents, Processes: processCounts(stats)}
+}
+
+// processCounter is a driver's run whose agents were processes: what
+// each mode's went through.
+type processCounter interface {
+	Processes() map[history.Mode]procdriver.ProcessStats
 }
 
 // processCounts are the report's counts of what the processes went

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasefence/lab/fixtures"
 	"github.com/leasefence/lab/harness"
+	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/scenario"
 	"github.com/leasefence/lab/spec"
@@ -309,7 +310,7 @@ func TestRunFixtureRunsWhereItSays(t *testing.T) {
 			var backend, resource string
 			var processes bool
 			if cfg.real != nil {
-				backend, resource, processes = cfg.real.config.Backend, cfg.real.config.Resource, cfg.real.processes
+				backend, resource, processes = cfg.real.config.Backend, cfg.real.config.Resource, cfg.real.agents == registry.Process
 			}
 			if backend != tc.backend || resource != tc.resource || processes != tc.processes {
 				t.Errorf("runs on backend %q, resource %q, processes %v; want %q, %q, %v",
@@ -335,7 +336,7 @@ func TestAgentsFlagTakesHowTheyRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.args, err)
 		}
-		if cfg.sc.Agents != tc.agents || cfg.real == nil || cfg.real.processes != tc.processes {
+		if cfg.sc.Agents != tc.agents || cfg.real == nil || (cfg.real.agents == registry.Process) != tc.processes {
 			t.Errorf("%s: %d agents, real %+v; want %d agents, processes %v", tc.args, cfg.sc.Agents, cfg.real, tc.agents, tc.processes)
 		}
 	}

@@ -82,7 +82,7 @@ func (a *app) sweepLockDelays(ctx context.Context, cfg *runConfig, delays []time
 // setup of its own, closed once it ran.
 func (a *app) realSweepRun(cfg *runConfig) harness.SweepRun {
 	return func(ctx context.Context, sc spec.Scenario) (*history.Result, error) {
-		rr := &realRun{config: cfg.real.config, processes: cfg.real.processes, onSetup: a.onSetup}
+		rr := &realRun{config: cfg.real.config, agents: cfg.real.agents, onSetup: a.onSetup}
 		if err := rr.open(ctx, sc, cfg.modes, nil); err != nil {
 			return nil, err
 		}

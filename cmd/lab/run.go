@@ -146,7 +146,7 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mf *modeFlags, 
 	}
 	cfg := &runConfig{sc: sc, modes: modes, trace: tc}
 	if rc != nil {
-		cfg.real = &realRun{config: *rc, processes: bf.processes()}
+		cfg.real = &realRun{config: *rc, agents: bf.agents}
 	}
 	if htmlPath != "" {
 		f, err := os.Create(htmlPath)
