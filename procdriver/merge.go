@@ -110,12 +110,12 @@ func (r *reported) landings(records [][]realtime.Landing, names []string, end ti
 // history is the mode's history: the children's events and the landings,
 // in the order of their instants (grants in the order of their fences),
 // with the coordinator's side made whole.
-func (r *reported) history(landed []history.Event, resources int) []history.Event {
+func (r *reported) history(landed []history.Event, h *history.Header) []history.Event {
 	events := append(slices.Clone(r.events), landed...)
 	realtime.InFenceOrder(events)
 	// Stable: events of one instant keep the order they were reported in.
 	slices.SortStableFunc(events, func(a, b history.Event) int { return cmp.Compare(a.At, b.At) })
-	events = coordinatorSide(events, resources)
+	events = coordinatorSide(h, events)
 	for i := range events {
 		events[i].Seq = uint64(i + 1)
 	}
@@ -123,14 +123,10 @@ func (r *reported) history(landed []history.Event, resources int) []history.Even
 }
 
 // generation is the newest lease generation of a resource, as the history
-// knows it.
+// knows it, with those the history took for expired before it.
 type generation struct {
-	known, ended bool
-	agent        int
-	fence        leasefence.Fence
-	incarnation  int32
-	coordEnd     time.Duration
-	guessed      realtime.GuessedEnds
+	realtime.Newest
+	guessed realtime.GuessedEnds
 }
 
 // release names the generation a release request was sent for.
@@ -139,20 +135,23 @@ type release struct {
 	fence           leasefence.Fence
 }
 
-// coordinatorSide walks the events in order and keeps the coordinator's
-// events that tell something new: a grant replayed to a retried request
-// is dropped (it minted nothing), a grant of a resource whose generation
-// had not ended is preceded by that generation's expiry, and an extension
+// coordinatorSide walks the events of a history under header h in order
+// and keeps the coordinator's events that tell something new: a grant
+// replayed to a retried request is dropped (it minted nothing), a grant
+// of a resource whose generation had not ended is preceded by that
+// generation's expiry unless the lab recorded it late
+// (realtime.GuessedEnds.Grant), and an extension
 // or expiry of a generation the history has moved past, or already ended,
 // is dropped; a refusal for lock-delay ends the live generation as an
-// expiry. A release of such a generation is judged by the rule the
+// expiry (realtime.RefusalEnds). A release of such a generation is judged by the rule the
 // in-process runner follows (realtime.GuessedEnds): one that reached the
 // coordinator, by the record, no later than the grant that took its
 // generation for expired is what let it go, and replaces that expiry;
 // any other is the coordinator's claim, kept for the checker. A child
 // reports a release when its answer is back; by the record, it reached
 // the coordinator at its send plus the network delay it was given.
-func coordinatorSide(events []history.Event, resources int) []history.Event {
+func coordinatorSide(h *history.Header, events []history.Event) []history.Event {
+	resources := len(h.Resources)
 	gens := make([]generation, resources)
 	arrivals := make(map[release]time.Duration)
 	out := make([]history.Event, 0, len(events))
@@ -162,7 +161,7 @@ func coordinatorSide(events []history.Event, resources int) []history.Event {
 			continue
 		}
 		cur := &gens[e.Resource]
-		current := cur.known && cur.fence == e.Fence
+		current := cur.Known && cur.Fence == e.Fence
 		switch e.Kind {
 		case history.RequestSent:
 			if e.Request == history.RequestRelease {
@@ -172,37 +171,33 @@ func coordinatorSide(events []history.Event, resources int) []history.Event {
 			if current {
 				continue
 			}
-			guessed := cur.guessed
-			if cur.known && !cur.ended {
-				guessed.Guess(cur.fence, cur.incarnation, e.At, len(out))
-				out = append(out, history.Event{At: e.At, Mode: e.Mode, Kind: history.Expired, Agent: cur.agent,
-					Resource: e.Resource, Fence: cur.fence, Other: -1, Deadline: cur.coordEnd})
+			takeover, expiry, expired := cur.guessed.Grant(h, e.Mode, e.Resource, cur.Newest, e.Fence, e.At, len(out))
+			if expired {
+				out = append(out, expiry)
 			}
-			*cur = generation{known: true, agent: e.Agent, fence: e.Fence, incarnation: e.Incarnation, coordEnd: e.Deadline, guessed: guessed}
+			if takeover {
+				cur.Newest = realtime.Newest{Known: true, Agent: e.Agent, Fence: e.Fence, Incarnation: e.Incarnation, Deadline: e.Deadline}
+			}
 		case history.Extended:
-			if !current || cur.ended {
+			if !current || cur.Ended {
 				continue
 			}
-			cur.coordEnd = e.Deadline
+			cur.Deadline = e.Deadline
 		case history.Denied:
-			// A refusal for lock-delay says no lease holds the resource,
-			// the last one having expired unreleased: it ended by then, as
-			// the in-process runner records it, or the resource would seem
-			// held until the next grant and its idle time be lost.
-			if e.Reason == leasefence.ReasonLockDelay && cur.known && !cur.ended {
-				cur.ended = true
-				out = append(out, history.Event{At: e.At, Mode: e.Mode, Kind: history.Expired, Agent: cur.agent,
-					Resource: e.Resource, Fence: cur.fence, Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd})
+			if expiry, ok := realtime.RefusalEnds(e.Reason, e.Resource, cur.Newest); ok {
+				cur.Ended = true
+				expiry.At, expiry.Mode = e.At, e.Mode
+				out = append(out, expiry)
 			}
 		case history.Expired:
-			if !current || cur.ended {
+			if !current || cur.Ended {
 				continue
 			}
-			cur.ended = true
-			e.Deadline = cur.coordEnd
+			cur.Ended = true
+			e.Deadline = cur.Deadline
 		case history.Released:
-			if current && !cur.ended {
-				cur.ended = true
+			if current && !cur.Ended {
+				cur.Ended = true
 				break
 			}
 			arrived, sent := arrivals[release{e.Agent, e.Resource, e.Fence}]

@@ -32,6 +32,16 @@ func delayed(at time.Duration, agent int) history.Event {
 	return e
 }
 
+// lock is a library's mode that numbers its generations with its own
+// fence: a lower one is one it granted earlier (history.Header.LateGrant).
+const lock history.Mode = "lock"
+
+// locked is e in mode lock.
+func locked(e history.Event) history.Event {
+	e.Mode = lock
+	return e
+}
+
 // The coordinator's side, from what each child saw of it: only the parent,
 // which sees every child's events, can tell that a grant ended the previous
 // generation unrenewed, or that a grant is a replay.
@@ -66,15 +76,29 @@ func TestCoordinatorSide(t *testing.T) {
 		{"a refusal for lock-delay expires the live generation",
 			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), delayed(2000*ms, 1), ev(5000*ms, history.Granted, 1, 2, 6000*ms)},
 			"granted@0s/0/1 expired@2s/0/1(1s) denied@2s/1/0 granted@5s/1/2"},
+		// A process paused between its lock's answer and its report: the
+		// lock granted fence 1 before fence 2, and the lab recorded it
+		// after. Fence 2's lease is still the live one: nothing in the
+		// record ends it at 1.2s, and its holder renews and releases it.
+		{"a grant recorded late ends no lease",
+			[]history.Event{locked(ev(0, history.Granted, 1, 2, 1000*ms)), locked(ev(1200*ms, history.Granted, 0, 1, 900*ms)),
+				locked(ev(1300*ms, history.Extended, 1, 2, 2300*ms)), locked(ev(1400*ms, history.Released, 1, 2, 0)),
+				locked(ev(1500*ms, history.Granted, 0, 3, 2500*ms))},
+			"granted@0s/1/2 granted@1.2s/0/1 extended@1.3s/1/2 released@1.4s/1/2 granted@1.5s/0/3"},
+		{"a grant below the newest of the lab's coordinator takes over",
+			[]history.Event{ev(0, history.Granted, 1, 2, 1000*ms), ev(1200*ms, history.Granted, 0, 1, 2200*ms)},
+			"granted@0s/1/2 expired@1.2s/1/2(1s) granted@1.2s/0/1"},
 		{"an expiry is told once, with the last extension's deadline",
 			[]history.Event{ev(0, history.Granted, 0, 1, 1000*ms), ev(400*ms, history.Extended, 0, 1, 1400*ms),
 				ev(1500*ms, history.Expired, 0, 1, 0), ev(1600*ms, history.Expired, 0, 1, 0), ev(1700*ms, history.Granted, 1, 2, 2700*ms)},
 			"granted@0s/0/1 extended@400ms/0/1 expired@1.5s/0/1(1.4s) granted@1.7s/1/2"},
 	}
+	h := history.Header{Modes: []history.Mode{lock}, Resources: []string{"res-1"},
+		Contenders: []history.Contender{{Name: lock, Library: "a lock", Fence: true, Discipline: history.DisciplineFenced, Generations: realtime.GenerationsFence}}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range coordinatorSide(tc.in, 1) {
+			for _, e := range coordinatorSide(&h, tc.in) {
 				s := fmt.Sprintf("%s@%v/%d/%d", e.Kind, e.At, e.Agent, e.Fence)
 				if e.Kind == history.Expired {
 					s += fmt.Sprintf("(%v)", e.Deadline)
@@ -138,5 +162,61 @@ func TestObservedGenerationsNumberedAcrossProcesses(t *testing.T) {
 	own := reported{}
 	if got, _ := own.add(history.Event{Kind: history.Granted, Agent: 1, Fence: 7}, 0); got.Fence != 7 {
 		t.Errorf("a fence renumbered: %d", got.Fence)
+	}
+}
+
+// An expiry the parent infers names its generation whole, incarnation and
+// all, as the in-process runner's does: a history's reader finds a
+// generation by (incarnation, resource, fence), and an expiry that named
+// incarnation 0 for a lease of incarnation 1 ended nothing it knew.
+func TestInferredExpiriesNameTheIncarnation(t *testing.T) {
+	h := history.Header{Resources: []string{"res-1"}}
+	inc := func(e history.Event) history.Event {
+		e.Incarnation = 1
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		in   []history.Event
+	}{
+		{"at the next grant", []history.Event{inc(ev(0, history.Granted, 0, 1, 1000*ms)), inc(ev(1200*ms, history.Granted, 1, 2, 2200*ms))}},
+		{"at a refusal for lock-delay", []history.Event{inc(ev(0, history.Granted, 0, 1, 1000*ms)), delayed(2000*ms, 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var expiries int
+			for _, e := range coordinatorSide(&h, tc.in) {
+				if e.Kind != history.Expired {
+					continue
+				}
+				expiries++
+				if e.Incarnation != 1 || e.Fence != 1 || e.Deadline != 1000*ms {
+					t.Errorf("expiry %+v, want fence 1 of incarnation 1, deadline 1s", e)
+				}
+			}
+			if expiries != 1 {
+				t.Errorf("%d expiries, want 1", expiries)
+			}
+		})
+	}
+}
+
+// A grant recorded late hides no takeover after it: the lock granted
+// fence 2 at 100ms until 1.1s, fence 1 (made before it, until 50ms) came
+// back late at 200ms, and fence 3 was granted at 500ms, fence 2 neither
+// released nor expired. An expiry of fence 2 written at the late grant would excuse
+// that violation.
+func TestGrantRecordedLateHidesNoTakeover(t *testing.T) {
+	h := history.Header{Backend: "hand", Modes: []history.Mode{lock}, Agents: []string{"agent-1", "agent-2", "agent-3"}, Resources: []string{"res-1"},
+		TTL:        time.Second,
+		Contenders: []history.Contender{{Name: lock, Library: "a lock", Fence: true, Discipline: history.DisciplineFenced, Generations: realtime.GenerationsFence}}}
+	in := []history.Event{locked(ev(100*ms, history.Granted, 1, 2, 1100*ms)), locked(ev(200*ms, history.Granted, 0, 1, 50*ms)),
+		locked(ev(500*ms, history.Granted, 2, 3, 1500*ms))}
+	events := coordinatorSide(&h, in)
+	for i := range events {
+		events[i].Seq = uint64(i + 1)
+	}
+	r := history.Check(h, events).Modes[lock]
+	if r.MutualExclusionViolations != 1 {
+		t.Fatalf("%d mutual-exclusion violations, want 1: fence 3 granted at 500ms inside fence 2's lease (until 1.1s); events %+v", r.MutualExclusionViolations, events)
 	}
 }

@@ -441,7 +441,7 @@ func (r *Runner) result(resources map[history.Mode][]realtime.Resource, wall tim
 			errs = append(errs, err)
 		}
 		checker := history.NewChecker(&r.h, m)
-		for _, e := range rep.history(landed, len(r.h.Resources)) {
+		for _, e := range rep.history(landed, &r.h) {
 			if e.Kind == history.RequestSent {
 				res.Faults.Calls++
 			}

@@ -37,10 +37,69 @@ type genState struct {
 // release of them. It holds the one rule by which both ways of running
 // agents (goroutines, whose coordinator side records as it goes, and
 // processes, whose parent makes the coordinator's side from what the
-// children saw) judge a release whose answer comes back after that grant.
-// Its zero value is ready to use.
+// children saw) date an end of a lease that no call revealed: at the next
+// grant (Grant), at a refusal for lock-delay (RefusalEnds), and as a
+// release whose answer came back after that grant (Released). Its zero
+// value is ready to use.
 type GuessedEnds struct {
 	ends []guessedEnd
+}
+
+// Newest is a resource's newest lease generation, as a history has it.
+type Newest struct {
+	Known bool // the history has granted the resource
+	// Ended: the history has its end (a release, an expiry, or the
+	// restart that forgot it).
+	Ended       bool
+	Agent       int
+	Fence       leasefence.Fence
+	Incarnation int32
+	Deadline    time.Duration // its expiry at the coordinator, in true time
+}
+
+// expiry is the Expired event that ends n on resource ri.
+func (n Newest) expiry(ri int) history.Event {
+	return history.Event{Kind: history.Expired, Agent: n.Agent, Resource: ri, Fence: n.Fence, Incarnation: n.Incarnation,
+		Other: -1, Deadline: n.Deadline}
+}
+
+// Grant is the rule for a grant of generation f in mode m of h, recorded
+// at instant at, on resource ri whose newest generation is n. It reports
+// whether the grant took the resource over, becoming its newest
+// generation. A grant the lock made before n and the lab recorded late
+// (Header.LateGrant) took over nothing: n is still the newest, and no end
+// of it is written, none being in the record (the checker judges the late
+// lease against n). A grant that took over from n, not ended, proves n
+// expired there, unrenewed (a release would be known, unless its answer
+// is still on its way: Released judges it): end is that expiry, dated at,
+// which the caller writes as events[event] of the history being made (-1:
+// it is not written), and expired reports it.
+func (g *GuessedEnds) Grant(h *history.Header, m history.Mode, ri int, n Newest, f leasefence.Fence, at time.Duration, event int) (takeover bool, end history.Event, expired bool) {
+	if n.Known && h.LateGrant(m, f, n.Fence) {
+		return false, end, false
+	}
+	if !n.Known || n.Ended {
+		return true, end, false
+	}
+	g.guess(n.Fence, n.Incarnation, at, event)
+	end = n.expiry(ri)
+	end.At, end.Mode = at, m
+	return true, end, true
+}
+
+// RefusalEnds is the rule for an acquire of resource ri the coordinator
+// refused for reason, while n is the resource's newest generation: a
+// refusal for lock-delay says no lease holds the resource, the last one
+// having expired unreleased. So n, if the history has not ended it, ended
+// so, by the time the refusal was made: else the resource would seem held
+// until the next grant, and its idle time under the delay (history's
+// idle_while_waiting_ms) would be lost. It returns that expiry, for the
+// caller to date, and whether the refusal ended n.
+func RefusalEnds(reason leasefence.Reason, ri int, n Newest) (history.Event, bool) {
+	if reason != leasefence.ReasonLockDelay || !n.Known || n.Ended {
+		return history.Event{}, false
+	}
+	return n.expiry(ri), true
 }
 
 // maxGuessed is how many generations taken for expired a resource keeps:
@@ -56,10 +115,10 @@ type guessedEnd struct {
 	event       int // the index of its expired event in the history being made, or -1
 }
 
-// Guess records that generation (f, incarnation) was taken for expired at
+// guess records that generation (f, incarnation) was taken for expired at
 // the grant of the next, at instant replacedAt; its expired event is
 // events[event] of the history being made (-1: none).
-func (g *GuessedEnds) Guess(f leasefence.Fence, incarnation int32, replacedAt time.Duration, event int) {
+func (g *GuessedEnds) guess(f leasefence.Fence, incarnation int32, replacedAt time.Duration, event int) {
 	g.ends = append(g.ends, guessedEnd{fence: f, incarnation: incarnation, replacedAt: replacedAt, event: event})
 	g.ends = g.ends[max(0, len(g.ends)-maxGuessed):]
 }
@@ -158,8 +217,8 @@ func (c *coordSide) Acquire(ctx context.Context, req leasefence.AcquireRequest) 
 		out.RetryAfter = min(out.RetryAfter, c.w.r.sc.TTL/4)
 	}
 	ri := agentIndex(c.w.r.h.Resources, req.Resource)
-	if err == nil && ri >= 0 && out.Reason == leasefence.ReasonLockDelay {
-		c.w.delayed(ri)
+	if err == nil && ri >= 0 && !out.OK {
+		c.w.refused(ri, out.Reason)
 	}
 	if err != nil || !out.OK {
 		return out, 0, err
@@ -203,8 +262,9 @@ func (c *coordSide) Release(ctx context.Context, t leasefence.Token) (leasefence
 }
 
 // granted records a grant: a new generation (and the end of the
-// resource's previous one, which a new grant proves), or nothing for an
-// answer replayed to a retried request. It reports whether the grant is
+// resource's previous one, which a new grant proves, unless the grant is
+// one recorded late: GuessedEnds.Grant), or nothing for an answer
+// replayed to a retried request. It reports whether the grant is
 // fresh, and the incarnation that granted it.
 func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	r := w.r
@@ -222,29 +282,26 @@ func (w *world) granted(holder, ri int, g leasefence.Grant) (bool, int32) {
 	// history must show the second grant for the checker to judge it.
 	// The instant the coordinator minted the fence, as it stamped it.
 	at := min(w.clock.trueAt(g.CoordinatorExpiresAt.Add(-g.TTL)), r.now())
-	guessed := cur.guessed
-	if cur.known && cur.ended && cur.incarnation == w.incarnation && cur.released >= 0 {
+	event := -1
+	if !r.stopped {
+		event = len(r.emitted[w.mode])
+	}
+	takeover, expiry, expired := cur.guessed.Grant(&r.h, w.mode, ri, cur.newest(w.incarnation), g.Token.Fence, at, event)
+	if takeover && cur.known && cur.ended && cur.incarnation == w.incarnation && cur.released >= 0 {
 		// Released before this grant was recorded, but maybe answered
 		// after its stamp.
 		LetGo(r.emitted[w.mode], cur.released, cur.fence, cur.releaseCalled, at)
 	}
-	if cur.known && !cur.ended && cur.incarnation == w.incarnation {
-		// The coordinator granted the resource again: the previous lease
-		// had expired there, unrenewed (a release would be known, unless
-		// its answer is still on its way: guessed).
-		event := -1
-		if !r.stopped {
-			event = len(r.emitted[w.mode])
-		}
-		r.emitAtLocked(w.mode, history.Event{Kind: history.Expired, Agent: cur.agent, Resource: ri, Fence: cur.fence,
-			Incarnation: cur.incarnation, Other: -1, Deadline: cur.coordEnd}, at)
-		guessed.Guess(cur.fence, cur.incarnation, at, event)
+	if expired {
+		r.emitAtLocked(w.mode, expiry, at)
 	}
 	end := w.clock.trueAt(g.CoordinatorExpiresAt)
-	*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: guessed, released: -1}
 	w.maxFence = max(w.maxFence, g.Token.Fence)
 	r.emitAtLocked(w.mode, history.Event{Kind: history.Granted, Agent: holder, Resource: ri, Fence: g.Token.Fence,
 		Incarnation: w.incarnation, Other: -1, RequestID: g.RequestID, Deadline: end}, at)
+	if takeover {
+		*cur = genState{known: true, agent: holder, fence: g.Token.Fence, incarnation: w.incarnation, coordEnd: end, guessed: cur.guessed, released: -1}
+	}
 	return true, w.incarnation
 }
 
@@ -285,17 +342,26 @@ func (w *world) ended(ri int, f leasefence.Fence, kind history.Kind, called time
 	return true
 }
 
-// delayed records what a refusal for lock-delay says of resource ri: no
-// lease holds it, the last one having expired unreleased. The history's
-// live generation of it, if it has one, ended so, before the refusal
-// reached the acquirer; else the resource would seem held until the next
-// grant, and its idle time under the delay (history's idle_while_waiting_ms)
-// would be lost.
-func (w *world) delayed(ri int) {
-	w.r.mu.Lock()
-	f := w.gens[ri].fence
-	w.r.mu.Unlock()
-	w.ended(ri, f, history.Expired, 0) // a grant since then has another fence, and is left alone
+// refused records what the coordinator's refusal of an acquire of
+// resource ri, for reason, says of the resource's newest generation
+// (RefusalEnds).
+func (w *world) refused(ri int, reason leasefence.Reason) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &w.gens[ri]
+	if e, ok := RefusalEnds(reason, ri, cur.newest(w.incarnation)); ok {
+		cur.ended = true
+		r.emitLocked(w.mode, e)
+	}
+}
+
+// newest is the generation as the rules of GuessedEnds read it, the
+// coordinator being at incarnation inc: one an earlier incarnation granted
+// was forgotten at the restart, which ended it.
+func (cur *genState) newest(inc int32) Newest {
+	return Newest{Known: cur.known, Ended: cur.ended || cur.incarnation != inc, Agent: cur.agent, Fence: cur.fence,
+		Incarnation: cur.incarnation, Deadline: cur.coordEnd}
 }
 
 // releasedOther records a release the coordinator answered OK for a
