@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/redisbackend"
 	"github.com/leasefence/lab/realtime/virtualtest"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
@@ -92,7 +93,7 @@ func BenchmarkVirtualTime(b *testing.B) {
 				b.Skip("LEASEFENCE_REDIS_URL is not set (scripts/redis.sh start; eval \"$(scripts/redis.sh env)\")")
 			}
 			for b.Loop() {
-				if _, err := realtime.RunScenario(b.Context(), realtime.Config{Backend: registry.Redis, RedisURL: url, TempDir: b.TempDir()}, sc,
+				if _, err := realtime.RunScenario(b.Context(), realtime.Config{Backend: registry.Redis, TempDir: b.TempDir(), Settings: redisbackend.Settings{URL: url}.Entry()}, sc,
 					realtime.RunOptions{Modes: tc.modes}); err != nil {
 					b.Fatal(err)
 				}

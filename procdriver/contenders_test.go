@@ -13,6 +13,7 @@ import (
 	"github.com/leasefence/lab/leasefence/redislease/redisdeploy"
 	"github.com/leasefence/lab/procdriver"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/redisbackend"
 	// Every adapter registers its opener, and the attacher an agent's
 	// process reaches what it opened with.
 	_ "github.com/leasefence/lab/realtime/adapters"
@@ -155,7 +156,7 @@ func TestNoKeyLeftOnGivenRedis(t *testing.T) {
 		t.Skip("LEASEFENCE_REDIS_URL is not set (scripts/redis.sh start)")
 	}
 	sc := pausedHolder()
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Redis, RedisURL: url, TempDir: t.TempDir()}, sc)
+	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Redis, TempDir: t.TempDir(), Settings: redisbackend.Settings{URL: url}.Entry()}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}

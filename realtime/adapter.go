@@ -22,11 +22,6 @@ import (
 // BackendAdapter is what a backend's adapter registers under its registry
 // name: what checks a configuration for it, and what opens it.
 type BackendAdapter struct {
-	// CheckSettings reports the first of the settings only this backend
-	// reads whose value it could never take, each alone, whatever the
-	// backend c names and the scenario (a URL that does not parse): a
-	// *ConfigError naming the setting. nil checks nothing.
-	CheckSettings func(c Config) error
 	// Check reports why c cannot run sc on the backend, beyond what its
 	// registry entry refuses: the settings only this backend reads (its
 	// cluster's size, its time's grain). It returns a *ConfigError; nil

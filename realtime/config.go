@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
@@ -35,6 +34,7 @@ var ErrBadConfig = errors.New("bad real-time configuration")
 
 // ConfigError names the setting of a Config that cannot run the scenario:
 // "backend", "resource", "etcd-members", "etcd-endpoints", "time-scale",
+// a backend setting's flag ("redis-topology", registry.SettingFlag),
 // or "scenario" for what the backend cannot play.
 type ConfigError struct {
 	Setting string
@@ -60,20 +60,11 @@ type Config struct {
 	EtcdMembers int
 	// EtcdEndpoints, if set, are an existing cluster to use instead.
 	EtcdEndpoints []string
-	// RedisURL, if set, is an existing Redis to use instead of a
-	// throwaway redis-server (registry.Redis).
-	RedisURL string
-	// RedisTopology is the Redis the backend starts: RedisSingle (also
-	// "") a lone server, RedisSentinel a primary, replicas and Sentinels.
-	RedisTopology string
-	// RedisWaitReplicas and RedisWaitTimeout make the fenced mode's
-	// coordinator and gates WAIT for that many replicas, that long, after
-	// every fence minted and floor raised (redislease.Replication).
-	RedisWaitReplicas int
-	RedisWaitTimeout  time.Duration
-	// RedisWatermark gives the fenced mode's coordinator and gates one
-	// redislease.Watermark: a rewound counter or floor is caught.
-	RedisWatermark bool
+	// Settings are the settings only one backend reads, by backend name:
+	// a pointer to the struct its adapter registers (registry.Settings),
+	// read by that adapter alone. A backend's entry that is not Backend's
+	// and sets any field is refused, naming the field's flag.
+	Settings map[string]any
 	// TimeScale stretches the scenario's times; 0 means 1 on memory, and
 	// on etcd the smallest scale that makes the TTL whole seconds of at
 	// least etcd's minimum (see WholeSecondScale).
@@ -118,17 +109,8 @@ func (c Config) Check(sc spec.Scenario) error {
 	if err := store.CanPlay(sc); err != nil {
 		return &ConfigError{Setting: "resource", Problem: err.Error(), Err: err}
 	}
-	if c.Backend != registry.Redis { // settings only redis has
-		switch {
-		case c.RedisURL != "":
-			return bad("redis-url", "needs backend redis")
-		case c.RedisTopology != "":
-			return bad("redis-topology", "needs backend redis")
-		case c.RedisWaitReplicas != 0 || c.RedisWaitTimeout != 0:
-			return bad("redis-wait-replicas", "needs backend redis")
-		case c.RedisWatermark:
-			return bad("redis-watermark", "needs backend redis")
-		}
+	if flag, backend := c.OtherSettings(); flag != "" {
+		return bad(flag, "needs backend %s", backend)
 	}
 	if c.Backend != registry.Etcd && (c.EtcdMembers != 0 || len(c.EtcdEndpoints) > 0) { // flags only etcd has
 		return bad("backend", "etcd members and endpoints need backend etcd")
@@ -166,19 +148,34 @@ func (c Config) Check(sc spec.Scenario) error {
 }
 
 // CheckSettings reports the first setting of c whose value no run could
-// take, whatever the backend c names and the scenario: each linked
-// backend's adapter checks the settings it reads
-// (BackendAdapter.CheckSettings), so that a program (the lab's flags)
-// checks them knowing none. It returns a *ConfigError naming the setting.
+// take, whatever the backend c names and the scenario: each backend's
+// settings are checked by the Check its adapter registers with them
+// (registry.Settings), so that a program (the lab's flags) checks them
+// knowing none. It returns a *ConfigError naming the setting's flag.
 func CheckSettings(c Config) error {
-	for _, e := range registry.All(registry.Backends) {
-		if a, ok := registry.Opener[BackendAdapter](registry.Backends, e.Name); ok && a.CheckSettings != nil {
-			if err := a.CheckSettings(c); err != nil {
-				return err
-			}
+	for _, name := range registry.WithSettings() {
+		if se := registry.CheckSettings(name, c.Settings[name]); se != nil {
+			return &ConfigError{Setting: registry.SettingFlag(name, se.Key), Problem: se.Problem}
 		}
 	}
 	return nil
+}
+
+// OtherSettings names the first setting (as its flag, and its backend)
+// that c sets for a backend other than c's own, or "" for none.
+func (c Config) OtherSettings() (flag, backend string) {
+	for _, name := range registry.WithSettings() {
+		v, ok := c.Settings[name]
+		if !ok || v == nil || name == c.Backend {
+			continue
+		}
+		for _, f := range registry.SettingFields(name, v) {
+			if !f.Value.IsZero() {
+				return f.Flag, name
+			}
+		}
+	}
+	return "", ""
 }
 
 // Setup is an opened backend and store, with the scenario mapped onto

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/goccy/go-yaml/ast"
 
@@ -52,9 +51,11 @@ type Fixture struct {
 	// (goroutines, the default) or AgentsProcess (each an OS process of
 	// its own; on etcd only).
 	Agents string
-	// Redis is what a fixture on backend redis asks of it (the zero
-	// value: a lone server, redislease's defaults).
-	Redis RedisSettings
+	// Settings are what the fixture asks of its backend beyond its
+	// defaults, under a key named as the backend (redis: {topology:
+	// sentinel}): the struct its adapter registers (registry.Settings),
+	// by backend name.
+	Settings map[string]any
 	// Expect holds the fixture's assertions, in file order, plus the one
 	// every fixture that runs the fenced mode makes implicitly unless it
 	// says otherwise: fenced.violations == 0.
@@ -142,48 +143,41 @@ const (
 	fixtureKeySeeds    = "seeds"
 )
 
-var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyRedis, fixtureKeyScenario, fixtureKeySeeds, "modes", "contenders", "expect"}
+var fixtureKeys = []string{"name", "description", "backend", "resource", "agents", fixtureKeyScenario, fixtureKeySeeds, "modes", "contenders", "expect"}
 
-// fixtureKeyRedis is the key of a fixture's RedisSettings.
-const fixtureKeyRedis = registry.Redis
-
-// RedisSettings are a fixture's `redis:` key, what `lab run` takes as
-// --redis-topology, --redis-wait-replicas, --redis-wait-timeout and
-// --redis-watermark.
-type RedisSettings struct {
-	// Topology is spec.RedisSingle ("" too) or spec.RedisSentinel.
-	Topology string `json:"topology,omitempty"`
-	// WaitReplicas and WaitTimeout: the fenced mode WAITs for this many
-	// replicas, this long, after each fence minted and floor raised
-	// (redislease.Replication).
-	WaitReplicas int           `json:"wait_replicas,omitempty"`
-	WaitTimeout  time.Duration `json:"wait_timeout,omitempty"`
-	// Watermark: the fenced mode's coordinator and gates share one
-	// redislease.Watermark.
-	Watermark bool `json:"watermark,omitempty"`
+// keys are a fixture's keys: fixtureKeys and a key for each backend with
+// settings of its own (registry.Settings).
+func keys() []string {
+	return slices.Concat(fixtureKeys[:5], registry.WithSettings(), fixtureKeys[5:]) // the settings after agents
 }
 
-// redis reads the fixture's redis key, which needs backend redis.
-func (d *decoder) redis(byKey map[string]entry, fx *Fixture) {
-	e, ok := byKey[fixtureKeyRedis]
-	if !ok {
-		return
-	}
-	n := d.plain(e.value, fixtureKeyRedis)
-	if _, ok := n.(*ast.MappingNode); !ok {
-		d.fail(e.line, fixtureKeyRedis, "must be a mapping such as {topology: sentinel, wait_replicas: 2, wait_timeout: 200ms, watermark: true}, got %s", describe(n))
-		return
-	}
-	d.decodeStruct(n, fixtureKeyRedis, reflect.ValueOf(&fx.Redis).Elem())
-	r := fx.Redis
-	if fx.Backend != registry.Redis {
-		d.fail(e.line, fixtureKeyRedis, "needs backend redis, and backend is %s", fx.Backend)
-	}
-	if r.Topology != "" && !slices.Contains(spec.RedisTopologies, r.Topology) {
-		d.fail(d.lineFor(join(fixtureKeyRedis, "topology")), join(fixtureKeyRedis, "topology"), "must be %s, got %q", strings.Join(spec.RedisTopologies, " or "), r.Topology)
-	}
-	if r.WaitReplicas < 0 {
-		d.fail(d.lineFor(join(fixtureKeyRedis, "wait_replicas")), join(fixtureKeyRedis, "wait_replicas"), "must be >= 0, got %d", r.WaitReplicas)
+// settings reads the key of each backend with settings of its own
+// (registry.Settings) into a fresh struct of them, which the adapter
+// then checks; the key needs that backend.
+func (d *decoder) settings(byKey map[string]entry, fx *Fixture) {
+	for _, name := range registry.WithSettings() {
+		e, ok := byKey[name]
+		if !ok {
+			continue
+		}
+		st, _ := registry.Opener[registry.Settings](registry.Backends, name)
+		n := d.plain(e.value, name)
+		if _, ok := n.(*ast.MappingNode); !ok {
+			d.fail(e.line, name, "must be a mapping such as %s, got %s", st.Example, describe(n))
+			continue
+		}
+		v := st.New()
+		d.decodeStruct(n, name, reflect.ValueOf(v).Elem())
+		if fx.Backend != name {
+			d.fail(e.line, name, "needs backend %s, and backend is %s", name, fx.Backend)
+		}
+		if se := registry.CheckSettings(name, v); se != nil {
+			d.fail(d.lineFor(join(name, se.Key)), join(name, se.Key), "%s", se.Problem)
+		}
+		if fx.Settings == nil {
+			fx.Settings = make(map[string]any)
+		}
+		fx.Settings[name] = v
 	}
 }
 
@@ -217,8 +211,8 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	es, _ := d.entries(root, "")
 	byKey := make(map[string]entry, len(es))
 	for _, e := range es {
-		if !slices.Contains(fixtureKeys, e.key) {
-			d.fail(e.line, e.key, "unknown key (the keys of a fixture are: %s)", strings.Join(fixtureKeys, ", "))
+		if !slices.Contains(keys(), e.key) {
+			d.fail(e.line, e.key, "unknown key (the keys of a fixture are: %s)", strings.Join(keys(), ", "))
 			continue
 		}
 		d.lines[e.key] = e.line
@@ -245,7 +239,7 @@ func parseFixture(d *decoder, root *ast.MappingNode) (*Fixture, error) {
 	}
 	d.resource(byKey, fx)
 	d.agents(byKey, fx)
-	d.redis(byKey, fx)
+	d.settings(byKey, fx)
 	e, ok := byKey[fixtureKeyScenario]
 	if ok {
 		d.decodeScenario(e.value, fixtureKeyScenario, &fx.Scenario)

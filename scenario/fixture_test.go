@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/registry"
@@ -250,32 +249,5 @@ func TestFixtureResource(t *testing.T) {
 	}
 	if err := fx.SetBackend(registry.Sim); err == nil || !strings.Contains(err.Error(), "f.yaml:1") {
 		t.Errorf("SetBackend(sim) = %v, want a refusal naming f.yaml:1", err)
-	}
-}
-
-// A fixture's redis key is what lab run takes as --redis-topology and the
-// fenced mode's safety flags; it needs backend redis and a topology the
-// lab starts.
-func TestFixtureRedis(t *testing.T) {
-	const body = "scenario: {builtin: overlap}\nexpect: {fenced: {stale_writes_landed: 0}}\n"
-	fx, err := scenario.ParseFixture("f.yaml", []byte("backend: redis\nresource: sqlite\nredis: {topology: sentinel, wait_replicas: 2, wait_timeout: 200ms, watermark: true}\n"+body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := scenario.RedisSettings{Topology: spec.RedisSentinel, WaitReplicas: 2, WaitTimeout: 200 * time.Millisecond, Watermark: true}
-	if fx.Redis != want {
-		t.Errorf("Redis = %+v, want %+v", fx.Redis, want)
-	}
-	for _, tc := range []struct{ yaml, want string }{
-		{"backend: etcd\nredis: {topology: sentinel}\n", "f.yaml:2: redis: needs backend redis, and backend is etcd"},
-		{"backend: redis\nredis: {topology: cluster}\n", `f.yaml:2: redis.topology: must be single or sentinel, got "cluster"`},
-		{"backend: redis\nredis: {wait_replicas: -2}\n", "f.yaml:2: redis.wait_replicas: must be >= 0, got -2"},
-		{"backend: redis\nredis: sentinel\n", "f.yaml:2: redis: must be a mapping"},
-		{"backend: redis\nredis: {quorum: 2}\n", "redis.quorum"},
-	} {
-		_, err := scenario.ParseFixture("f.yaml", []byte(tc.yaml+body))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v; want %q", tc.yaml, err, tc.want)
-		}
 	}
 }

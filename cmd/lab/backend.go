@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -32,10 +33,11 @@ type backendFlags struct {
 	agentsSpelled     string // "--agents" when how they run came as --agents process; else ""
 	etcdMembers       int
 	etcdEndpoints     string
-	redisURL          string
-	redis             scenario.RedisSettings // --redis-topology, --redis-wait-replicas, --redis-wait-timeout, --redis-watermark
-	timeScale         float64
-	agents            string
+	// own are the settings of each backend (registry.Settings), by name: a
+	// flag --<backend>-<key> for each field.
+	own       map[string]any
+	timeScale float64
+	agents    string
 }
 
 // choices spells k's entries for a flag's help: "name (what it is)", one
@@ -55,18 +57,35 @@ func (bf *backendFlags) register(fs *flag.FlagSet) {
 		choices(registry.Stores))
 	fs.IntVar(&bf.etcdMembers, "etcd-members", 0, "--backend etcd: the embedded cluster's size (default 1, or the scenario's etcd.members); more than one runs each member as a process behind proxies")
 	fs.StringVar(&bf.etcdEndpoints, "etcd-endpoints", "", "--backend etcd: use the existing cluster at `URL,...` (keys under a fresh prefix, removed after)")
-	fs.StringVar(&bf.redisURL, "redis-url", "", "--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server")
-	fs.StringVar(&bf.redis.Topology, "redis-topology", "", "--backend redis: the Redis the run starts (default single):\n"+
-		"  single: one redis-server, AOF fsynced on every write\n"+
-		"  sentinel: a primary, 2 replicas and 3 Sentinels, the clients reaching the primary through the Sentinels; the gates outside Redis (--resource memory or sqlite); the scenario's redis faults fail it over")
-	fs.IntVar(&bf.redis.WaitReplicas, "redis-wait-replicas", 0, "--backend redis: the fenced mode WAITs for `N` replicas after each fence minted and floor raised (redislease.Replication; needs --redis-wait-timeout); a grant too few acknowledged is an error")
-	fs.DurationVar(&bf.redis.WaitTimeout, "redis-wait-timeout", 0, "--backend redis: how long one WAIT of --redis-wait-replicas may block (whole milliseconds)")
-	fs.BoolVar(&bf.redis.Watermark, "redis-watermark", false, "--backend redis: the fenced mode remembers the highest fence and floor it saw, outside Redis (redislease.Watermark): a counter or floor a failover rewound is caught, never reissued silently")
+	bf.own = make(map[string]any)
+	for _, name := range registry.WithSettings() {
+		st, _ := registry.Opener[registry.Settings](registry.Backends, name)
+		bf.own[name] = st.New()
+		for _, f := range registry.SettingFields(name, bf.own[name]) {
+			settingFlag(fs, f)
+		}
+	}
 	bf.agents = registry.Default(registry.Drivers).Name
 	fs.Var(givenString{&bf.agents, &bf.agentsGiven}, "agents-as", "real backends: how the agents run:"+choices(registry.Drivers))
 	fs.Float64Var(&bf.timeScale, "time-scale", 0, "real backends: stretch every time of the scenario by `K` (default 1 on memory; on etcd the smallest K that makes the TTL whole seconds)")
 	if f := fs.Lookup("agents"); f != nil {
 		f.Value = agentsValue{count: f.Value, bf: bf}
+	}
+}
+
+// settingFlag registers f, a field of a backend's settings, as its flag.
+func settingFlag(fs *flag.FlagSet, f registry.SettingField) {
+	switch p := f.Value.Addr().Interface().(type) {
+	case *string:
+		fs.StringVar(p, f.Flag, "", f.Help)
+	case *int:
+		fs.IntVar(p, f.Flag, 0, f.Help)
+	case *bool:
+		fs.BoolVar(p, f.Flag, false, f.Help)
+	case *time.Duration:
+		fs.DurationVar(p, f.Flag, 0, f.Help)
+	default:
+		panic(fmt.Sprintf("lab: setting --%s: a %T, which no flag takes", f.Flag, p))
 	}
 }
 
@@ -129,22 +148,34 @@ func (bf *backendFlags) fromFixture(fx *scenario.Fixture) {
 	if bf.resource == "" {
 		bf.resource = fx.Resource
 	}
-	bf.redisFrom(fx.Redis)
+	bf.settingsFrom(fx.Settings)
 	if d := registry.Must(registry.Drivers, fx.Agents); !bf.agentsGiven && d.Needs.Processes {
 		bf.agents = d.Name
 	}
 }
 
-// redisFrom takes a fixture's Redis settings wherever the command line
-// gave none.
-func (bf *backendFlags) redisFrom(r scenario.RedisSettings) {
-	if bf.redis.Topology == "" {
-		bf.redis.Topology = r.Topology
+// settingsFrom takes a fixture's settings of its backend wherever the
+// command line gave none, each field alone, in settings of bf's own (a
+// copy of the flags' shares none with them).
+func (bf *backendFlags) settingsFrom(fixture map[string]any) {
+	own := make(map[string]any, len(bf.own))
+	for _, name := range registry.WithSettings() {
+		st, _ := registry.Opener[registry.Settings](registry.Backends, name)
+		c := st.New()
+		if v, ok := bf.own[name]; ok {
+			reflect.ValueOf(c).Elem().Set(reflect.ValueOf(v).Elem())
+		}
+		if fv, ok := fixture[name]; ok {
+			from := registry.SettingFields(name, fv)
+			for i, f := range registry.SettingFields(name, c) {
+				if f.Value.IsZero() {
+					f.Value.Set(from[i].Value)
+				}
+			}
+		}
+		own[name] = c
 	}
-	if bf.redis.WaitReplicas == 0 && bf.redis.WaitTimeout == 0 {
-		bf.redis.WaitReplicas, bf.redis.WaitTimeout = r.WaitReplicas, r.WaitTimeout
-	}
-	bf.redis.Watermark = bf.redis.Watermark || r.Watermark
+	bf.own = own
 }
 
 // real reports whether the flags choose the real-time runner.
@@ -201,6 +232,7 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 		return flags.config(sc)
 	}
 	if !bf.real() {
+		other, otherBackend := bf.settings().OtherSettings()
 		if err := registry.Must(registry.Backends, backendSim).CanPlay(sc); err != nil {
 			return nil, fmt.Errorf("--backend: %w", err)
 		}
@@ -211,14 +243,8 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, errors.New("--etcd-members: needs --backend etcd")
 		case bf.etcdEndpoints != "":
 			return nil, errors.New("--etcd-endpoints: needs --backend etcd")
-		case bf.redisURL != "":
-			return nil, errors.New("--redis-url: needs --backend redis")
-		case bf.redis.Topology != "":
-			return nil, errors.New("--redis-topology: needs --backend redis")
-		case bf.redis.WaitReplicas != 0 || bf.redis.WaitTimeout != 0:
-			return nil, errors.New("--redis-wait-replicas: needs --backend redis")
-		case bf.redis.Watermark:
-			return nil, errors.New("--redis-watermark: needs --backend redis")
+		case other != "":
+			return nil, fmt.Errorf("--%s: needs --backend %s", other, otherBackend)
 		case bf.timeScale != 0:
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		case bf.processes():
@@ -259,8 +285,7 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 // settings are the flags' backend settings, as a configuration names
 // them.
 func (bf *backendFlags) settings() *realtime.Config {
-	c := &realtime.Config{EtcdMembers: bf.etcdMembers, RedisURL: bf.redisURL, RedisTopology: bf.redis.Topology,
-		RedisWaitReplicas: bf.redis.WaitReplicas, RedisWaitTimeout: bf.redis.WaitTimeout, RedisWatermark: bf.redis.Watermark}
+	c := &realtime.Config{EtcdMembers: bf.etcdMembers, Settings: bf.own}
 	if bf.etcdEndpoints != "" {
 		c.EtcdEndpoints = strings.Split(bf.etcdEndpoints, ",")
 	}
@@ -415,7 +440,7 @@ func (bf *backendFlags) fixtureRunner() (fixtures.RealRunner, error) {
 		if fx.Resource != "" {
 			flags.resource = fx.Resource
 		}
-		flags.redisFrom(fx.Redis)
+		flags.settingsFrom(fx.Settings)
 		if d := registry.Must(registry.Drivers, fx.Agents); d.Needs.Processes {
 			flags.agents = d.Name
 		}

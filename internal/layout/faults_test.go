@@ -26,12 +26,7 @@ func TestFaultKindsHaveThreeHomes(t *testing.T) {
 		if testPath(rel) || rel == "spec" || rel == "registry" || (adapter(rel) && rel != "realtime/etcdcluster") {
 			continue
 		}
-		pkg := source(t, rel)
-		for _, name := range pkg.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, f := range parsed(t, fset, rel) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.SelectorExpr:

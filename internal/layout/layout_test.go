@@ -259,12 +259,7 @@ func TestNamesHaveOneHome(t *testing.T) {
 		if testPath(rel) {
 			continue
 		}
-		pkg := source(t, rel)
-		for _, name := range pkg.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, f := range parsed(t, fset, rel) {
 			ast.Inspect(f, func(n ast.Node) bool {
 				lit, ok := n.(*ast.BasicLit)
 				if !ok || lit.Kind != token.STRING {
@@ -291,6 +286,22 @@ func TestNamesHaveOneHome(t *testing.T) {
 
 // source is the package of ours at rel (from the module's root), its
 // tests left out.
+// parsed are the package rel's Go files (its tests aside), parsed into
+// fset.
+func parsed(t *testing.T, fset *token.FileSet, rel string) []*ast.File {
+	t.Helper()
+	pkg := source(t, rel)
+	var out []*ast.File
+	for _, name := range pkg.GoFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 func source(t *testing.T, rel string) *build.Package {
 	t.Helper()
 	pkg, err := build.ImportDir(filepath.Join("..", "..", filepath.FromSlash(rel)), 0)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/realtime/internal/runtest"
+	"github.com/leasefence/lab/realtime/redisbackend"
 )
 
 // On a real Redis, redislease plays the scenario's lock_delay in both
@@ -19,7 +20,7 @@ func TestLockDelayOnRedis(t *testing.T) {
 		t.Skip("LEASEFENCE_REDIS_URL is not set (scripts/redis.sh start; eval \"$(scripts/redis.sh env)\")")
 	}
 	t.Parallel()
-	s := redisSetup(t, realtime.Config{RedisURL: url}, runtest.LockDelayScript(3*time.Second, 5*time.Second))
+	s := redisSetup(t, realtime.Config{Settings: redisbackend.Settings{URL: url}.Entry()}, runtest.LockDelayScript(3*time.Second, 5*time.Second))
 	res, file := runtest.RunRecorded(t, s.Scenario, realtime.Options{Backend: s.Backend, Store: s.Store})
 	runtest.AssertInvariants(t, res)
 	runtest.CheckRoundTrip(t, res, file)

@@ -485,10 +485,12 @@ func (q quiesced) Release(ctx context.Context, t leasefence.Token) (out leasefen
 }
 
 func init() {
-	registry.SetOpener(registry.Backends, registry.Redis, realtime.BackendAdapter{CheckSettings: checkSettings, Check: check, Open: func(ctx context.Context, s *realtime.Setup, sc spec.Scenario) error {
-		c := s.Config
-		r, err := NewRedis(ctx, RedisOptions{URL: c.RedisURL, Dir: c.TempDir, Topology: c.RedisTopology,
-			Replication: redislease.Replication{Replicas: c.RedisWaitReplicas, Timeout: c.RedisWaitTimeout}, Watermark: c.RedisWatermark})
+	registry.SetOpener(registry.Backends, registry.Redis, registry.Settings{New: func() any { return new(Settings) },
+		Example: "{topology: sentinel, wait_replicas: 2, wait_timeout: 200ms, watermark: true}", Check: checkSettings})
+	registry.SetOpener(registry.Backends, registry.Redis, realtime.BackendAdapter{Check: check, Open: func(ctx context.Context, s *realtime.Setup, sc spec.Scenario) error {
+		rs := SettingsOf(s.Config)
+		r, err := NewRedis(ctx, RedisOptions{URL: rs.URL, Dir: s.Config.TempDir, Topology: rs.Topology,
+			Replication: redislease.Replication{Replicas: rs.WaitReplicas, Timeout: rs.WaitTimeout}, Watermark: rs.Watermark})
 		if err != nil {
 			return err
 		}

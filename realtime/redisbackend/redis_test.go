@@ -256,7 +256,7 @@ func TestRedisURLRemovesTheRunsKeys(t *testing.T) {
 	}
 	sc, _ := spec.Builtin("overlap")
 	sc.Duration = time.Second
-	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Redis, RedisURL: url}, sc)
+	s, err := realtime.Open(t.Context(), realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{URL: url}.Entry()}, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,9 +291,9 @@ func TestRedisConfigCheck(t *testing.T) {
 		setting string
 	}{
 		{realtime.Config{Backend: registry.Memory, Resource: registry.Redis}, overlap, "resource"},
-		{realtime.Config{Backend: registry.Etcd, RedisURL: "redis://127.0.0.1:6379"}, overlap, "redis-url"},
-		{realtime.Config{Backend: registry.Redis, RedisURL: "http://x"}, overlap, "redis-url"},
-		{realtime.Config{Backend: registry.Redis, RedisURL: "redis://127.0.0.1:6379"}, lost, "scenario"},
+		{realtime.Config{Backend: registry.Etcd, Settings: redisbackend.Settings{URL: "redis://127.0.0.1:6379"}.Entry()}, overlap, "redis-url"},
+		{realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{URL: "http://x"}.Entry()}, overlap, "redis-url"},
+		{realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{URL: "redis://127.0.0.1:6379"}.Entry()}, lost, "scenario"},
 		{realtime.Config{Backend: registry.Redis}, drift, "scenario"},
 		{realtime.Config{Backend: registry.Redis, TimeScale: 1.0000001}, overlap, "time-scale"},
 	} {
@@ -306,7 +306,7 @@ func TestRedisConfigCheck(t *testing.T) {
 	for _, c := range []realtime.Config{
 		{Backend: registry.Redis},
 		{Backend: registry.Redis, Resource: registry.SQLite},
-		{Backend: registry.Redis, Resource: registry.Redis, RedisURL: "redis://127.0.0.1:6379/0"},
+		{Backend: registry.Redis, Resource: registry.Redis, Settings: redisbackend.Settings{URL: "redis://127.0.0.1:6379/0"}.Entry()},
 	} {
 		if err := c.Check(overlap); err != nil {
 			t.Errorf("%+v: %v", c, err)

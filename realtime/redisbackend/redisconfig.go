@@ -26,6 +26,38 @@ const (
 // RedisReplicas is how many replicas the sentinel topology runs.
 const RedisReplicas = 2
 
+// Settings are the settings only the Redis backend reads: a fixture's
+// redis: key, and the flags --redis-url, --redis-topology,
+// --redis-wait-replicas, --redis-wait-timeout and --redis-watermark
+// (registry.Settings: the lab carries them knowing none).
+type Settings struct {
+	// URL, if set, is an existing Redis to use instead of a throwaway
+	// redis-server.
+	URL string "json:\"url,omitempty\" help:\"--backend redis: use the existing server at `URL` (keys under a fresh prefix, removed after) instead of a throwaway redis-server\""
+	// Topology is the Redis the backend starts: RedisSingle (also "") a
+	// lone server, RedisSentinel a primary, replicas and Sentinels.
+	Topology string "json:\"topology,omitempty\" help:\"--backend redis: the Redis the run starts (default single):\\n  single: one redis-server, AOF fsynced on every write\\n  sentinel: a primary, 2 replicas and 3 Sentinels, the clients reaching the primary through the Sentinels; the gates outside Redis (--resource memory or sqlite); the scenario's redis faults fail it over\""
+	// WaitReplicas and WaitTimeout make the fenced mode's coordinator
+	// and gates WAIT for that many replicas, that long, after every fence
+	// minted and floor raised (redislease.Replication).
+	WaitReplicas int           "json:\"wait_replicas,omitempty\" help:\"--backend redis: the fenced mode WAITs for `N` replicas after each fence minted and floor raised (redislease.Replication; needs --redis-wait-timeout); a grant too few acknowledged is an error\""
+	WaitTimeout  time.Duration "json:\"wait_timeout,omitempty\" help:\"--backend redis: how long one WAIT of --redis-wait-replicas may block (whole milliseconds)\""
+	// Watermark gives the fenced mode's coordinator and gates one
+	// redislease.Watermark: a rewound counter or floor is caught.
+	Watermark bool "json:\"watermark,omitempty\" help:\"--backend redis: the fenced mode remembers the highest fence and floor it saw, outside Redis (redislease.Watermark): a counter or floor a failover rewound is caught, never reissued silently\""
+}
+
+// SettingsOf is c's Redis settings (the zero ones if it gives none).
+func SettingsOf(c realtime.Config) Settings {
+	if s, ok := c.Settings[registry.Redis].(*Settings); ok && s != nil {
+		return *s
+	}
+	return Settings{}
+}
+
+// Entry is s as a realtime.Config's Settings.
+func (s Settings) Entry() map[string]any { return map[string]any{registry.Redis: &s} }
+
 // CheckRedisURL reports whether u is a Redis URL go-redis can dial.
 func CheckRedisURL(u string) error {
 	if _, err := redis.ParseURL(u); err != nil {
@@ -43,24 +75,25 @@ func CheckRedisTopology(t string) error {
 }
 
 // checkSettings checks each setting only Redis reads, alone: the URL, the
-// topology, and WAIT's replicas and timeout.
-func checkSettings(c realtime.Config) error {
-	bad := func(setting string, err error) error {
-		return &realtime.ConfigError{Setting: setting, Problem: err.Error()}
+// topology, and WAIT's replicas and timeout (registry.Settings.Check).
+func checkSettings(v any) error {
+	rs := *v.(*Settings)
+	bad := func(key string, err error) error {
+		return &registry.SettingError{Key: key, Problem: err.Error()}
 	}
-	if c.RedisURL != "" {
-		if err := CheckRedisURL(c.RedisURL); err != nil {
-			return bad("redis-url", err)
+	if rs.URL != "" {
+		if err := CheckRedisURL(rs.URL); err != nil {
+			return bad("url", err)
 		}
 	}
-	if err := CheckRedisTopology(c.RedisTopology); err != nil {
-		return bad("redis-topology", err)
+	if err := CheckRedisTopology(rs.Topology); err != nil {
+		return bad("topology", err)
 	}
-	if n := c.RedisWaitReplicas; n < 0 {
-		return bad("redis-wait-replicas", fmt.Errorf("must be >= 0, got %d", n))
+	if n := rs.WaitReplicas; n < 0 {
+		return bad("wait_replicas", fmt.Errorf("must be >= 0, got %d", n))
 	}
-	if d := c.RedisWaitTimeout; d < 0 || d%time.Millisecond != 0 || (d > 0 && d < time.Millisecond) {
-		return bad("redis-wait-timeout", fmt.Errorf("must be whole milliseconds >= 1ms, got %v", d))
+	if d := rs.WaitTimeout; d < 0 || d%time.Millisecond != 0 || (d > 0 && d < time.Millisecond) {
+		return bad("wait_timeout", fmt.Errorf("must be whole milliseconds >= 1ms, got %v", d))
 	}
 	return nil
 }
@@ -69,18 +102,19 @@ func checkSettings(c realtime.Config) error {
 // its topology and the fenced mode's safety options, what only the lab's
 // own servers play, and the time Redis keeps.
 func check(c realtime.Config, sc spec.Scenario) error {
+	rs := SettingsOf(c)
 	bad := func(setting string, cause error, format string, args ...any) error {
 		return &realtime.ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...), Err: cause}
 	}
-	sentinel := c.RedisTopology == RedisSentinel
-	if err := CheckRedisTopology(c.RedisTopology); err != nil {
+	sentinel := rs.Topology == RedisSentinel
+	if err := CheckRedisTopology(rs.Topology); err != nil {
 		return bad("redis-topology", nil, "%v", err)
 	}
 	if err := checkReplication(c); err != nil {
 		return err
 	}
-	if c.RedisURL != "" {
-		if err := CheckRedisURL(c.RedisURL); err != nil {
+	if rs.URL != "" {
+		if err := CheckRedisURL(rs.URL); err != nil {
 			return bad("redis-url", nil, "%v", err)
 		}
 		if sentinel {
@@ -119,11 +153,12 @@ func check(c realtime.Config, sc spec.Scenario) error {
 
 // checkReplication checks the WAIT the fenced mode asks of Redis.
 func checkReplication(c realtime.Config) error {
-	r := redislease.Replication{Replicas: c.RedisWaitReplicas, Timeout: c.RedisWaitTimeout}
+	rs := SettingsOf(c)
+	r := redislease.Replication{Replicas: rs.WaitReplicas, Timeout: rs.WaitTimeout}
 	bad := func(setting, format string, args ...any) error {
 		return &realtime.ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...)}
 	}
-	sentinel := c.RedisTopology == RedisSentinel
+	sentinel := rs.Topology == RedisSentinel
 	switch {
 	case r.Replicas < 0:
 		return bad("redis-wait-replicas", "must be >= 0, got %d", r.Replicas)
@@ -133,7 +168,7 @@ func checkReplication(c realtime.Config) error {
 		return nil
 	case r.Timeout < time.Millisecond || r.Timeout%time.Millisecond != 0:
 		return bad("redis-wait-timeout", "must be whole milliseconds >= 1ms with --redis-wait-replicas, got %v", r.Timeout)
-	case c.RedisURL == "" && !sentinel:
+	case rs.URL == "" && !sentinel:
 		return bad("redis-wait-replicas", "the lab's lone redis-server has no replicas to wait for: add --redis-topology sentinel")
 	case sentinel && r.Replicas > RedisReplicas:
 		return bad("redis-wait-replicas", "the sentinel topology runs %d replicas, got %d", RedisReplicas, r.Replicas)

@@ -25,18 +25,18 @@ func TestRedisTopologyConfigRefusals(t *testing.T) {
 		setting string
 		problem string
 	}{
-		{"unknown topology", realtime.Config{Backend: registry.Redis, RedisTopology: "cluster"}, overlap, "redis-topology", `"cluster"`},
-		{"topology off redis", realtime.Config{Backend: registry.Memory, RedisTopology: redisbackend.RedisSentinel}, overlap, "redis-topology", "needs backend redis"},
-		{"wait off redis", realtime.Config{Backend: registry.Etcd, RedisWaitReplicas: 1, RedisWaitTimeout: 100 * time.Millisecond}, overlap, "redis-wait-replicas", "needs backend redis"},
-		{"watermark off redis", realtime.Config{Backend: registry.Memory, RedisWatermark: true}, overlap, "redis-watermark", "needs backend redis"},
-		{"sentinel and a url", realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel, RedisURL: "redis://127.0.0.1:1/0", Resource: registry.Memory}, overlap, "redis-topology", "drop --redis-url"},
-		{"sentinel and restarts", realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory}, restart, "scenario", "drop the restarts"},
-		{"sentinel and gates in redis", realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel}, overlap, "resource", "outside Redis"},
-		{"wait on the lone server", realtime.Config{Backend: registry.Redis, RedisWaitReplicas: 1, RedisWaitTimeout: 100 * time.Millisecond}, overlap, "redis-wait-replicas", "no replicas"},
-		{"wait for too many", realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory, RedisWaitReplicas: 3, RedisWaitTimeout: time.Second}, overlap, "redis-wait-replicas", "runs 2 replicas"},
-		{"wait without a timeout", realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory, RedisWaitReplicas: 1}, overlap, "redis-wait-timeout", "whole milliseconds"},
-		{"a timeout without a wait", realtime.Config{Backend: registry.Redis, RedisWaitTimeout: time.Second}, overlap, "redis-wait-timeout", "needs --redis-wait-replicas"},
-		{"negative replicas", realtime.Config{Backend: registry.Redis, RedisWaitReplicas: -1}, overlap, "redis-wait-replicas", ">= 0"},
+		{"unknown topology", realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{Topology: "cluster"}.Entry()}, overlap, "redis-topology", `"cluster"`},
+		{"topology off redis", realtime.Config{Backend: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel}.Entry()}, overlap, "redis-topology", "needs backend redis"},
+		{"wait off redis", realtime.Config{Backend: registry.Etcd, Settings: redisbackend.Settings{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond}.Entry()}, overlap, "redis-wait-replicas", "needs backend redis"},
+		{"watermark off redis", realtime.Config{Backend: registry.Memory, Settings: redisbackend.Settings{Watermark: true}.Entry()}, overlap, "redis-watermark", "needs backend redis"},
+		{"sentinel and a url", realtime.Config{Backend: registry.Redis, Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel, URL: "redis://127.0.0.1:1/0"}.Entry()}, overlap, "redis-topology", "drop --redis-url"},
+		{"sentinel and restarts", realtime.Config{Backend: registry.Redis, Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel}.Entry()}, restart, "scenario", "drop the restarts"},
+		{"sentinel and gates in redis", realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel}.Entry()}, overlap, "resource", "outside Redis"},
+		{"wait on the lone server", realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond}.Entry()}, overlap, "redis-wait-replicas", "no replicas"},
+		{"wait for too many", realtime.Config{Backend: registry.Redis, Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel, WaitReplicas: 3, WaitTimeout: time.Second}.Entry()}, overlap, "redis-wait-replicas", "runs 2 replicas"},
+		{"wait without a timeout", realtime.Config{Backend: registry.Redis, Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel, WaitReplicas: 1}.Entry()}, overlap, "redis-wait-timeout", "whole milliseconds"},
+		{"a timeout without a wait", realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{WaitTimeout: time.Second}.Entry()}, overlap, "redis-wait-timeout", "needs --redis-wait-replicas"},
+		{"negative replicas", realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{WaitReplicas: -1}.Entry()}, overlap, "redis-wait-replicas", ">= 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.c.Check(tc.sc)
@@ -46,11 +46,11 @@ func TestRedisTopologyConfigRefusals(t *testing.T) {
 			}
 		})
 	}
-	ok := realtime.Config{Backend: registry.Redis, RedisTopology: redisbackend.RedisSentinel, Resource: registry.SQLite, RedisWaitReplicas: 2, RedisWaitTimeout: 100 * time.Millisecond, RedisWatermark: true}
+	ok := realtime.Config{Backend: registry.Redis, Resource: registry.SQLite, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel, WaitReplicas: 2, WaitTimeout: 100 * time.Millisecond, Watermark: true}.Entry()}
 	if err := ok.Check(overlap); err != nil {
 		t.Fatalf("the safe options on the sentinel topology: %v", err)
 	}
-	if err := (realtime.Config{Backend: registry.Redis, RedisWatermark: true}).Check(overlap); err != nil {
+	if err := (realtime.Config{Backend: registry.Redis, Settings: redisbackend.Settings{Watermark: true}.Entry()}).Check(overlap); err != nil {
 		t.Fatalf("a watermark on the lone server: %v", err)
 	}
 }
@@ -67,8 +67,7 @@ func TestRedisSentinelTopologyRuns(t *testing.T) {
 	t.Parallel()
 	sc, _ := spec.Builtin("overlap")
 	sc.Duration = 3 * time.Second
-	s := redisSetup(t, realtime.Config{RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory,
-		RedisWaitReplicas: 2, RedisWaitTimeout: 200 * time.Millisecond, RedisWatermark: true}, sc)
+	s := redisSetup(t, realtime.Config{Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel, WaitReplicas: 2, WaitTimeout: 200 * time.Millisecond, Watermark: true}.Entry()}, sc)
 	r := s.Backend.(*redisbackend.Redis)
 	d := r.Deployment()
 	if d == nil || len(d.Servers) != 3 || len(d.Sentinels) != 3 {
@@ -110,7 +109,7 @@ func TestRedisPrimaryFaultsInTheRun(t *testing.T) {
 	sc.Duration = 5 * time.Second
 	sc.Agent.Stall.TailP = 0
 	sc.Faults = []spec.TimedFault{{At: 500 * time.Millisecond, Do: spec.FaultPausePrimary, Duration: 4 * time.Second}}
-	c := realtime.Config{RedisTopology: redisbackend.RedisSentinel, Resource: registry.Memory}
+	c := realtime.Config{Resource: registry.Memory, Settings: redisbackend.Settings{Topology: redisbackend.RedisSentinel}.Entry()}
 	s := redisSetup(t, c, sc)
 	res, file := runtest.RunRecorded(t, s.Scenario, realtime.Options{Backend: s.Backend, Store: s.Store})
 	runtest.CheckRoundTrip(t, res, file)

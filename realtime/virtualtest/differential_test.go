@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/realtime"
+	"github.com/leasefence/lab/realtime/redisbackend"
 	"github.com/leasefence/lab/realtime/virtualtest"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/spec"
@@ -57,7 +58,7 @@ func TestVirtualAgreesWithRealRedis(t *testing.T) {
 		t.Log("redlock left out: no redis-server to start its three servers (scripts/redis.sh install)")
 	}
 	sc := stalls(t)
-	real, err := realtime.RunScenario(t.Context(), realtime.Config{Backend: registry.Redis, RedisURL: url, TempDir: t.TempDir()}, sc,
+	real, err := realtime.RunScenario(t.Context(), realtime.Config{Backend: registry.Redis, TempDir: t.TempDir(), Settings: redisbackend.Settings{URL: url}.Entry()}, sc,
 		realtime.RunOptions{Modes: modes})
 	if err != nil {
 		t.Fatal(err)
