@@ -31,8 +31,9 @@ const acquireAttempts = 8
 // writes) when it has none. Spares are granted again in the background
 // (refillSpares) once they run out.
 //
-// The error is non-nil when no answer was had (etcd unreachable, ctx done)
-// or the request is malformed (leasefence.ErrInvalidRequest; an id that
+// The error is non-nil when no answer was had (etcd unreachable, ctx done;
+// ErrStaleKeepAlive when the grant's lease was kept alive only by a
+// possibly replaced leader) or the request is malformed (leasefence.ErrInvalidRequest; an id that
 // breaks the core's id rule is a *leasefence.IDError). After an
 // error the request may have been granted: resend it (same RequestID) to be
 // answered with that grant.
@@ -45,7 +46,7 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 	}
 	hk, rk := c.keys.holder(req.Resource), c.keys.request(req.RequestID)
 	for range acquireAttempts {
-		lease, grantedTTL, sent, err := c.acquireLease(ctx)
+		lease, grantedTTL, sent, kept, err := c.acquireLease(ctx)
 		if err != nil {
 			return leasefence.AcquireOutcome{}, err
 		}
@@ -84,17 +85,26 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 				return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: coordinator clock: %w", err)
 			}
 			ttl := time.Duration(grantedTTL) * time.Second
+			expires := now.Add(ttl)
 			token := leasefence.Token{Resource: req.Resource, Holder: req.Holder, Fence: leasefence.Fence(resp.Header.Revision)}
+			k := grantKey{resource: req.Resource, holder: req.Holder, fence: resp.Header.Revision}
+			if kept != nil && keptAliveAtTerm(kept, resp.Header) != nil {
+				ttl, expires, err = c.restartGranted(ctx, req, token, k)
+				if err != nil {
+					return leasefence.AcquireOutcome{}, err
+				}
+			} else {
+				c.remember(k, lease, sent)
+			}
 			proof, err := c.grantProof(ctx, token, req.RequestID, requestValue{Holder: req.Holder, Resource: req.Resource, TTL: grantedTTL}, resp.Header.Revision, replay)
 			if err != nil {
 				return leasefence.AcquireOutcome{}, err
 			}
-			c.remember(grantKey{resource: req.Resource, holder: req.Holder, fence: resp.Header.Revision}, lease, sent)
 			return leasefence.AcquireOutcome{OK: true, Grant: leasefence.Grant{
 				RequestID:            req.RequestID,
 				Token:                token,
 				TTL:                  ttl,
-				CoordinatorExpiresAt: now.Add(ttl),
+				CoordinatorExpiresAt: expires,
 				Proof:                proof,
 			}}, nil
 		}
@@ -115,6 +125,26 @@ func (c *Coordinator) Acquire(ctx context.Context, req leasefence.AcquireRequest
 		return out, err
 	}
 	return leasefence.AcquireOutcome{}, fmt.Errorf("etcdlease: acquire %q: no usable lease after %d grants", req.Resource, acquireAttempts)
+}
+
+// restartGranted dates grant token, just written on a spare lease whose
+// keep-alive the transaction's Raft term does not vouch for
+// (keptAliveAtTerm), from a renewal of it instead: that keep-alive may have
+// come from a replaced leader, so its TTL is not the grant's. The
+// transaction has committed, so the grant cannot be withdrawn unseen; a
+// renewal sent now, confirmed by the read after it, restarts the lease
+// after the holder sent its acquire, so the holder's deadline holds again.
+// Without one, the error says the outcome is unknown: a retried request is
+// answered from the keys (answer), with the lease's remaining TTL.
+func (c *Coordinator) restartGranted(ctx context.Context, req leasefence.AcquireRequest, token leasefence.Token, k grantKey) (time.Duration, leasefence.Instant, error) {
+	out, err := c.renewRead(ctx, leasefence.RenewRequest{RequestID: req.RequestID, Token: token}, k)
+	switch {
+	case err != nil:
+		return 0, leasefence.Instant{}, err
+	case !out.OK:
+		return 0, leasefence.Instant{}, fmt.Errorf("%w: acquire %q: granted on a spare lease, then not renewed: %s", ErrStaleKeepAlive, req.Resource, out.Reason)
+	}
+	return out.Grant.TTL, out.Grant.CoordinatorExpiresAt, nil
 }
 
 // answer decides an acquire the transaction refused, from the holder key and

@@ -148,10 +148,14 @@
 // # Known limits
 //
 //   - etcd restarts every lease at its full TTL when a new leader is
-//     elected. That is safe (leases only get longer, and the holder's own
-//     send-anchored deadline does not move), but it makes RetryAfter a hint,
-//     and a resource stays held up to one TTL longer than its holder
-//     believes.
+//     elected. That makes RetryAfter a hint, and a resource stays held up to
+//     one TTL longer than its holder believes. It does not make leases only
+//     longer: a replaced leader, resumed, can answer a keep-alive from its
+//     own lessor while the new leader expires the lease on its own
+//     schedule. A keep-alive counts only when a linearizable read after it
+//     reports no higher Raft term (ErrStaleKeepAlive otherwise); a follower
+//     that forwards a keep-alive to a replaced leader and learns the new
+//     term before answering can still slip through.
 //   - Restoring a snapshot without --bump-revision rewinds revisions, and so
 //     fences: fences issued after the snapshot are issued again, and gates
 //     refuse the new holders' writes (or, for a gate restored from the same
@@ -180,4 +184,9 @@ var (
 	// ErrTooManyOps: a Commit with more than MaxCommitOps operations,
 	// refused before anything is sent.
 	ErrTooManyOps = errors.New("etcdlease: too many operations for one Commit")
+	// ErrStaleKeepAlive: a keep-alive answered at a lower Raft term than a
+	// linearizable read after it, so possibly by a replaced leader: whether
+	// the lease was restarted is unknown, as when no answer came. A renewal
+	// or acquire that returns it may be retried.
+	ErrStaleKeepAlive = errors.New("etcdlease: keep-alive not confirmed at the current Raft term")
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,6 +24,9 @@ import (
 // A renewal of a grant this coordinator made or renewed within the last
 // TTL is one round trip (renewKnown); any other (a grant made elsewhere, or
 // answered to a retried request) is three (renewRead), and remembered.
+// A keep-alive a read's Raft term does not vouch for (keptAliveAtTerm) is
+// no renewal: the error is ErrStaleKeepAlive, an unknown outcome, as when
+// etcd does not answer.
 func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (leasefence.RenewOutcome, error) {
 	if ctx == nil {
 		return leasefence.RenewOutcome{}, fmt.Errorf("%w: renew with a nil context", leasefence.ErrInvalidRequest)
@@ -42,9 +46,10 @@ func (c *Coordinator) Renew(ctx context.Context, req leasefence.RenewRequest) (l
 
 // renewRead renews a grant whose etcd lease the coordinator does not know:
 // it reads the holder key for it, keeps it alive, and reads the key again.
+// The second read also vouches for the keep-alive's leader (keptAliveAtTerm).
 func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest, k grantKey) (leasefence.RenewOutcome, error) {
 	t := req.Token
-	reason, hkv, err := c.classify(ctx, t)
+	reason, hkv, _, err := c.classify(ctx, t)
 	if err != nil || reason != "" {
 		return leasefence.RenewOutcome{Reason: reason}, err
 	}
@@ -60,9 +65,12 @@ func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest
 	// The holder key may have been deleted (released) between our read and
 	// the keep-alive, which then extended a lease nothing is attached to:
 	// harmless, but not a renewal. Read again to answer truthfully.
-	reason, _, err = c.classify(ctx, t)
+	reason, _, hdr, err := c.classify(ctx, t)
 	if err != nil || reason != "" {
 		return leasefence.RenewOutcome{Reason: reason}, err
+	}
+	if err := keptAliveAtTerm(ka.ResponseHeader, hdr); err != nil {
+		return leasefence.RenewOutcome{}, fmt.Errorf("etcdlease: renew %v: %w", t, err)
 	}
 	c.remember(k, lease, sent)
 	return c.renewed(req, ka.TTL)
@@ -85,9 +93,15 @@ func (c *Coordinator) renewRead(ctx context.Context, req leasefence.RenewRequest
 // the key was still t's, unless the holder released it in between: a
 // renewal racing the holder's own release may answer either way, as a
 // renewal sent just before the release would. And the keep-alive restarted
-// the lease after the request was sent, so etcd's expiry is never before
-// the holder's deadline, as in renewRead. When either answer is not that,
-// the grant is forgotten and the keys say why.
+// the lease after the request was sent, so etcd's expiry is not before the
+// holder's deadline, as in renewRead, provided the lessor that answered was
+// still the leader's: the read, linearizable and concurrent, must report a
+// Raft term no higher than the keep-alive's (keptAliveAtTerm), or the
+// renewal is not known to have happened. Being concurrent, the read may be
+// linearized just before a leader change that the keep-alive came after:
+// that window (one round trip) is not closed here, as it is in renewRead,
+// whose read follows the keep-alive. When either answer is not that, the
+// grant is forgotten and the keys say why.
 func (c *Coordinator) renewKnown(ctx context.Context, req leasefence.RenewRequest, k grantKey, lease clientv3.LeaseID) (leasefence.RenewOutcome, error) {
 	t := req.Token
 	type keptAlive struct {
@@ -113,7 +127,7 @@ func (c *Coordinator) renewKnown(ctx context.Context, req leasefence.RenewReques
 	case len(get.Kvs) == 0:
 		// Released while the lease lives on; the last-grant key says so.
 		c.forget(k)
-		reason, _, err := c.classify(ctx, t)
+		reason, _, _, err := c.classify(ctx, t)
 		if err != nil || reason != "" {
 			return leasefence.RenewOutcome{Reason: reason}, err
 		}
@@ -129,6 +143,10 @@ func (c *Coordinator) renewKnown(ctx context.Context, req leasefence.RenewReques
 		// the key decides, not the memory.
 		c.forget(k)
 		return c.renewRead(ctx, req, k)
+	}
+	if err := keptAliveAtTerm(ka.resp.ResponseHeader, get.Header); err != nil {
+		c.forget(k)
+		return leasefence.RenewOutcome{}, fmt.Errorf("etcdlease: renew %v: %w", t, err)
 	}
 	c.remember(k, lease, sent)
 	return c.renewed(req, ka.resp.TTL)
@@ -149,7 +167,7 @@ func (c *Coordinator) renewed(req leasefence.RenewRequest, ttl int64) (leasefenc
 // renewRefused answers a renewal whose etcd lease is gone: expired, unless
 // the keys say why more precisely.
 func (c *Coordinator) renewRefused(ctx context.Context, t leasefence.Token) (leasefence.RenewOutcome, error) {
-	reason, _, err := c.classify(ctx, t)
+	reason, _, _, err := c.classify(ctx, t)
 	if err != nil {
 		return leasefence.RenewOutcome{}, err
 	}
@@ -201,16 +219,17 @@ func (c *Coordinator) Release(ctx context.Context, t leasefence.Token) (leasefen
 }
 
 // classify reads the resource's keys and returns "" (with the holder key)
-// when t is its current lease, and otherwise the reason it is not.
+// when t is its current lease, and otherwise the reason it is not, with the
+// header of its last (linearizable) read.
 //
 // It reads the holder key alone first: when the key exists, it alone
 // decides (judge reads the last-grant key only when there is no holder
 // key), which is every renewal of a live lease. Without it, both keys are
 // read again in one revision, so that the reason comes from one state.
-func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefence.Reason, *mvccpb.KeyValue, error) {
+func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefence.Reason, *mvccpb.KeyValue, *pb.ResponseHeader, error) {
 	get, err := c.cli.Get(ctx, c.keys.holder(t.Resource))
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if len(get.Kvs) > 0 {
 		hkv := get.Kvs[0]
@@ -218,18 +237,18 @@ func (c *Coordinator) classify(ctx context.Context, t leasefence.Token) (leasefe
 		if reason != "" {
 			hkv = nil
 		}
-		return reason, hkv, err
+		return reason, hkv, get.Header, err
 	}
 	resp, err := c.cli.Txn(ctx).Then(clientv3.OpGet(c.keys.holder(t.Resource)), clientv3.OpGet(c.keys.last(t.Resource))).Commit()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	hkv := firstKV(resp, 0)
 	reason, err := judge(t, hkv, firstKV(resp, 1))
 	if reason != "" {
 		hkv = nil
 	}
-	return reason, hkv, err
+	return reason, hkv, resp.Header, err
 }
 
 // judge returns "" when t is the lease of the holder key hkv, and otherwise

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -29,9 +30,9 @@ type spareLease struct {
 }
 
 // acquireLease returns an etcd lease, with nothing attached, for the
-// acquire's transaction, the TTL etcd granted it, and when the request that
-// started that TTL was sent: a spare, restarted by a keep-alive, or else a
-// lease granted now.
+// acquire's transaction, the TTL etcd granted it, when the request that
+// started that TTL was sent, and the keep-alive's header when it is a
+// spare restarted by a keep-alive (nil for a lease granted now).
 //
 // Why a spare is as safe as a lease granted now. The holder dates its
 // lease from the instant it sent the request: its deadline is sentAt + TTL
@@ -43,7 +44,13 @@ type spareLease struct {
 // call began, so after the request was sent: the expiry is at or after
 // sentAt + TTL, exactly as for a grant made now. The TTL is the lease's
 // granted TTL (the keep-alive reports it), which is what a grant would
-// report. The rest is as for a fresh grant:
+// report, provided the lessor that answered was the leader's: a leader
+// paused and replaced answers keep-alives from its own lessor once resumed,
+// while the new leader expires the lease on its own schedule. So Acquire
+// trusts the keep-alive only when its transaction, linearizable and after
+// it, reports no higher Raft term (keptAliveAtTerm, which says why and what
+// it cannot see); otherwise it dates the grant from a confirmed renewal
+// (restartGranted). The rest is as for a fresh grant:
 //   - A spare that expired or was revoked cannot be kept alive (etcd
 //     answers LeaseNotFound, after waiting out a pending revocation, and
 //     never resurrects it): a fresh lease is granted instead. If it expires
@@ -54,19 +61,20 @@ type spareLease struct {
 //     gives it back, so one etcd lease never carries two grants (which
 //     would let one holder's renewal extend the other's).
 //   - An unused spare carries no key: when it expires, nothing is freed.
-//   - A leader change restarts every lease at its full TTL: a spare, or a
-//     lease in use, only gets longer.
-func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, time.Time, error) {
+//   - A leader change restarts every lease at its full TTL, at the new
+//     leader's election: that alone shortens no lease, but it does not make
+//     a keep-alive answered by the replaced leader count (above).
+func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64, time.Time, *pb.ResponseHeader, error) {
 	if spare, ok := c.takeSpare(); ok {
 		sent := time.Now()
 		ka, err := c.cli.KeepAliveOnce(ctx, spare)
 		switch {
 		case err == nil:
-			return spare, ka.TTL, sent, nil
+			return spare, ka.TTL, sent, ka.ResponseHeader, nil
 		case !errors.Is(err, rpctypes.ErrLeaseNotFound):
 			// Whether the keep-alive arrived is unknown; the spare carries
 			// nothing, so it is dropped and left to expire.
-			return 0, 0, time.Time{}, err
+			return 0, 0, time.Time{}, nil, err
 		}
 		// The others are no younger: drop them too.
 		c.dropSpares()
@@ -74,9 +82,9 @@ func (c *Coordinator) acquireLease(ctx context.Context) (clientv3.LeaseID, int64
 	sent := time.Now()
 	g, err := c.cli.Grant(ctx, c.ttl)
 	if err != nil {
-		return 0, 0, time.Time{}, err
+		return 0, 0, time.Time{}, nil, err
 	}
-	return g.ID, g.TTL, sent, nil
+	return g.ID, g.TTL, sent, nil, nil
 }
 
 // takeSpare removes the youngest spare lease from the coordinator and
