@@ -69,6 +69,10 @@ func TestCorrectLockPassesFenced(t *testing.T) {
 			switch sc {
 			case "overlap":
 				opts = append(opts, labtest.Duration(6*time.Second))
+			case "testdata/stalls.yaml":
+				// Its leases lapse every second or so: 15s of its 60s
+				// put the lock through a dozen of them.
+				opts = append(opts, labtest.Duration(15*time.Second))
 			case "testdata/late-release.yaml":
 				// No lease ends but by its release: nothing tests
 				// exclusion, which a run must be allowed to leave so.
