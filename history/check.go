@@ -42,6 +42,7 @@ type Checker struct {
 type writeCounts struct {
 	per                                []ResourceReport // counters only: the names and floors are put in by Report
 	admitted, refused, stale, reissued int
+	lapsed, leaseRefused               int
 	cx                                 counterexamples
 }
 
@@ -121,7 +122,13 @@ func (c *Checker) wrote(w *Write) {
 	if w.Refused {
 		p.CommitsRefused++
 		n.refused++
+		if w.LeaseNotLive {
+			n.leaseRefused++
+		}
 		return
+	}
+	if w.Lapsed {
+		n.lapsed++
 	}
 	p.CommitsAdmitted++
 	n.admitted++
@@ -360,6 +367,7 @@ func (j *judgement) writes() {
 	n := &j.c.writes
 	j.r.CommitsAdmitted, j.r.CommitsRefused = n.admitted, n.refused
 	j.r.StaleWritesLanded, j.r.ReissuedWritesLanded = n.stale, n.reissued
+	j.r.LapsedWritesLanded, j.r.LeaseRefusals = n.lapsed, n.leaseRefused
 	j.cx.merge(&n.cx)
 	for i := range j.per {
 		f, by := j.rd.Floor(i)

@@ -85,8 +85,10 @@ const (
 	// and it landed.
 	CommitAdmitted
 	// CommitRefused: fenced mode; the gate refused the write and logged
-	// it (Outcome OutcomeRefusalNotLogged: and could not log it). Other
-	// and OtherFence are the floor it was refused by.
+	// it (Outcome OutcomeRefusalNotLogged: and could not log it;
+	// OutcomeLeaseNotLive: for the writer's lease, which was not live,
+	// not its fence). Other and OtherFence are the floor it was refused
+	// by, or for a lease's refusal the floor that admitted its fence.
 	CommitRefused
 	// WriteLanded: naive mode; the write landed at the resource with no
 	// gate in between.
@@ -237,6 +239,14 @@ const (
 	// OutcomeRefusalNotLogged: on a refusal, the gate refused the write
 	// but could not log the refusal (leasefence.ErrRefusalNotLogged).
 	OutcomeRefusalNotLogged Outcome = "refusal_not_logged"
+	// OutcomeLeaseNotLive: on a refusal, a gate that checks the writer's
+	// lease too (sqlgate.WithCurrentLease) refused the write because its
+	// lease was not the resource's current, live one, though the floor
+	// it names admits the fence.
+	OutcomeLeaseNotLive Outcome = "lease_not_live"
+	// OutcomeLeaseNotLiveNotLogged: such a refusal that the gate could
+	// not log.
+	OutcomeLeaseNotLiveNotLogged Outcome = "lease_not_live_not_logged"
 	// OutcomeRenewRefused: the lease was abandoned after the coordinator
 	// refused its renewal.
 	OutcomeRenewRefused Outcome = "renew_refused"
@@ -260,6 +270,18 @@ const (
 	// may reissue fences minted before.
 	OutcomeFailedOver Outcome = "failed_over"
 )
+
+// LeaseNotLive reports whether o, a refusal's, says the gate refused the
+// write's lease rather than its fence.
+func (o Outcome) LeaseNotLive() bool {
+	return o == OutcomeLeaseNotLive || o == OutcomeLeaseNotLiveNotLogged
+}
+
+// NotLogged reports whether o, a refusal's, says the gate could not log
+// the refusal.
+func (o Outcome) NotLogged() bool {
+	return o == OutcomeRefusalNotLogged || o == OutcomeLeaseNotLiveNotLogged
+}
 
 // IsFault reports whether k is one of the fault pair, FaultBegan or
 // FaultEnded: the one place a consumer of events handles faults.

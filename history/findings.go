@@ -325,10 +325,25 @@ func (c *Checker) writesFinding(r *Report, broken []string) Finding {
 	case r.Overlaps == 0 && r.CommitsRefused == 0:
 		return Finding{Verdict: FindingInconclusive, Reason: "no two holders acted on a resource at once, so no write could be stale"}
 	case fenced:
-		return Finding{Verdict: FindingHeld, Reason: fmt.Sprintf("no stale write landed through the gate (%s refused)",
-			Plural(r.CommitsRefused, "write", "writes"))}
+		refused := Plural(r.CommitsRefused, "write", "writes") + " refused"
+		if r.LeaseRefusals > 0 {
+			refused += fmt.Sprintf(", %d for a lease no longer live", r.LeaseRefusals)
+		}
+		return Finding{Verdict: FindingHeld, Reason: "no stale write landed through the gate (" + refused + ")" + lapsedNote(r)}
 	}
-	return Finding{Verdict: FindingHeld, Reason: fmt.Sprintf("no stale write landed over %s", Plural(r.Overlaps, "overlap", "overlaps"))}
+	return Finding{Verdict: FindingHeld, Reason: fmt.Sprintf("no stale write landed over %s", Plural(r.Overlaps, "overlap", "overlaps")) + lapsedNote(r)}
+}
+
+// lapsedNote says, after a held writes finding, how many writes landed
+// after their lease ended, before a newer holder's write: not stale, and
+// the window only a gate that checks the lease closes.
+func lapsedNote(r *Report) string {
+	if r.LapsedWritesLanded == 0 {
+		return ""
+	}
+	return "; " + Plural(r.LapsedWritesLanded, "write", "writes") + " landed after " +
+		map[bool]string{true: "its", false: "their"}[r.LapsedWritesLanded == 1] +
+		" lease ended, before a newer holder wrote: a floor admits such writes, a gate that checks the lease refuses them"
 }
 
 // coverageFinding: held when the run exercised every property it judges

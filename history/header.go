@@ -139,6 +139,16 @@ func unique(what string, names []string) error {
 	return nil
 }
 
+// CoordinatorTTL is the least true time the coordinator's clock takes to
+// count the TTL: the TTL itself, or less on a coordinator's clock that
+// runs fast (Clocks.CoordinatorDriftPPM above 0).
+func (h *Header) CoordinatorTTL() time.Duration {
+	if ppm := h.Clocks.CoordinatorDriftPPM; ppm > 0 {
+		return time.Duration(float64(h.TTL) / (1 + ppm/1e6))
+	}
+	return h.TTL
+}
+
 // LostCounter reports whether the run planned a restart that loses the
 // fence counter.
 func (h *Header) LostCounter() bool {

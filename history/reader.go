@@ -19,6 +19,12 @@ type Generation struct {
 	prev            int32 // the resource's previous generation, or -1
 
 	CoordEnd time.Duration // its coordinator expiry, or the release
+	// EarliestEnd is the earliest instant its coordinator expiry can have
+	// been: the TTL, on the coordinator's clock, from the sending of the
+	// request whose grant or renewal its holder completed last (the
+	// coordinator stamped its expiry no earlier than it got it); -1 until
+	// its holder completes the acquire.
+	EarliestEnd time.Duration
 
 	// The holder's side; -1 until the holder completes the acquire.
 	Start     time.Duration // the holder completed the acquire
@@ -55,6 +61,16 @@ type Write struct {
 	Agent, Resource, Gen int32 // Gen: the writer's generation, or -1
 	Fence                leasefence.Fence
 	Refused              bool // the gate refused it
+	// LeaseNotLive: the gate refused it for its lease, not its fence (a
+	// refusal whose Outcome says so).
+	LeaseNotLive bool
+	// Lapsed: it landed at or after the end the history has for its lease:
+	// an expiry, a release or a restart that forgot it, recorded before
+	// it, or the coordinator's expiry its grant or last extension gave.
+	// Such a write a gate's floor admits until a newer holder's write
+	// lands; only a gate that checks the lease refuses it. A stale write
+	// is not counted lapsed.
+	Lapsed bool
 	// Stale: it landed after a write of a newer lease generation of the
 	// resource (one minted after the writer's) had landed: the writer's
 	// generation was no longer the resource's current one. Generations are
@@ -96,6 +112,15 @@ type Reader struct {
 	incarnation int32
 	refused     int
 	forgeries   []Forgeries // per resource
+	// Per agent: the acquire and the renewal it sent last, for
+	// Generation.EarliestEnd.
+	sentAcquire, sentRenew []sent
+}
+
+// sent is a request an agent sent: its id, and when.
+type sent struct {
+	id string
+	at time.Duration
 }
 
 // Forgeries is what forgers did at one resource: writes refused, writes
@@ -115,6 +140,9 @@ func NewReader(h *Header) *Reader {
 		landed:  make([]landing, len(h.Resources)),
 
 		forgeries: make([]Forgeries, len(h.Resources)),
+
+		sentAcquire: make([]sent, len(h.Agents)),
+		sentRenew:   make([]sent, len(h.Agents)),
 	}
 	for i := range r.latest {
 		r.latest[i] = -1
@@ -193,18 +221,28 @@ func (r *Reader) Add(e *Event) error {
 	case Granted:
 		r.latest[e.Resource] = r.gens.add(Generation{
 			Agent: int32(e.Agent), Resource: int32(e.Resource), Fence: e.Fence, Incarnation: e.Incarnation,
-			CoordEnd: e.Deadline, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
+			CoordEnd: e.Deadline, EarliestEnd: -1, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
 		})
 	case Acquired:
 		gi := r.Find(e.Incarnation, e.Resource, e.Fence)
 		if gi >= 0 {
 			g := r.gens.at(gi)
 			g.Start, g.BeliefEnd, g.ActEnd = e.At, e.Deadline, e.At
+			r.sentFor(g, r.sentAcquire[e.Agent], e.RequestID)
 		}
 		r.holding[e.Agent] = gi
 	case Renewed:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
-			r.gens.at(gi).BeliefEnd = e.Deadline
+			g := r.gens.at(gi)
+			g.BeliefEnd = e.Deadline
+			r.sentFor(g, r.sentRenew[e.Agent], e.RequestID)
+		}
+	case RequestSent:
+		switch e.Request {
+		case RequestAcquire:
+			r.sentAcquire[e.Agent] = sent{id: e.RequestID, at: e.At}
+		case RequestRenew:
+			r.sentRenew[e.Agent] = sent{id: e.RequestID, at: e.At}
 		}
 	case Extended:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
@@ -231,8 +269,10 @@ func (r *Reader) Add(e *Event) error {
 		w := Write{At: e.At, Agent: int32(e.Agent), Resource: int32(e.Resource), Gen: gi, Fence: e.Fence, FloorAgent: -1}
 		if e.Kind == CommitRefused {
 			w.Refused, w.FloorAgent, w.FloorFence = true, int32(e.Other), e.OtherFence
+			w.LeaseNotLive = e.Outcome.LeaseNotLive()
 		} else {
 			r.judge(&w)
+			w.Lapsed = !w.Stale && gi >= 0 && r.gens.at(gi).endedBy(w.At)
 		}
 		r.last = w
 		r.nWrite++
@@ -257,6 +297,24 @@ func (r *Reader) Add(e *Event) error {
 		r.holding[e.Agent] = -1
 	}
 	return nil
+}
+
+// sentFor raises g's EarliestEnd to the coordinator's TTL from s, the
+// request its holder's completion with request id answered, if s is it.
+// An answer to a request sent before the last one of its kind (its id
+// not the last's) leaves it: the expiry it gave is no earlier.
+func (r *Reader) sentFor(g *Generation, s sent, id string) {
+	if s.id == "" || s.id != id {
+		return
+	}
+	g.EarliestEnd = max(g.EarliestEnd, s.at+r.h.CoordinatorTTL())
+}
+
+// endedBy reports whether the history has g over at instant at: ended by
+// an event folded in before (an expiry, a release, a restart that forgot
+// it), or past the coordinator expiry its grant or last extension gave.
+func (g *Generation) endedBy(at time.Duration) bool {
+	return g.Lapsed() || g.CoordEnd > 0 && at >= g.CoordEnd
 }
 
 // Forgeries returns what forgers did at resource.

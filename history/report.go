@@ -156,6 +156,15 @@ type Report struct {
 	// generation had landed: the fence was reissued by a coordinator that
 	// restarted without its counter. They are not stale.
 	ReissuedWritesLanded int `json:"reissued_writes_landed"`
+	// LapsedWritesLanded counts writes that landed after the end the
+	// history has for their lease (Write.Lapsed), stale ones apart: the
+	// writes a gate's floor admits until the newer holder's first write,
+	// which only a gate that checks the lease refuses. Not a violation:
+	// the fence's promise starts at the newer holder's write.
+	LapsedWritesLanded int `json:"lapsed_writes_landed,omitempty"`
+	// LeaseRefusals counts the refusals, among CommitsRefused, of a gate
+	// that checks the lease too, for a lease not live.
+	LeaseRefusals int `json:"lease_refusals,omitempty"`
 	// Overlaps counts pairs of holders that acted as holders of the same
 	// resource at the same true instant (from acquisition to the later of
 	// their believed deadline and their last write in flight).

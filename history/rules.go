@@ -409,6 +409,13 @@ func (c *Checker) refused(e *Event, w *Write) {
 	if why == "" {
 		return
 	}
+	if w.LeaseNotLive {
+		lease := c.leaseUnexplained(w)
+		if lease == "" {
+			return
+		}
+		why = lease + ", and " + why
+	}
 	s.unexplainedRefusals++
 	s.cx.add(Counterexample{Kind: UnexplainedRefusal, AtMS: ms(w.At), Resource: c.resourceName(w.Resource),
 		Holder: c.agentName(w.Agent), Fence: w.Fence, Other: c.agentName(w.FloorAgent), OtherFence: w.FloorFence,
@@ -437,6 +444,32 @@ func (c *Checker) unexplained(w *Write) string {
 		return "" // a forger's landed write moved the floor (its own violation)
 	}
 	return floor() + " was never raised there by an admitted commit or a push"
+}
+
+// leaseUnexplained says why w, refused because its lease was not live,
+// has no cause in the history, or "": the history must have the lease
+// over by the refusal. Ended by an event before it (an expiry, a release,
+// a restart that forgot it), superseded by a newer grant on the resource,
+// or past the earliest instant its coordinator expiry can have been
+// (Generation.EarliestEnd): the refusal is stamped when its answer came,
+// no earlier than the gate read the lease, so one stamped before that
+// instant says a lease ended that cannot have.
+func (c *Checker) leaseUnexplained(w *Write) string {
+	if w.Gen < 0 {
+		return "" // the history has no lease of the writer's to be live
+	}
+	rd := c.read
+	g := rd.Generation(w.Gen)
+	switch {
+	case g.Lapsed(), rd.Latest(int(w.Resource)) > w.Gen:
+		return ""
+	case g.EarliestEnd < 0:
+		return fmt.Sprintf("it calls the lease %s@%d not live, and its holder never completed the acquire", c.agentName(g.Agent), g.Fence)
+	case w.At >= g.EarliestEnd:
+		return ""
+	}
+	return fmt.Sprintf("it calls the lease %s@%d not live %s before the earliest its coordinator expiry can have been",
+		c.agentName(g.Agent), g.Fence, FormatDuration(g.EarliestEnd-w.At))
 }
 
 func (c *Checker) agentName(i int32) string {

@@ -104,7 +104,7 @@ func (v *Fold) Add(e *history.Event) {
 		// One it could not log has none (Seq 0).
 		g := &v.gates[e.Resource]
 		var seq uint64
-		if e.Outcome == history.OutcomeRefusalNotLogged {
+		if e.Outcome.NotLogged() {
 			g.NotLogged++
 		} else {
 			seq = uint64(g.Refused - g.NotLogged)

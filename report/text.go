@@ -58,6 +58,8 @@ var reportRows = []reportRow{
 	{"stale writes landed", func(r *history.Report) int { return r.StaleWritesLanded }, false, false},
 	{"idle while waiting (ms)", func(r *history.Report) int { return r.IdleWhileWaitingMS }, true, false},
 	{"reissued writes landed", func(r *history.Report) int { return r.ReissuedWritesLanded }, true, false},
+	{"lapsed writes landed", func(r *history.Report) int { return r.LapsedWritesLanded }, true, false},
+	{"refused for the lease", func(r *history.Report) int { return r.LeaseRefusals }, true, false},
 	{"overlaps", func(r *history.Report) int { return r.Overlaps }, false, false},
 	{"silent overlaps", func(r *history.Report) int { return r.SilentOverlaps }, false, false},
 	{"exclusion violations", func(r *history.Report) int { return r.MutualExclusionViolations }, true, true},
