@@ -55,6 +55,9 @@ type Fate struct {
 	// NotLogged: the gate refused the write but could not log the
 	// refusal (leasefence.ErrRefusalNotLogged). The write did not land.
 	NotLogged bool
+	// LeaseNotLive: the gate refused the write's lease, not its fence
+	// (a *LeaseRefusedError).
+	LeaseNotLive bool
 }
 
 // Refusal is the history's event of a refused write whose event, had it
@@ -62,7 +65,12 @@ type Fate struct {
 func (f Fate) Refusal(tmpl history.Event, agents []string) history.Event {
 	tmpl.Kind = history.CommitRefused
 	tmpl.Other, tmpl.OtherFence = slices.Index(agents, f.Floor.Holder), f.Floor.Fence
-	if f.NotLogged {
+	switch {
+	case f.LeaseNotLive && f.NotLogged:
+		tmpl.Outcome = history.OutcomeLeaseNotLiveNotLogged
+	case f.LeaseNotLive:
+		tmpl.Outcome = history.OutcomeLeaseNotLive
+	case f.NotLogged:
 		tmpl.Outcome = history.OutcomeRefusalNotLogged
 	}
 	return tmpl
@@ -84,9 +92,12 @@ func Land(ctx context.Context, res Resource, d history.Discipline, t leasefence.
 	if err == nil {
 		return Fate{Landed: true}, "", nil
 	}
+	var lease *LeaseRefusedError
 	var stale *leasefence.StaleFenceError
 	var unlogged *leasefence.RefusalNotLoggedError
 	switch {
+	case errors.As(err, &lease):
+		return Fate{Floor: lease.Floor, NotLogged: lease.NotLogged, LeaseNotLive: true}, "", nil
 	case errors.As(err, &stale):
 		return Fate{Floor: leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}}, "", nil
 	case errors.As(err, &unlogged):

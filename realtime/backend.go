@@ -84,9 +84,10 @@ type Store interface {
 type Resource interface {
 	// Commit lands write id under t through the resource's gate, the
 	// check, the write and its record as one operation. A refusal is a
-	// *leasefence.StaleFenceError, or matches leasefence.ErrTokenConflict,
-	// and records nothing; any other error means the write's fate is
-	// unknown (Landings will tell).
+	// *leasefence.StaleFenceError, matches leasefence.ErrTokenConflict,
+	// or, from a gate that checks the writer's lease too, is a
+	// *LeaseRefusedError, and records nothing; any other error means the
+	// write's fate is unknown (Landings will tell).
 	Commit(ctx context.Context, t leasefence.Token, id uint64) error
 	// Write lands write id under t with no gate at all (naive mode), and
 	// records it.
@@ -101,6 +102,21 @@ type Resource interface {
 	// Floor is the highest fence the gate admitted, with its holder.
 	Floor(ctx context.Context) (leasefence.Token, error)
 }
+
+// LeaseRefusedError is a Resource's refusal of a write for its lease, not
+// its fence: its gate checks that the writer's token is the resource's
+// current, live lease (sqlgate.WithCurrentLease), and it was not.
+type LeaseRefusedError struct {
+	// Floor is the gate's floor, which admitted the token's fence.
+	Floor leasefence.Token
+	// NotLogged: the gate could not log the refusal.
+	NotLogged bool
+	Err       error // the gate's own
+}
+
+func (e *LeaseRefusedError) Error() string { return "lease not live: " + e.Err.Error() }
+
+func (e *LeaseRefusedError) Unwrap() error { return e.Err }
 
 // Memory is the backend of in-memory coordinators (leasefence.Local), one
 // per mode: the real-time runner's own test bed, with no store in the way.
@@ -198,37 +214,84 @@ func (MemoryStore) Close() error { return nil }
 // MemoryResource is a resource behind an in-memory leasefence.FenceGate,
 // its record a list appended to under the gate's write: MemoryStore's,
 // and the gate behind a store that puts a network in front of it.
+//
+// The gate raises its floor before the write it admits runs, and refuses
+// a token below that floor at once, without waiting for the write: such
+// a refusal, answered then, would be recorded before the landing that
+// explains it. So a refusal, and a reading of the floor, are answered once
+// the record accounts for the floor they name (settle).
 type MemoryResource struct {
 	gate *leasefence.FenceGate
 	now  func() time.Duration
 
-	mu     sync.Mutex // guards record: the resource's own, not the runner's
+	mu     sync.Mutex // guards what follows: the resource's own, not the runner's
 	record []Landing
+	// floors are the tokens (holder and fence) the record accounts for as
+	// the gate's floor: each admitted write's, and each push's. recorded
+	// is signalled when one is added.
+	floors   map[leasefence.Token]bool
+	recorded sync.Cond
 }
 
 // NewMemoryResource is the resource name behind a gate of its own; now
 // reads the run's true time, for the record's stamps.
 func NewMemoryResource(name string, now func() time.Duration) *MemoryResource {
-	return &MemoryResource{gate: leasefence.NewFenceGate(name), now: now}
+	r := &MemoryResource{gate: leasefence.NewFenceGate(name), now: now, floors: make(map[leasefence.Token]bool)}
+	r.recorded.L = &r.mu
+	return r
 }
 
-func (r *MemoryResource) land(id uint64) {
+// land records write id; admitted, if not nil, is the token the gate
+// admitted it under, its floor now.
+func (r *MemoryResource) land(id uint64, admitted *leasefence.Token) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.record = append(r.record, Landing{ID: id, At: r.now()})
-	r.mu.Unlock()
+	if admitted != nil {
+		r.accountLocked(*admitted)
+	}
+}
+
+// accountLocked notes that the record accounts for floor t; r.mu is held.
+func (r *MemoryResource) accountLocked(t leasefence.Token) {
+	r.floors[leasefence.Token{Holder: t.Holder, Fence: t.Fence}] = true
+	r.recorded.Broadcast()
+}
+
+// settle waits until the record accounts for the floor holder@fence that
+// the gate answered with. The wait is short, and needs no deadline: the
+// floor was raised by a Commit whose write runs at once, with nothing to
+// wait for before it records, or by an Admit about to return. The initial
+// floor (fence 0) is nobody's.
+func (r *MemoryResource) settle(holder string, fence leasefence.Fence) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for fence != 0 && !r.floors[leasefence.Token{Holder: holder, Fence: fence}] {
+		r.recorded.Wait()
+	}
 }
 
 // Commit records the write inside the gate's Commit, where the gate holds
-// its lock: the record's order is the gate's.
+// its lock: the record's order is the gate's. A refusal is answered once
+// the record accounts for the floor that refused it.
 func (r *MemoryResource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
-	return r.gate.Commit(ctx, t, func(context.Context) error {
-		r.land(id)
+	err := r.gate.Commit(ctx, t, func(context.Context) error {
+		r.land(id, &t)
 		return nil
 	})
+	var stale *leasefence.StaleFenceError
+	var conflict *leasefence.TokenConflictError
+	switch {
+	case errors.As(err, &stale):
+		r.settle(stale.FloorHolder, stale.FloorFence)
+	case errors.As(err, &conflict):
+		r.settle(conflict.FloorHolder, conflict.FloorFence)
+	}
+	return err
 }
 
 func (r *MemoryResource) Write(_ context.Context, _ leasefence.Token, id uint64) error {
-	r.land(id)
+	r.land(id, nil)
 	return nil
 }
 
@@ -238,9 +301,22 @@ func (r *MemoryResource) Landings(context.Context) ([]Landing, error) {
 	return append([]Landing(nil), r.record...), nil
 }
 
-func (r *MemoryResource) Admit(_ context.Context, t leasefence.Token) error { return r.gate.Admit(t) }
+func (r *MemoryResource) Admit(_ context.Context, t leasefence.Token) error {
+	err := r.gate.Admit(t)
+	if err == nil {
+		r.mu.Lock()
+		r.accountLocked(t)
+		r.mu.Unlock()
+	}
+	return err
+}
 
-func (r *MemoryResource) Floor(context.Context) (leasefence.Token, error) { return r.gate.Floor(), nil }
+// Floor is answered once the record accounts for the floor it returns.
+func (r *MemoryResource) Floor(context.Context) (leasefence.Token, error) {
+	f := r.gate.Floor()
+	r.settle(f.Holder, f.Fence)
+	return f, nil
+}
 
 func init() {
 	registry.SetOpener(registry.Backends, registry.Memory, BackendAdapter{Open: func(_ context.Context, s *Setup, sc spec.Scenario) error {

@@ -265,6 +265,6 @@ func init() {
 		return nil
 	}})
 	registry.SetOpener(registry.Stores, registry.Postgres, realtime.StoreOpener(func(s *realtime.Setup) (realtime.Store, error) {
-		return Store{P: s.Backend.(*Postgres)}, nil
+		return Store{P: s.Backend.(*Postgres), Lease: SettingsOf(s.Config).Gate == GateLease}, nil
 	}))
 }

@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,11 +20,15 @@ import (
 // transaction (fenced) or on its own (naive), ordered by a sequence the
 // database draws as it applies them.
 //
-// The gates check the floor alone, not the lease table
-// (sqlgate.WithCurrentLease): the history has no event for a refusal of
-// a lease no longer live whose floor admits it, and the checker would
-// hold such a refusal, right as it is, to be unexplained.
-type Store struct{ P *Postgres }
+// With Lease (Settings.Gate GateLease) the gates check, in the write's
+// transaction, that its token is the current, live lease in the mode's
+// lease table too (sqlgate.WithCurrentLease); Commit reports such a
+// refusal as a *realtime.LeaseRefusedError, which the history records
+// as a refusal for the lease, and the checker holds to the lease's end.
+type Store struct {
+	P     *Postgres
+	Lease bool
+}
 
 // Name implements realtime.Store.
 func (Store) Name() string { return registry.Postgres }
@@ -44,7 +49,11 @@ func (s Store) Resource(ctx context.Context, mode history.Mode, name string, now
 		fence BIGINT NOT NULL, write_id BIGINT NOT NULL, at_ns BIGINT NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("realtime: postgres store: %w", err)
 	}
-	g, err := sqlgate.New(ctx, p.db, name, sqlgate.WithDialect(sqlgate.Postgres), sqlgate.WithTablePrefix(p.table("gate", mode)+"_"))
+	opts := []sqlgate.Option{sqlgate.WithDialect(sqlgate.Postgres), sqlgate.WithTablePrefix(p.table("gate", mode) + "_")}
+	if s.Lease {
+		opts = append(opts, sqlgate.WithCurrentLease(p.table("leases", mode)))
+	}
+	g, err := sqlgate.New(ctx, p.db, name, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("realtime: postgres store: %w", err)
 	}
@@ -73,9 +82,27 @@ func (r *resource) write(ctx context.Context, e execer, t leasefence.Token, id u
 }
 
 // Commit inserts the write's row in the gate's transaction: admitted, it
-// is in the record; refused, it never was.
+// is in the record; refused, it never was. A refusal for the lease is a
+// *realtime.LeaseRefusedError.
 func (r *resource) Commit(ctx context.Context, t leasefence.Token, id uint64) error {
-	return r.gate.Commit(ctx, t, func(ctx context.Context, tx *sql.Tx) error { return r.write(ctx, tx, t, id) })
+	err := r.gate.Commit(ctx, t, func(ctx context.Context, tx *sql.Tx) error { return r.write(ctx, tx, t, id) })
+	return leaseRefusal(err)
+}
+
+// leaseRefusal is err, a gate's answer, as a *realtime.LeaseRefusedError
+// if it refused the token's lease: logged, or not.
+func leaseRefusal(err error) error {
+	var logged *sqlgate.LeaseNotLiveError
+	var unlogged *leasefence.RefusalNotLoggedError
+	switch {
+	case !errors.Is(err, sqlgate.ErrLeaseNotLive):
+		return err
+	case errors.As(err, &logged):
+		return &realtime.LeaseRefusedError{Floor: leasefence.Token{Holder: logged.FloorHolder, Fence: logged.FloorFence}, Err: err}
+	case errors.As(err, &unlogged):
+		return &realtime.LeaseRefusedError{Floor: leasefence.Token{Holder: unlogged.FloorHolder, Fence: unlogged.FloorFence}, NotLogged: true, Err: err}
+	}
+	return err
 }
 
 func (r *resource) Write(ctx context.Context, t leasefence.Token, id uint64) error {
