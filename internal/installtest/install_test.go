@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,27 @@ func TestQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the quick start with an embedded etcd")
 	}
+	runProgram(t, "README.md", "leasefence/tests/etcdlease Example_lock")
+}
+
+// TestPostgresProgram does the same with docs/library.md's lease and gate
+// in one database: sqllease.Lock in one call, writes through sqlgate, and
+// the lapsed holder's write refused by the gate that checks the lease, on
+// the PostgreSQL at $LEASEFENCE_PG_URL (a SQLite file when it is unset),
+// from a module outside the repository.
+func TestPostgresProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a program with pgx and the pure-Go SQLite driver")
+	}
+	runProgram(t, "docs/library.md", "leasefence/tests/sqllease Example_postgres")
+}
+
+// runProgram builds a module of the user's own from the install block of
+// the guide rel and its program named example (its <!-- program -->
+// block), tidies it and runs it with GOWORK=off, and holds what it prints
+// to the guide's <!-- output --> block of the same name.
+func runProgram(t *testing.T, rel, example string) {
+	t.Helper()
 	docs, err := readmetest.Docs()
 	if err != nil {
 		t.Fatal(err)
@@ -128,14 +150,18 @@ func TestQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(docs[0].Text)
-	block := blockRE.FindStringSubmatch(readme)
-	program := regexp.MustCompile("(?s)<!-- program [^\n]*-->\n```go\n(.*?)```\n").FindStringSubmatch(readme)
-	output := regexp.MustCompile("(?s)<!-- output [^\n]*-->\n```\n(.*?)```\n").FindStringSubmatch(readme)
-	if block == nil || program == nil || output == nil {
-		t.Fatal("the README lacks an install block, a program or its output")
+	i := slices.IndexFunc(docs, func(d *readmetest.Doc) bool { return d.Rel == rel })
+	if i < 0 {
+		t.Fatalf("no guide %s", rel)
 	}
-	gomod := "module example.com/quickstart\n\ngo 1.26.0\n\n" + strings.ReplaceAll(block[1], clone, root)
+	text := string(docs[i].Text)
+	block := blockRE.FindStringSubmatch(text)
+	program := regexp.MustCompile("(?s)<!-- program " + regexp.QuoteMeta(example) + " -->\n```go\n(.*?)```\n").FindStringSubmatch(text)
+	output := regexp.MustCompile("(?s)<!-- output " + regexp.QuoteMeta(example) + " -->\n```\n(.*?)```\n").FindStringSubmatch(text)
+	if block == nil || program == nil || output == nil {
+		t.Fatalf("%s lacks an install block, or the program %s or its output", rel, example)
+	}
+	gomod := "module example.com/userprogram\n\ngo 1.26.0\n\n" + strings.ReplaceAll(block[1], clone, root)
 	dir := scratchModule(t, gomod, program[1])
 	var out []byte
 	for _, args := range [][]string{{"mod", "tidy"}, {"run", "."}} {
@@ -144,11 +170,11 @@ func TestQuickStart(t *testing.T) {
 		cmd.Stderr = &stderr
 		out, err = cmd.Output()
 		if err != nil {
-			t.Fatalf("go %s in the quick start's module: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+			t.Fatalf("go %s in a module on %s's block and program: %v\n%s%s", strings.Join(args, " "), rel, err, out, stderr.Bytes())
 		}
 	}
 	if string(out) != output[1] {
-		t.Errorf("go run . printed:\n%s\nthe README shows:\n%s", out, output[1])
+		t.Errorf("go run . printed:\n%s\n%s shows:\n%s", out, rel, output[1])
 	}
 }
 
