@@ -6,6 +6,9 @@ package runtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -37,7 +40,8 @@ type recorder struct {
 func (r *recorder) Event(e history.Event) { r.enc.Event(e) }
 
 // RunRecorded runs sc on setup-less options and returns the result and its
-// history file.
+// history file, which a test that fails keeps as <scenario>-<seed>.jsonl in
+// its artifact directory (go test -artifacts; the failure's log names it).
 func RunRecorded(t *testing.T, sc spec.Scenario, opts realtime.Options) (*realtime.Result, []byte) {
 	t.Helper()
 	rec := &recorder{}
@@ -56,7 +60,23 @@ func RunRecorded(t *testing.T, sc spec.Scenario, opts realtime.Options) (*realti
 	if err := rec.enc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return res, rec.buf.Bytes()
+	file := rec.buf.Bytes()
+	t.Cleanup(func() { keepOnFailure(t, fmt.Sprintf("%s-%d.jsonl", sc.Name, sc.Seed), file) })
+	return res, file
+}
+
+// keepOnFailure writes the history of a failed test's run where go test
+// -artifacts keeps it, so that a failure seen once can be judged again.
+func keepOnFailure(t *testing.T, name string, file []byte) {
+	if !t.Failed() {
+		return
+	}
+	path := filepath.Join(t.ArtifactDir(), name)
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Errorf("keeping the failed run's history: %v", err)
+		return
+	}
+	t.Logf("the failed run's history: %s", path)
 }
 
 // CheckRoundTrip checks that the history file gives the checker exactly
