@@ -53,6 +53,18 @@ type RestartChecker interface {
 	CheckRestart(persist bool) error
 }
 
+// LeaseKeeper is a Backend whose restart (persist) keeps every lease its
+// coordinators granted, not only their fence counter: PostgreSQL recovers
+// every row it committed from its write-ahead log, leases among them.
+// When RestartKeepsLeases reports kept, the runner records such a restart
+// as a restart fault on target, the server it restarted, and not as the
+// coordinator's restart: the checker goes on holding each lease to its
+// expiry across it, as the server does, where a coordinator_restarted
+// would have it forget them and excuse a second grant of one.
+type LeaseKeeper interface {
+	RestartKeepsLeases() (target string, kept bool)
+}
+
 // FloorKeeper is a Store whose gates live in the backend's own server
 // (etcd's gates in etcd): when FloorsLostWithBackend says so, a restart
 // that loses the backend's state takes the gates' floors with it, and the

@@ -27,9 +27,9 @@
 // name (adapter.go: BackendAdapter, StoreOpener, ContenderOpener). What
 // an adapter differs in, it states through optional interfaces the
 // runner asks for (Describer, CoarseRetryHinter, RestartChecker,
-// FloorKeeper, MemberBackend), never by its type. A program links the
-// adapters it runs (realtime/adapters links them all); Config.Check
-// refuses one it does not link, by name (ErrNotLinked).
+// LeaseKeeper, FloorKeeper, MemberBackend), never by its type. A program
+// links the adapters it runs (realtime/adapters links them all);
+// Config.Check refuses one it does not link, by name (ErrNotLinked).
 //
 // # Faults, mapped onto the real world
 //
@@ -52,7 +52,10 @@
 //     after the last fence (persist) or from zero; on an embedded etcd it
 //     stops every member and starts it again on its data directory
 //     (persist), or starts a fresh cluster on a new directory (a restore
-//     without --bump-revision: revisions, and so fences, start over).
+//     without --bump-revision: revisions, and so fences, start over); on
+//     PostgreSQL it crashes a server of the run's own and starts it again
+//     on its data, which keeps the leases too (LeaseKeeper): recorded as
+//     the server's restart, not the coordinator's.
 //   - The faults of the backend's own servers (the scenario's faults
 //     list: an etcd member paused or cut off, the Redis primary paused,
 //     killed or partitioned) are the backend's adapter's to play, through
@@ -63,7 +66,8 @@
 // Every fault played is recorded in every mode as a fault_began event (its
 // spec.Faults kind, and the agent or target it befalls) and, when a window
 // ends, a fault_ended: partitions, restarts (before the
-// coordinator_restarted the checker reads) and member faults alike.
+// coordinator_restarted the checker reads, unless the restart kept the
+// leases) and member faults alike.
 //
 // The choices (which call is dropped, how long a stall lasts, which
 // resource an agent picks) come from seeded generators drawn as the

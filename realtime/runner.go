@@ -415,7 +415,9 @@ func (r *Runner) schedule(ctx context.Context, wg *sync.WaitGroup) {
 	r.timed = PlayFaults(ctx, wg, r.backend, r.sc.Faults, r.now, r.recordFault)
 }
 
-// restart restarts the coordinators, and records it in every mode.
+// restart restarts the coordinators, and records it in every mode: as
+// the coordinator's restart, or as its server's where the backend's
+// restart keeps the leases (LeaseKeeper).
 func (r *Runner) restart(ctx context.Context, persist bool) {
 	r.restarting.Lock()
 	defer r.restarting.Unlock()
@@ -435,9 +437,18 @@ func (r *Runner) restart(ctx context.Context, persist bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	target, kept := "", false
+	if lk, ok := r.backend.(LeaseKeeper); ok && persist {
+		target, kept = lk.RestartKeepsLeases()
+	}
 	for _, w := range r.worlds {
 		if w.backend != r.backend {
 			continue // a contender's lock: not the lab's to restart (the registry refuses restarts of one)
+		}
+		if kept {
+			// The server's, not the coordinator's: its leases live on.
+			r.emitAtLocked(w.mode, serverRestarted(target, persist), began)
+			continue
 		}
 		r.emitAtLocked(w.mode, spec.RestartBegan(persist), began)
 		e := history.Event{Kind: history.CoordinatorRestarted, Agent: -1, Resource: -1, Other: -1,
@@ -486,8 +497,7 @@ func (r *Runner) restartContenders(ctx context.Context, persist bool) {
 		if target == "" {
 			target = string(c.Info.Name) + "'s server"
 		}
-		e := spec.FaultRestart.Began(-1, target, 0)
-		e.Detail = map[bool]string{false: "its data lost", true: "its data kept"}[persist]
+		e := serverRestarted(target, persist)
 		if err != nil {
 			if ctx.Err() != nil {
 				continue
@@ -504,6 +514,14 @@ func (r *Runner) restartContenders(ctx context.Context, persist bool) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// serverRestarted is the restart fault of a server, target, that kept
+// its data or lost it.
+func serverRestarted(target string, persist bool) history.Event {
+	e := spec.FaultRestart.Began(-1, target, 0)
+	e.Detail = map[bool]string{false: "its data lost", true: "its data kept"}[persist]
+	return e
 }
 
 // recordFault records fault event e in every mode, now.
