@@ -97,8 +97,9 @@ var table = []*Entry{
 		Needs: Needs{Server: "etcd"}, Plays: slices.Concat(agentFaults, spec.MemberFaults), Refuses: []*Feature{Interventions}},
 	{Kind: Backends, Name: Redis, Doc: "agents in real time on Redis (a throwaway redis-server, or --redis-url)", Real: true, Shared: true,
 		Needs: Needs{Server: "redis-server"}, Plays: slices.Concat(agentFaults, spec.RedisFaults), Refuses: []*Feature{EtcdMembers, Interventions}},
-	{Kind: Backends, Name: Postgres, Doc: "agents in real time on PostgreSQL (sqllease, in a schema of the run's own on the server $LEASEFENCE_PG_URL names); its fault kills the run's connections (faults, do: kill_connections)", Real: true,
-		Needs: Needs{Server: "postgresql"}, Plays: []spec.Fault{spec.FaultPartition, spec.FaultCrash, spec.FaultDrop, spec.FaultPush, spec.FaultKillConnections}, Refuses: []*Feature{EtcdMembers, Interventions, OverTheWire}},
+	{Kind: Backends, Name: Postgres, Doc: "agents in real time on PostgreSQL (sqllease, in a schema of the run's own on the server $LEASEFENCE_PG_URL names); its fault kills the run's connections (faults, do: kill_connections); " +
+		"a scenario with restarts runs on a server of the run's own, which each restart crashes and starts again on its data", Real: true,
+		Needs: Needs{Server: "postgresql"}, Plays: []spec.Fault{spec.FaultPartition, spec.FaultRestart, spec.FaultCrash, spec.FaultDrop, spec.FaultPush, spec.FaultKillConnections}, Refuses: []*Feature{EtcdMembers, Interventions, OverTheWire}},
 
 	{Kind: Stores, Name: Memory, Doc: "gates in memory", Real: true, Refuses: []*Feature{OverTheWire}},
 	{Kind: Stores, Name: SQLite, Doc: "gates in a temporary SQLite file", Real: true, Shared: true, Refuses: []*Feature{OverTheWire}},

@@ -41,7 +41,7 @@ var arrows = map[string][]string{
 	"realtime/redislocks":        {"realtime", "history", "registry", "leasefence/redislease/redisdeploy", "internal/scratch"},
 	"realtime/zklock":            {"realtime", "history", "registry", "internal/scratch"},
 	"realtime/pgadvisory":        {"realtime", "history", "registry", "realtime/pgbackend"},
-	"realtime/pgbackend":         {"realtime", "history", "registry", "spec", "leasefence", "leasefence/sqllease", "leasefence/sqlgate"},
+	"realtime/pgbackend":         {"realtime", "history", "registry", "spec", "leasefence", "leasefence/sqllease", "leasefence/sqlgate", "internal/scratch"},
 	"realtime/k8slease":          {"realtime", "history", "registry", "leasefence/etcdlease/etcdembed", "realtime/internal/embedded"},
 	"realtime/internal/embedded": {"realtime", "leasefence/etcdlease/etcdembed", "internal/scratch"},
 	"realtime/internal/unlinked": {},                                                        // a test that links no adapter

@@ -2,6 +2,7 @@ package pgbackend
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -15,8 +16,15 @@ import (
 const killEvery = 100 * time.Millisecond
 
 // idleConns is database/sql's default number of idle connections a pool
-// keeps, which End restores after closing them.
+// keeps, which dropIdle restores after closing them.
 const idleConns = 2
+
+// dropIdle closes db's idle connections, whose sessions the server may
+// have ended: the first call on each would fail once more.
+func dropIdle(db *sql.DB) {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(idleConns)
+}
 
 // BeginFault implements realtime.FaultPlayer: kill_connections
 // terminates every session of the run's coordinators and gates now, and
@@ -39,11 +47,11 @@ func (p *Postgres) BeginFault(ctx context.Context, f spec.TimedFault) (realtime.
 // killing is a kill of the connections under way.
 type killing struct {
 	p     *Postgres
-	first int
+	first Ended
 	stop  chan struct{}
 	done  chan struct{}
 	// Set by loop, read once done is closed.
-	total int
+	total Ended
 	errs  []error
 }
 
@@ -60,7 +68,7 @@ func (k *killing) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		n, err := Terminate(ctx, k.p.admin, k.p.schema)
 		cancel()
-		k.total += n
+		k.total = k.total.Add(n)
 		if err != nil {
 			k.errs = append(k.errs, err)
 			return
@@ -70,7 +78,7 @@ func (k *killing) loop() {
 
 // Began implements realtime.ActiveFault.
 func (k *killing) Began() (target, detail string) {
-	return "postgres connections of " + k.p.schema, fmt.Sprintf("%d sessions terminated, and each opened again within %v", k.first, killEvery)
+	return "postgres connections of " + k.p.schema, fmt.Sprintf("%d sessions terminated (%d in a call), and each opened again within %v", k.first.Sessions, k.first.InCall, killEvery)
 }
 
 // End implements realtime.ActiveFault: it stops terminating sessions,
@@ -85,9 +93,8 @@ func (k *killing) End(ctx context.Context) realtime.FaultOutcome {
 	case <-ctx.Done():
 		return realtime.FaultOutcome{Err: fmt.Errorf("realtime: postgres: the kill of the connections did not stop: %w", ctx.Err())}
 	}
-	k.p.db.SetMaxIdleConns(0)
-	k.p.db.SetMaxIdleConns(idleConns)
-	out := realtime.FaultOutcome{Detail: fmt.Sprintf("%d sessions terminated in all", k.total)}
+	dropIdle(k.p.db)
+	out := realtime.FaultOutcome{Detail: fmt.Sprintf("%d sessions terminated in all, %d of them in a call: a statement running or a transaction open", k.total.Sessions, k.total.InCall)}
 	if err := errors.Join(k.errs...); err != nil {
 		out.Err = fmt.Errorf("realtime: postgres: %w", err)
 		out.Detail += "; " + err.Error()

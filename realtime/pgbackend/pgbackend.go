@@ -8,16 +8,28 @@
 // a schema of its own, which closing the backend drops, and names its
 // connections by an application name of its own. It registers both with
 // the registry when linked (realtime/adapters links it). Its agents are
-// goroutines: the backend lives in the lab's process, which agents as
-// processes cannot share.
+// goroutines, or processes of their own that reach the run's schema
+// (attach.go), their sessions named as the run's.
 //
 // Its fault is the loss of every connection (the faults list's
 // kill_connections, faults.go): each session of the run's coordinators
 // and gates is terminated (pg_terminate_backend), an acquire, renewal or
 // write in flight among them, and the pools open new ones. PostgreSQL
-// keeps what it committed, leases, fences and floors included. Restarts
-// are refused (CheckRestart): the server the lab uses is shared, and is
-// not the lab's to restart or wipe.
+// keeps what it committed, leases, fences and floors included.
+//
+// The shared server is never restarted: a scenario that restarts the
+// coordinator runs on a PostgreSQL of the run's own instead (restart.go,
+// server.go), a cluster initdb makes in the run's temporary directory
+// from the distribution's binaries (BinGlob, as scripts/postgres.sh finds
+// them), served on a free loopback port, as the postgres user when the
+// lab runs as root. Each restart crashes it (an immediate shutdown: every
+// session ends, a write in flight among them) and starts it again on the
+// same data, which it recovers from its write-ahead log: leases, fences
+// and floors survive, so the history records the server's restart, not
+// the coordinator's (realtime.LeaseKeeper), and the checker holds every
+// lease to its expiry across it. A restart that loses the fence counter
+// is refused (ErrRestartKeepsState), and so are restarts without the
+// binaries (ErrNotInstalled).
 package pgbackend
 
 import (
@@ -80,30 +92,43 @@ func Connect(url, app string) (*sql.DB, error) {
 	return stdlib.OpenDB(*cfg), nil
 }
 
+// Ended is what Terminate ended: sessions, and of them those in a call,
+// running a statement or inside a transaction (pg_stat_activity's state
+// other than idle): a call cut in flight, whose caller gets no answer.
+type Ended struct{ Sessions, InCall int }
+
+// Add is e and o together.
+func (e Ended) Add(o Ended) Ended {
+	return Ended{Sessions: e.Sessions + o.Sessions, InCall: e.InCall + o.InCall}
+}
+
 // Terminate ends every session named app but the caller's own, and waits
 // for each to exit: PostgreSQL rolls back its transaction and drops its
 // session-level locks. It returns how many it ended. A session that
 // ended by itself meanwhile (pg_terminate_backend then answers false) is
 // ended too; one still there after the wait is an error.
-func Terminate(ctx context.Context, admin *sql.DB, app string) (int, error) {
-	rows, err := admin.QueryContext(ctx, `SELECT pid, pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+func Terminate(ctx context.Context, admin *sql.DB, app string) (Ended, error) {
+	rows, err := admin.QueryContext(ctx, `SELECT pid, coalesce(state, 'idle') <> 'idle', pg_terminate_backend(pid, 5000) FROM pg_stat_activity
 		WHERE application_name = $1 AND pid <> pg_backend_pid()`, app)
 	if err != nil {
-		return 0, fmt.Errorf("terminating the sessions of %s: %w", app, err)
+		return Ended{}, fmt.Errorf("terminating the sessions of %s: %w", app, err)
 	}
-	var n int
+	var n Ended
 	var unsure []int64
 	for rows.Next() {
 		var pid int64
-		var ended bool
-		if err := rows.Scan(&pid, &ended); err != nil {
+		var inCall, ended bool
+		if err := rows.Scan(&pid, &inCall, &ended); err != nil {
 			rows.Close()
 			return n, err
 		}
 		if !ended {
 			unsure = append(unsure, pid)
 		}
-		n++
+		n.Sessions++
+		if inCall {
+			n.InCall++
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -134,7 +159,8 @@ type Postgres struct {
 	url    string
 	schema string // the run's own: every table is in it
 	db     *sql.DB
-	admin  *sql.DB // named apart, so that a restart does not end its own session
+	admin  *sql.DB // named apart, so that a kill of the connections does not end its own session
+	server *server // the run's own PostgreSQL (restart.go), or nil: the shared one
 
 	mu     sync.Mutex
 	closed bool
@@ -197,17 +223,6 @@ func (p *Postgres) OpenLockDelay(ctx context.Context, mode history.Mode, clock l
 	return func() leasefence.Service { return c }, nil
 }
 
-// ErrNoRestart: the PostgreSQL the lab uses is shared, not the lab's to
-// restart.
-var ErrNoRestart = errors.New("realtime: postgres: the server is shared and not the lab's to restart; kill the run's connections instead (faults, do: kill_connections)")
-
-// CheckRestart implements realtime.RestartChecker: no restart.
-func (*Postgres) CheckRestart(bool) error { return ErrNoRestart }
-
-// Restart implements realtime.Backend: ErrNoRestart (the registry refuses
-// a scenario's restarts before anything starts).
-func (*Postgres) Restart(context.Context, bool) error { return ErrNoRestart }
-
 // Close implements realtime.Backend: it drops the run's schema, and
 // closes the connections. It is safe to call more than once.
 func (p *Postgres) Close() error {
@@ -225,16 +240,22 @@ func (p *Postgres) Close() error {
 		errs = append(errs, fmt.Errorf("realtime: postgres: dropping schema %s: %w", p.schema, err))
 	}
 	errs = append(errs, p.admin.Close())
+	if p.server != nil {
+		errs = append(errs, p.server.close())
+	}
 	return errors.Join(errs...)
 }
 
 // check is realtime.Config.Check's part for the postgres backend: a
-// server to run on, and the time PostgreSQL keeps.
+// server to run on, restarts it can play, and the time PostgreSQL keeps.
 func check(c realtime.Config, sc spec.Scenario) error {
 	bad := func(setting string, cause error, format string, args ...any) error {
 		return &realtime.ConfigError{Setting: setting, Problem: fmt.Sprintf(format, args...), Err: cause}
 	}
-	if err := Available(); err != nil {
+	if err := checkRestarts(sc.Restarts); err != nil {
+		return err
+	}
+	if err := Missing(sc); err != nil {
 		return bad("backend", err, "%v", err)
 	}
 	if sc.Clocks.CoordinatorDriftPPM != 0 {
@@ -252,11 +273,7 @@ func check(c realtime.Config, sc spec.Scenario) error {
 
 func init() {
 	registry.SetOpener(registry.Backends, registry.Postgres, realtime.BackendAdapter{Check: check, Open: func(ctx context.Context, s *realtime.Setup, sc spec.Scenario) error {
-		url, err := URL()
-		if err != nil {
-			return err
-		}
-		p, err := New(ctx, url)
+		p, err := open(ctx, s.Config, sc)
 		if err != nil {
 			return err
 		}

@@ -23,9 +23,6 @@ func TestOnlyPostgresKillsConnections(t *testing.T) {
 	if got := registry.Where(sc); len(got) != 1 || got[0] != registry.Postgres {
 		t.Errorf("kill_connections runs on %v, want postgres alone", got)
 	}
-	if err := registry.Must(registry.Backends, registry.Postgres).CanPlay(spec.Scenario{Restarts: []spec.Restart{{At: time.Second, Persist: true}}}); err == nil {
-		t.Error("the postgres backend plays restarts of a shared server")
-	}
 }
 
 // open is the backend on the PostgreSQL $LEASEFENCE_PG_URL names, or
@@ -63,14 +60,57 @@ func TestNoServerNamesTheScript(t *testing.T) {
 // A kill of the connections terminates the sessions of the run's
 // coordinators and gates: PostgreSQL keeps the lease, its fence and the
 // floor, the pools open new connections, and a retried acquire gets the
-// grant already made. Restarts are refused.
+// grant already made. The shared server is not restarted.
 func TestKillingTheConnectionsKeepsTheState(t *testing.T) {
 	ctx := t.Context()
 	p := open(t)
 	if err := p.CheckRestart(true); !errors.Is(err, pgbackend.ErrNoRestart) {
 		t.Errorf("a restart: %v, want ErrNoRestart", err)
 	}
-	svc, err := p.Open(ctx, history.Fenced, leasefence.NewMonotonicClock("test"), time.Second)
+	if err := p.Restart(ctx, true); !errors.Is(err, pgbackend.ErrNoRestart) {
+		t.Errorf("a restart: %v, want ErrNoRestart", err)
+	}
+	keepsState(t, p, func(ctx context.Context) {
+		kill, err := p.BeginFault(ctx, spec.TimedFault{Do: spec.FaultKillConnections, Duration: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if target, detail := kill.Began(); target == "" || !strings.Contains(detail, "sessions terminated") || strings.HasPrefix(detail, "0 ") {
+			t.Errorf("the kill began on %q, %q: want the coordinator's and the gate's sessions", target, detail)
+		}
+		if out := kill.End(ctx); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	})
+}
+
+// A restart of a PostgreSQL of the backend's own crashes it, and it
+// starts again on its data: it keeps the lease, its fence and the floor,
+// the pools open new connections, and a retried acquire gets the grant
+// already made. A restart that loses the counter is refused.
+func TestRestartKeepsTheState(t *testing.T) {
+	p := pgbackend.OwnServer(t)
+	if err := p.CheckRestart(false); !errors.Is(err, pgbackend.ErrRestartKeepsState) {
+		t.Errorf("a restart that loses the counter: %v, want ErrRestartKeepsState", err)
+	}
+	if err := p.Restart(t.Context(), false); !errors.Is(err, pgbackend.ErrRestartKeepsState) {
+		t.Errorf("a restart that loses the counter: %v, want ErrRestartKeepsState", err)
+	}
+	keepsState(t, p, func(ctx context.Context) {
+		if err := p.Restart(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// keepsState takes a lease and writes under it, strikes p, and checks
+// that PostgreSQL kept the lease, its fence and the floor: the same
+// request gets the same grant, another holder is refused, and the next
+// lease's fence is higher. The lease lasts far longer than a strike.
+func keepsState(t *testing.T, p *pgbackend.Postgres, strike func(context.Context)) {
+	t.Helper()
+	ctx := t.Context()
+	svc, err := p.Open(ctx, history.Fenced, leasefence.NewMonotonicClock("test"), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,16 +127,7 @@ func TestKillingTheConnectionsKeepsTheState(t *testing.T) {
 	if err := res.Commit(ctx, tok, 1); err != nil {
 		t.Fatal(err)
 	}
-	kill, err := p.BeginFault(ctx, spec.TimedFault{Do: spec.FaultKillConnections, Duration: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if target, detail := kill.Began(); target == "" || !strings.Contains(detail, "sessions terminated") || strings.HasPrefix(detail, "0 ") {
-		t.Errorf("the kill began on %q, %q: want the coordinator's and the gate's sessions", target, detail)
-	}
-	if out := kill.End(ctx); out.Err != nil {
-		t.Fatal(out.Err)
-	}
+	strike(ctx)
 	// A call on a connection the server ended fails (no answer was had),
 	// and the caller resends the same request, as leasefence.Hold does:
 	// database/sql keeps at most two idle connections, each failing its
@@ -138,7 +169,8 @@ func TestKillingTheConnectionsKeepsTheState(t *testing.T) {
 	}
 }
 
-// Terminate ends the sessions of one name only, and says how many.
+// Terminate ends the sessions of one name only, and says how many, and
+// how many of them were in a call.
 func TestTerminateEndsOnlyTheNamedSessions(t *testing.T) {
 	url, err := pgbackend.URL()
 	if err != nil {
@@ -163,10 +195,29 @@ func TestTerminateEndsOnlyTheNamedSessions(t *testing.T) {
 	}
 	t.Cleanup(func() { admin.Close() })
 	n, err := pgbackend.Terminate(ctx, admin, app)
-	if err != nil || n != 1 {
-		t.Fatalf("Terminate: %d sessions, %v; want the one named %s", n, err, app)
+	if err != nil || n != (pgbackend.Ended{Sessions: 1}) {
+		t.Fatalf("Terminate: %+v, %v; want the one idle session named %s", n, err, app)
 	}
-	if n, err := pgbackend.Terminate(ctx, admin, other); err != nil || n != 1 {
-		t.Fatalf("Terminate of the other name: %d, %v; want 1, still there", n, err)
+	if n, err := pgbackend.Terminate(ctx, admin, other); err != nil || n != (pgbackend.Ended{Sessions: 1}) {
+		t.Fatalf("Terminate of the other name: %+v, %v; want 1 idle, still there", n, err)
+	}
+	// A session inside a transaction is in a call: the caller waits for
+	// the rest of it.
+	busy := pgbackend.RunName("leasefence_test")
+	db, err := pgbackend.Connect(url, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := pgbackend.Terminate(ctx, admin, busy); err != nil || n != (pgbackend.Ended{Sessions: 1, InCall: 1}) {
+		t.Fatalf("Terminate of a session in a transaction: %+v, %v; want 1, in a call", n, err)
 	}
 }
