@@ -136,7 +136,11 @@ func (s *server) initdb(ctx context.Context) error {
 		"--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync")
 	procAttr(cmd, s.as)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("pgbackend: initdb in %s: %w%s", s.data(), err, tail("its output", string(out)))
+		hint := ""
+		if s.as != nil {
+			hint = fmt.Sprintf(" (it runs as user %s, who must be able to reach %s: a temporary directory closed to others, as root's TMPDIR may be, keeps it out)", serverUser, s.dir)
+		}
+		return fmt.Errorf("pgbackend: initdb in %s: %w%s%s", s.data(), err, hint, tail("its output", string(out)))
 	}
 	return nil
 }
