@@ -74,7 +74,8 @@
 //     same database, the write's transaction also checks that the token is
 //     the resource's current, live lease (its row in table has the token's
 //     holder and fence, is not released, and expires after the database's
-//     clock now; on PostgreSQL the row is held FOR SHARE until the write
+//     clock now; on PostgreSQL it is read in the statement that locks the
+//     floor row, once that lock is held, and held FOR SHARE until the write
 //     commits, so no acquire replaces the lease under it). A token the floor
 //     admits but whose lease has ended is refused with a *LeaseNotLiveError
 //     (ErrLeaseNotLive), logged like a floor refusal in a transaction of its

@@ -98,6 +98,21 @@ type statements struct {
 	// lock reads the floor and locks its row until the transaction ends
 	// (PostgreSQL only).
 	lock string
+	// lockLease is lock that also reports whether ($2, $3) is the
+	// resource's current, live lease in the lease table, holding the
+	// lease row FOR SHARE until the transaction ends (PostgreSQL, a gate
+	// made WithCurrentLease).
+	//
+	// The lease row is read by a sub-select of the floor row the CTE has
+	// locked, so PostgreSQL reads it, and the clock, once the floor row's
+	// wait is over: a sub-select beside the lock would be run before the
+	// wait. It is selected by resource alone and judged in its select list,
+	// so that a lease row changed since the statement began (renewed,
+	// released, granted anew) is locked at its newest version and judged
+	// on it (under READ COMMITTED PostgreSQL evaluates a locked row again
+	// when it has changed); conditions in its WHERE would judge the version
+	// the statement's snapshot saw and skip it if that one had expired.
+	lockLease string
 	// count takes the next sequence number for a refusal and returns the
 	// floor that refused it. It locks the floor row, so refusals of one
 	// resource are numbered one at a time, each against the floor then.
@@ -109,8 +124,9 @@ type statements struct {
 	ensureRow  string
 	initFloor  string
 	// leaseLive selects a row if ($2, $3) is the current, live lease of
-	// resource $1 in the lease table; on PostgreSQL it holds the row FOR
-	// SHARE until the transaction ends.
+	// resource $1 in the lease table (SQLite, whose write lock, taken by
+	// the raise before it, holds off any acquire until the transaction
+	// ends).
 	leaseLive string
 }
 
@@ -129,11 +145,11 @@ func newStatements(d Dialect, floorTab, logTab, leaseTab string) statements {
 		ensureRow: `INSERT INTO ` + floorTab + ` (resource, holder, fence, refused) VALUES ($1, '', $2, 0) ON CONFLICT (resource) DO NOTHING`,
 		initFloor: `UPDATE ` + floorTab + ` SET holder = '', fence = $2 WHERE resource = $1 AND fence < $2`,
 		leaseLive: `SELECT 1 FROM ` + leaseTab + ` WHERE resource = $1 AND holder = $2 AND fence = $3 AND released = 0 AND expires_us > ` + d.nowMicros(),
+		lockLease: `WITH f AS MATERIALIZED (SELECT resource, holder, fence FROM ` + floorTab + ` WHERE resource = $1 FOR UPDATE) ` +
+			`SELECT f.holder, f.fence, COALESCE((SELECT l.holder = $2 AND l.fence = $3 AND l.released = 0 AND l.expires_us > ` + d.nowMicros() +
+			` FROM ` + leaseTab + ` l WHERE l.resource = f.resource FOR SHARE), FALSE) FROM f`,
 	}
-	if d == Postgres {
-		s.leaseLive += ` FOR SHARE`
-	}
-	for _, q := range []*string{&s.raise, &s.lock, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor, &s.leaseLive} {
+	for _, q := range []*string{&s.raise, &s.lock, &s.lockLease, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor, &s.leaseLive} {
 		*q = d.placeholders(*q)
 	}
 	return s
@@ -223,9 +239,15 @@ func (g *Gate) readFloor(ctx context.Context, q querier) (leasefence.Token, erro
 // readFloorWith reads the floor row with query, which selects its holder
 // and fence.
 func (g *Gate) readFloorWith(ctx context.Context, q querier, query string) (leasefence.Token, error) {
+	return g.scanFloor(q.QueryRowContext(ctx, query, g.resource))
+}
+
+// scanFloor reads the floor from row, whose first columns are the floor
+// row's holder and fence, and the columns after them into more.
+func (g *Gate) scanFloor(row *sql.Row, more ...any) (leasefence.Token, error) {
 	var holder string
 	var fence int64
-	err := q.QueryRowContext(ctx, query, g.resource).Scan(&holder, &fence)
+	err := row.Scan(append([]any{&holder, &fence}, more...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return leasefence.Token{}, fmt.Errorf("%w: %q in %s", ErrNoFloor, g.resource, g.floorTab)
 	}
@@ -295,11 +317,12 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 			_ = tx.Rollback() // a panic in write, or any error below: undo the floor with the write
 		}
 	}()
-	ok, err := g.judge(ctx, tx, t)
+	v, err := g.judge(ctx, tx, t, true)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	switch v {
+	case refused:
 		r, err := g.logRefusal(ctx, tx, t, true)
 		if err == nil {
 			done = true
@@ -313,12 +336,8 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 			return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err}
 		}
 		return leasefence.RejectionError(r)
-	}
-	if live, err := g.leaseLive(ctx, tx, t); err != nil || !live {
-		if err != nil {
-			return err
-		}
-		_ = tx.Rollback() // the floor's raise with it: write did not run
+	case notLive:
+		_ = tx.Rollback() // the floor's raise with it, if any: write did not run
 		done = true
 		return g.refuseLease(ctx, t)
 	}
@@ -332,9 +351,19 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 	return tx.Commit()
 }
 
-// judge decides, in tx, whether the floor admits t, and if so raises the
-// floor to t; the floor row stays locked until tx ends either way, so the
-// decision holds until then.
+// verdict is judge's decision on a token.
+type verdict int
+
+const (
+	refused  verdict = iota // the floor refuses the token
+	admitted                // the floor admits it, raised to it if need be, and its lease is live if checked
+	notLive                 // the floor admits it, but it is not the current, live lease (WithCurrentLease)
+)
+
+// judge decides, in tx, whether the floor admits t and, with lease on a
+// gate made WithCurrentLease, whether t is the resource's current, live
+// lease; if both, it raises the floor to t. The floor row stays locked
+// until tx ends whatever the verdict, so the decision holds until then.
 //
 // On SQLite the first statement must write: it takes the database's write
 // lock, whereas a read first would open a read transaction whose later write
@@ -342,43 +371,68 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 // comes first, and SQLite rewrites the row in place even when the token is
 // already the floor: an UPDATE that spared the rewrite would need a second
 // statement to tell the floor's own token from a refusal, and preparing
-// that statement measured dearer than the rewrite.
+// that statement measured dearer than the rewrite. The lease is read after
+// it, under the write lock.
 //
 // On PostgreSQL every UPDATE writes a new version of the row, even one that
 // changes nothing, and a row updated thousands of times a second grows a
 // chain of dead versions that each later update walks: a holder committing
 // again and again under its lease would slow down with every commit. So the
 // row is locked with SELECT ... FOR UPDATE, which waits for any transaction
-// holding it and then reads the committed floor, and rewritten only when the
-// floor rises, once per new lease. The rule applied is the raise statement's
-// (admits), and the raise is still the conditional UPDATE, so a rule that
-// disagreed would be caught as errRejudge, never admitted.
-func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token) (admitted bool, err error) {
+// holding it and then reads the committed floor (and the lease, in the same
+// statement), and rewritten only when the floor rises, once per new lease.
+// The rule applied is the raise statement's (admits), and the raise is
+// still the conditional UPDATE, so a rule that disagreed would be caught as
+// errRejudge, never admitted.
+func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, error) {
+	lease = lease && g.leaseTab != ""
 	if g.dialect == Postgres {
-		floor, err := g.readFloorWith(ctx, tx, g.q.lock)
+		floor, live, err := g.lockFloor(ctx, tx, t, lease)
 		if err != nil {
-			return false, err
+			return refused, err
 		}
 		r := leasefence.Rejection{Holder: t.Holder, Fence: t.Fence, FloorHolder: floor.Holder, FloorFence: floor.Fence}
-		if !admits(r) {
-			return false, nil
-		}
-		if floor.Holder == t.Holder && floor.Fence == t.Fence {
-			return true, nil // t is the floor already: the lock is all it takes
+		switch {
+		case !admits(r):
+			return refused, nil
+		case !live:
+			return notLive, nil
+		case floor.Holder == t.Holder && floor.Fence == t.Fence:
+			return admitted, nil // t is the floor already: the lock is all it takes
 		}
 	}
 	res, err := tx.ExecContext(ctx, g.q.raise, g.resource, t.Holder, int64(t.Fence))
 	if err != nil {
-		return false, err
+		return refused, err
 	}
 	n, err := res.RowsAffected()
-	if err != nil {
-		return false, err
+	switch {
+	case err != nil:
+		return refused, err
+	case n == 0 && g.dialect == Postgres:
+		return refused, errRejudge // the locked floor admitted t, so the raise must have matched
+	case n == 0:
+		return refused, nil
+	case lease && g.dialect != Postgres:
+		live, err := g.leaseLive(ctx, tx, t)
+		if err != nil || !live {
+			return notLive, err
+		}
 	}
-	if n == 0 && g.dialect == Postgres {
-		return false, errRejudge // the locked floor admitted t, so the raise must have matched
+	return admitted, nil
+}
+
+// lockFloor locks the floor row and reads the floor (PostgreSQL); with
+// lease, the same statement reports whether t is the resource's current,
+// live lease and holds its lease row FOR SHARE. Without lease, live is
+// true.
+func (g *Gate) lockFloor(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (floor leasefence.Token, live bool, err error) {
+	if !lease {
+		floor, err := g.readFloorWith(ctx, tx, g.q.lock)
+		return floor, true, err
 	}
-	return n > 0, nil
+	floor, err = g.scanFloor(tx.QueryRowContext(ctx, g.q.lockLease, g.resource, t.Holder, int64(t.Fence)), &live)
+	return floor, live, err
 }
 
 // logRefusal appends the refusal of t to the log, in tx, whose conditional
@@ -471,11 +525,11 @@ func (g *Gate) admitOnce(ctx context.Context, t leasefence.Token) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	ok, err := g.judge(ctx, tx, t)
+	v, err := g.judge(ctx, tx, t, false)
 	if err != nil {
 		return err
 	}
-	if ok {
+	if v == admitted {
 		return tx.Commit()
 	}
 	floor, err := g.readFloor(ctx, tx)

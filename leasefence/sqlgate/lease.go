@@ -29,11 +29,8 @@ func (g *Gate) checkLeaseTable(ctx context.Context) error {
 }
 
 // leaseLive reports, in tx, whether t is the resource's current, live
-// lease in the lease table; true when the gate checks no lease.
+// lease in the lease table (SQLite; PostgreSQL reads it with the floor).
 func (g *Gate) leaseLive(ctx context.Context, tx *sql.Tx, t leasefence.Token) (bool, error) {
-	if g.leaseTab == "" {
-		return true, nil
-	}
 	var one int
 	err := tx.QueryRowContext(ctx, g.q.leaseLive, g.resource, t.Holder, int64(t.Fence)).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

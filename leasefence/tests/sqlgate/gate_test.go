@@ -504,7 +504,7 @@ func TestSerializationPostgres(t *testing.T) {
 		go func() {
 			done <- g.Commit(ctx, tok("orders", "a", 1), func(context.Context, *sql.Tx) error { return nil })
 		}()
-		waitForLockWait(t, admin)
+		waitForLockWait(t, admin, "leasefence_floor")
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -516,13 +516,15 @@ func TestSerializationPostgres(t *testing.T) {
 	}
 }
 
-// waitForLockWait waits until some session of the server waits for a lock.
-func waitForLockWait(t *testing.T, db *sql.DB) {
+// waitForLockWait waits until a session of the database waits for a lock
+// in a statement that names table.
+func waitForLockWait(t *testing.T, db *sql.DB, table string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int
-		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&n); err != nil {
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND position($1 IN query) > 0`, table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
@@ -530,7 +532,7 @@ func waitForLockWait(t *testing.T, db *sql.DB) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatal("no session started waiting for the floor row's lock")
+	t.Fatalf("no session started waiting for a lock in a statement on %s", table)
 }
 
 // fakeDriver is a driver of no known dialect.

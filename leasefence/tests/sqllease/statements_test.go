@@ -1,28 +1,13 @@
 package sqllease_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqllease"
 	"github.com/leasefence/lab/leasefence/tests/internal/sqltest"
 )
-
-// statementCounter counts the statements sent on a pgx connection.
-type statementCounter struct{ n atomic.Int64 }
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (*statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // TestAFreshGrantIsNineStatements: on PostgreSQL each statement is a round
 // trip, most of what an acquire costs. A grant of a free resource is BEGIN,
@@ -30,22 +15,18 @@ func (*statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 // together, the old request ids pruned, the fence minted, the lease
 // written, the request id remembered, COMMIT; a release is one UPDATE.
 func TestAFreshGrantIsNineStatements(t *testing.T) {
-	cfg := sqltest.NewPostgres(t).Config.Copy()
-	counter := &statementCounter{}
-	cfg.Tracer = counter
-	db := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { db.Close() })
+	db, counter := sqltest.NewPostgres(t).OpenCounted(t)
 	coord := newCoordinator(t, db, sqllease.Options{TTL: time.Minute})
 	release(t, coord, sqltest.MustAcquire(t, coord, "worker-a", "warm-up")) // and the schema's check, once
 
-	before := counter.n.Load()
+	before := counter.N()
 	tok := sqltest.MustAcquire(t, coord, "worker-a", "slot")
-	acquired := counter.n.Load()
+	acquired := counter.N()
 	release(t, coord, tok)
 	if got := acquired - before; got != 9 {
 		t.Errorf("a fresh grant sent %d statements, want 9", got)
 	}
-	if got := counter.n.Load() - acquired; got != 1 {
+	if got := counter.N() - acquired; got != 1 {
 		t.Errorf("a release sent %d statements, want 1", got)
 	}
 }

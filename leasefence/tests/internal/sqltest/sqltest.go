@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -107,6 +108,35 @@ func (d *Postgres) Open(t testing.TB, user string, params map[string]string) *sq
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// OpenCounted opens a handle as Open does (the URL's user, no extra
+// parameters) whose statements the returned counter counts: on PostgreSQL
+// each statement is a round trip.
+func (d *Postgres) OpenCounted(t testing.TB) (*sql.DB, *StatementCounter) {
+	t.Helper()
+	cfg := d.Config.Copy()
+	counter := &StatementCounter{}
+	cfg.Tracer = counter
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { db.Close() })
+	return db, counter
+}
+
+// StatementCounter counts the statements sent on the pgx connections it
+// traces.
+type StatementCounter struct{ n atomic.Int64 }
+
+// N is the number of statements sent so far.
+func (c *StatementCounter) N() int64 { return c.n.Load() }
+
+// TraceQueryStart counts a statement.
+func (c *StatementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+// TraceQueryEnd does nothing.
+func (*StatementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // MustAcquire acquires resource for holder, a client of its own, through
 // svc, and fails t unless it is granted.
