@@ -70,12 +70,9 @@ type batteryNote struct {
 // runBattery is `lab run battery`.
 func (a *app) runBattery(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("run battery", "[flags]", batteryAbout)
-	var mf modeFlags
-	mf.register(fs, "run")
-	asJSON := fs.Bool("json", false, "print the JSON document instead of the text reports")
+	var rf runFlags
+	rf.register(fs, "print the JSON document instead of the text reports")
 	stopAtFirst := fs.Bool("stop-at-first", false, "end a run at the first counterexample of a lock's own safety (mutual exclusion, the lease contract), and the battery with it")
-	var bf backendFlags
-	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -83,7 +80,7 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 	if len(pos) > 0 {
 		return a.badInput("run battery", &argumentsError{got: pos})
 	}
-	plan, err := planBattery(&mf, &bf)
+	plan, err := planBattery(&rf.modes, &rf.backend)
 	if err != nil {
 		return a.badInput("run battery", err)
 	}
@@ -112,7 +109,7 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stderr, "lab run battery: %s\n", n)
 	}
 	findings := batteryFindings(plan.all, runs)
-	if *asJSON {
+	if rf.json {
 		if err := writeBatteryJSON(a.stdout, runs, plan.leftOut, plan.all, findings); err != nil {
 			fmt.Fprintf(a.stderr, "lab run battery: %v\n", err)
 		}
@@ -148,20 +145,12 @@ func (n batteryNote) String() string {
 func planBattery(mf *modeFlags, bf *backendFlags) (*batteryPlan, error) {
 	scenarios := spec.Battery()
 	first := scenarios[0].Scenario
-	rc, err := bf.config(first)
+	rc, backend, all, err := configModes(bf, mf, nil, first)
 	if err != nil {
 		return nil, err
 	}
-	backend := registry.Sim
-	if rc != nil {
-		backend = rc.Backend
-		if bf.processes() {
-			return nil, fmt.Errorf("%s: the battery runs its agents in-process", bf.agentsAs())
-		}
-	}
-	all, err := mf.modes(nil, backend, first)
-	if err != nil {
-		return nil, err
+	if rc != nil && bf.processes() {
+		return nil, fmt.Errorf("%s: the battery runs its agents in-process", bf.agentsAs())
 	}
 	plan := &batteryPlan{scenarios: scenarios, all: all}
 	if rc != nil {

@@ -64,17 +64,14 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("run", "[scenario|file] [flags]", runAbout)
 	var sf scenarioFlags
 	sf.register(fs)
-	var mf modeFlags
-	mf.register(fs, "run")
-	asJSON := fs.Bool("json", false, "print the JSON report instead of the text one")
+	var rf runFlags
+	rf.register(fs, "print the JSON report instead of the text one")
 	trace := fs.String("trace", "none", "send the run's trace to otlp[=URL], otlp-http[=URL], otlp-grpc[=URL], file=PATH, or none")
 	htmlPath := fs.String("html", "", "also write a self-contained HTML page of the run to `PATH`")
 	eventsPath := fs.String("events", "", "also write the run's history, one JSON event a line, to `PATH` (lab check reads it)")
 	swarm := fs.Bool("swarm", false, "run the scenario lab swarm runs for --seed (its fault knobs drawn from the seed)")
 	lockDelays := fs.String("lock-delays", "", "run the scenario with each lock-delay of `LIST` (e.g. 0,1s,2s,4s), on the simulator or --backend, and print one table of stale writes and idle time")
 	seeds := fs.Int("seeds", 1, "with --lock-delays, run each delay for N seeds from --seed, counts summed")
-	var bf backendFlags
-	bf.register(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -86,11 +83,11 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	cfg, err := prepareRun(arg, &sf, &bf, &mf, *trace, *htmlPath, *eventsPath, *swarm)
+	cfg, err := prepareRun(arg, &sf, &rf.backend, &rf.modes, *trace, *htmlPath, *eventsPath, *swarm)
 	if err != nil {
 		return a.badInput("run", err)
 	}
-	cfg.json = *asJSON
+	cfg.json = rf.json
 	cfg.command = append([]string{"lab", "run"}, args...)
 	if *seeds < 1 || *seeds > 1000 {
 		cfg.removeOutputs()
@@ -132,15 +129,7 @@ func prepareRun(arg string, sf *scenarioFlags, bf *backendFlags, mf *modeFlags, 
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}
-	rc, err := bf.config(sc)
-	if err != nil {
-		return nil, err
-	}
-	backend := registry.Sim
-	if rc != nil {
-		backend = rc.Backend
-	}
-	modes, err := mf.modes(fx, backend, sc)
+	rc, _, modes, err := configModes(bf, mf, fx, sc)
 	if err != nil {
 		return nil, err
 	}
