@@ -204,7 +204,7 @@ func TestRefusedSetups(t *testing.T) {
 		modes []history.Mode
 		want  string
 	}{
-		{realtime.Config{Backend: registry.Memory}, nil, "backend memory cannot be shared by agents as processes: it lives in one process; use --backend etcd or redis"},
+		{realtime.Config{Backend: registry.Memory}, nil, "backend memory cannot be shared by agents as processes: it lives in one process; use --backend etcd, redis or postgres"},
 		{realtime.Config{Backend: registry.Redis, Resource: registry.Memory}, []history.Mode{registry.Redsync}, "resource memory cannot be shared"},
 		{realtime.Config{Backend: registry.Etcd, Resource: registry.HTTP}, nil, "resource http cannot be shared"},
 		{realtime.Config{Backend: registry.Redis}, []history.Mode{"zookeeper-lock"}, `contender zookeeper-lock: must be naive, fenced,`},

@@ -98,7 +98,7 @@ var table = []*Entry{
 	{Kind: Backends, Name: Redis, Doc: "agents in real time on Redis (a throwaway redis-server, or --redis-url)", Real: true, Shared: true,
 		Needs: Needs{Server: "redis-server"}, Plays: slices.Concat(agentFaults, spec.RedisFaults), Refuses: []*Feature{EtcdMembers, Interventions}},
 	{Kind: Backends, Name: Postgres, Doc: "agents in real time on PostgreSQL (sqllease, in a schema of the run's own on the server $LEASEFENCE_PG_URL names); its fault kills the run's connections (faults, do: kill_connections); " +
-		"a scenario with restarts runs on a server of the run's own, which each restart crashes and starts again on its data", Real: true,
+		"a scenario with restarts runs on a server of the run's own, which each restart crashes and starts again on its data", Real: true, Shared: true,
 		Needs: Needs{Server: "postgresql"}, Plays: []spec.Fault{spec.FaultPartition, spec.FaultRestart, spec.FaultCrash, spec.FaultDrop, spec.FaultPush, spec.FaultKillConnections}, Refuses: []*Feature{EtcdMembers, Interventions, OverTheWire}},
 
 	{Kind: Stores, Name: Memory, Doc: "gates in memory", Real: true, Refuses: []*Feature{OverTheWire}},
@@ -109,7 +109,7 @@ var table = []*Entry{
 		Needs: Needs{Server: "a loopback HTTP server per resource"}},
 	{Kind: Stores, Name: Redis, Doc: "gates in the backend's Redis", Real: true, Shared: true, RunsOn: []string{Redis},
 		Needs: Needs{Server: "redis-server"}, Refuses: []*Feature{OverTheWire}},
-	{Kind: Stores, Name: Postgres, Doc: "gates in the backend's PostgreSQL (sqlgate)", Real: true, RunsOn: []string{Postgres},
+	{Kind: Stores, Name: Postgres, Doc: "gates in the backend's PostgreSQL (sqlgate)", Real: true, Shared: true, RunsOn: []string{Postgres},
 		Needs: Needs{Server: "postgresql"}, Refuses: []*Feature{OverTheWire}},
 
 	{Kind: Drivers, Name: InProcess, Doc: "agents as goroutines", Real: true,

@@ -111,10 +111,10 @@ func TestRunsOn(t *testing.T) {
 	if err := proc.RunsOnBackend(registry.Etcd); err != nil {
 		t.Error(err)
 	}
-	if err := proc.RunsOnBackend(registry.Memory); err == nil || err.Error() != `agents process needs backend etcd or redis, got "memory"` {
+	if err := proc.RunsOnBackend(registry.Memory); err == nil || err.Error() != `agents process needs backend etcd, redis or postgres, got "memory"` {
 		t.Errorf("processes on memory: %v", err)
 	}
-	if err := proc.WorksWith(registry.Memory); err == nil || err.Error() != `agents process needs resource sqlite, etcd or redis, got "memory"` {
+	if err := proc.WorksWith(registry.Memory); err == nil || err.Error() != `agents process needs resource sqlite, etcd, redis or postgres, got "memory"` {
 		t.Errorf("processes with gates in memory: %v", err)
 	}
 	for backend, want := range map[string]string{registry.Memory: registry.Memory, registry.Etcd: registry.Etcd, registry.Redis: registry.Redis} {
@@ -194,8 +194,8 @@ func TestWhere(t *testing.T) {
 	}
 	sc := builtin(t, "gap")
 	sc.Crashes = []spec.Crash{{Agent: "agent-1", At: 1}}
-	if got := registry.Where(sc); !slices.Equal(got, []string{registry.Etcd, registry.Redis}) {
-		t.Errorf("crashes run on %v, want etcd and redis", got)
+	if got := registry.Where(sc); !slices.Equal(got, []string{registry.Etcd, registry.Redis, registry.Postgres}) {
+		t.Errorf("crashes run on %v, want etcd, redis and postgres", got)
 	}
 	sc = builtin(t, "gap")
 	sc.Forgers = []spec.Forgery{spec.ForgeOwnKey}
@@ -316,16 +316,17 @@ func TestDescribe(t *testing.T) {
 // in-memory coordinator and gates live in the lab's own process.
 func TestShares(t *testing.T) {
 	proc := registry.Must(registry.Drivers, registry.Process)
-	if !slices.Equal(proc.RunsOn, []string{registry.Etcd, registry.Redis}) || !slices.Equal(proc.Stores, []string{registry.SQLite, registry.Etcd, registry.Redis}) {
+	if !slices.Equal(proc.RunsOn, []string{registry.Etcd, registry.Redis, registry.Postgres}) ||
+		!slices.Equal(proc.Stores, []string{registry.SQLite, registry.Etcd, registry.Redis, registry.Postgres}) {
 		t.Errorf("agents as processes run on %v with %v", proc.RunsOn, proc.Stores)
 	}
 	for _, tc := range []struct {
 		e    *registry.Entry
 		want string
 	}{
-		{registry.Must(registry.Backends, registry.Memory), "backend memory cannot be shared by agents as processes: it lives in one process; use --backend etcd or redis"},
-		{registry.Must(registry.Stores, registry.Memory), "resource memory cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd or redis"},
-		{registry.Must(registry.Stores, registry.HTTP), "resource http cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd or redis"},
+		{registry.Must(registry.Backends, registry.Memory), "backend memory cannot be shared by agents as processes: it lives in one process; use --backend etcd, redis or postgres"},
+		{registry.Must(registry.Stores, registry.Memory), "resource memory cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd, redis or postgres"},
+		{registry.Must(registry.Stores, registry.HTTP), "resource http cannot be shared by agents as processes: it lives in one process; use --resource sqlite, etcd, redis or postgres"},
 		{&registry.Entry{Kind: registry.Contenders, Name: "mine"}, "contender mine cannot be shared by agents as processes: it lives in one process; use --contenders naive, fenced, etcd-mutex, etcd-mutex-fenced, redsync, redislock, redlock, zookeeper, zookeeper-fenced, pg-advisory, k8s-leaderelection or k8s-leaderelection-fenced"},
 		{registry.Must(registry.Backends, registry.Redis), ""},
 		{registry.Must(registry.Stores, registry.SQLite), ""},

@@ -49,7 +49,7 @@ func TestFixtureErrors(t *testing.T) {
 		{"unknown agents", "backend: etcd\nagents: threads\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
 			`f.yaml:2: agents: must be in-process or process, got "threads"`},
 		{"processes off etcd", "backend: memory\nagents: process\nscenario: {builtin: gap}\nexpect: {fenced: {stale_writes_landed: 0}}\n",
-			`f.yaml:2: agents: agents process needs backend etcd or redis, got "memory"`},
+			`f.yaml:2: agents: agents process needs backend etcd, redis or postgres, got "memory"`},
 		{"unknown event kind", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline: [{at: 1s, kind: wrote}]\n",
 			`f.yaml:4: expect.fenced.timeline[0].kind: no event is of kind "wrote"`},
 		{"event without instant", "scenario: {builtin: gap}\nexpect:\n  fenced:\n    timeline:\n      - {kind: acquired}\n",

@@ -10,6 +10,7 @@ import (
 	"github.com/leasefence/lab/history"
 	"github.com/leasefence/lab/leasefence"
 	"github.com/leasefence/lab/leasefence/sqlgate"
+	"github.com/leasefence/lab/leasefence/sqllease"
 	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/registry"
 )
@@ -51,7 +52,14 @@ func (s Store) Resource(ctx context.Context, mode history.Mode, name string, now
 	}
 	opts := []sqlgate.Option{sqlgate.WithDialect(sqlgate.Postgres), sqlgate.WithTablePrefix(p.table("gate", mode) + "_")}
 	if s.Lease {
-		opts = append(opts, sqlgate.WithCurrentLease(p.table("leases", mode)))
+		// The gate reads the lease table, which the mode's coordinator
+		// makes; the run's process opens the resources before any
+		// coordinator when its agents are processes.
+		leases := p.table("leases", mode)
+		if err := sqllease.CreateSchema(ctx, p.db, sqllease.Options{Table: leases, Dialect: sqllease.Postgres}); err != nil {
+			return nil, fmt.Errorf("realtime: postgres store: %w", err)
+		}
+		opts = append(opts, sqlgate.WithCurrentLease(leases))
 	}
 	g, err := sqlgate.New(ctx, p.db, name, opts...)
 	if err != nil {
