@@ -250,10 +250,14 @@ WHERE bare_leases.released = 1 OR bare_leases.expires_us <= ` + d.now + ` RETURN
 // live lease, by turns:
 //
 //   - impl=tx: the insert in a bare transaction (BEGIN, INSERT, COMMIT);
+//   - impl=tx+1: the same with one trivial statement more (SELECT 1
+//     before the insert), the least a gate that needs a statement of its
+//     own in the write's transaction can cost;
 //   - impl=gate: sqlgate's Commit, floor only (+ the floor row's lock on
 //     PostgreSQL, its conditional UPDATE on SQLite);
 //   - impl=gate-lease: sqlgate's Commit WithCurrentLease(sqllease's
-//     table) (+ the read of the lease row, FOR SHARE on PostgreSQL).
+//     table) (+ the read of the lease row: in the floor row's statement,
+//     FOR SHARE, on PostgreSQL; a SELECT of its own on SQLite).
 //
 // Both gates guard the same resource with the same token, which is the
 // floor's and the lease's: the floor is not raised during the run.
@@ -261,14 +265,17 @@ func BenchmarkGateCommit(b *testing.B) {
 	for _, be := range backends {
 		b.Run("db="+be.name, func(b *testing.B) {
 			d := be.open(b, nil)
-			tx, gate, gateLease := commits(b, d)
-			byTurns(b, []impl{gate, gateLease}, []impl{tx})
+			c := commits(b, d)
+			byTurns(b, []impl{c.gate, c.gateLease}, []impl{c.tx, c.txPlusOne})
 		})
 	}
 }
 
-// commits returns the three commits BenchmarkGateCommit compares, on d.
-func commits(b *testing.B, d database) (tx, gate, gateLease impl) {
+// gateCommits are the commits BenchmarkGateCommit compares.
+type gateCommits struct{ tx, txPlusOne, gate, gateLease impl }
+
+// commits returns the commits BenchmarkGateCommit compares, on d.
+func commits(b *testing.B, d database) gateCommits {
 	ctx := b.Context()
 	if _, err := d.db.ExecContext(ctx, `CREATE TABLE bench_orders (`+d.serial+`, item TEXT NOT NULL, fence BIGINT NOT NULL)`); err != nil {
 		b.Fatal(err)
@@ -290,20 +297,33 @@ func commits(b *testing.B, d database) (tx, gate, gateLease impl) {
 	if err := floorOnly.Admit(ctx, t); err != nil { // the floor is the token from the start
 		b.Fatal(err)
 	}
-	tx = impl{"tx", func(ctx context.Context) error {
-		tx, err := d.db.BeginTx(ctx, nil)
+	one := func(ctx context.Context, tx *sql.Tx) error {
+		var n int
+		return tx.QueryRowContext(ctx, `SELECT 1`).Scan(&n)
+	}
+	return gateCommits{
+		tx:        impl{"tx", bareTx(d.db, write)},
+		txPlusOne: impl{"tx+1", bareTx(d.db, one, write)},
+		gate:      impl{"gate", func(ctx context.Context) error { return floorOnly.Commit(ctx, t, write) }},
+		gateLease: impl{"gate-lease", func(ctx context.Context) error { return withLease.Commit(ctx, t, write) }},
+	}
+}
+
+// bareTx runs steps in one bare database/sql transaction and commits it.
+func bareTx(db *sql.DB, steps ...func(ctx context.Context, tx *sql.Tx) error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		if err := write(ctx, tx); err != nil {
-			_ = tx.Rollback()
-			return err
+		for _, step := range steps {
+			if err := step(ctx, tx); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
 		}
 		return tx.Commit()
-	}}
-	gate = impl{"gate", func(ctx context.Context) error { return floorOnly.Commit(ctx, t, write) }}
-	gateLease = impl{"gate-lease", func(ctx context.Context) error { return withLease.Commit(ctx, t, write) }}
-	return tx, gate, gateLease
+	}
 }
 
 // BenchmarkPostgresCalls times every statement of each cycle above, call
@@ -316,8 +336,8 @@ func commits(b *testing.B, d database) (tx, gate, gateLease impl) {
 func BenchmarkPostgresCalls(b *testing.B) {
 	tr := &callTracer{}
 	d := openPostgres(b, tr)
-	tx, gate, gateLease := commits(b, d)
-	all := []impl{advisoryCycle(b, d), upsertCycle(b, d), sqlleaseCycle(b, d), tx, gate, gateLease}
+	c := commits(b, d)
+	all := []impl{advisoryCycle(b, d), upsertCycle(b, d), sqlleaseCycle(b, d), c.tx, c.txPlusOne, c.gate, c.gateLease}
 	calls := make([]map[string][]time.Duration, len(all))
 	counts := make([]int, len(all))
 	ctx := b.Context()

@@ -8,7 +8,9 @@
 //     (PostgreSQL) and against a bare INSERT ... ON CONFLICT upsert of a
 //     row of sqllease's layout and the UPDATE that frees it;
 //   - GateCommit: an insert through sqlgate, floor only and
-//     WithCurrentLease, against the same insert in a bare transaction;
+//     WithCurrentLease, against the same insert in a bare transaction,
+//     and in one with a trivial statement more (SELECT 1): the least a
+//     gate with a statement of its own can cost;
 //   - PostgresCalls: every statement of those cycles, timed call by call
 //     through a pgx tracer, and counted.
 //
