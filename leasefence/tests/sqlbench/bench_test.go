@@ -271,8 +271,12 @@ func BenchmarkGateCommit(b *testing.B) {
 	}
 }
 
-// gateCommits are the commits BenchmarkGateCommit compares.
-type gateCommits struct{ tx, txPlusOne, gate, gateLease impl }
+// gateCommits are the commits BenchmarkGateCommit compares, and the
+// write they make.
+type gateCommits struct {
+	tx, txPlusOne, gate, gateLease impl
+	write                          func(ctx context.Context, tx *sql.Tx) error
+}
 
 // commits returns the commits BenchmarkGateCommit compares, on d.
 func commits(b *testing.B, d database) gateCommits {
@@ -306,7 +310,45 @@ func commits(b *testing.B, d database) gateCommits {
 		txPlusOne: impl{"tx+1", bareTx(d.db, one, write)},
 		gate:      impl{"gate", func(ctx context.Context) error { return floorOnly.Commit(ctx, t, write) }},
 		gateLease: impl{"gate-lease", func(ctx context.Context) error { return withLease.Commit(ctx, t, write) }},
+		write:     write,
 	}
+}
+
+// BenchmarkGateCommitFloor is what one statement more in the write's
+// transaction costs on PostgreSQL, by turns, against the bare transaction
+// (impl=tx), from the least to the gate:
+//
+//   - impl=tx+savepoint: a SAVEPOINT, a round trip that reads nothing;
+//   - impl=tx+1: SELECT 1, a statement with no table;
+//   - impl=tx+read: a read of the gate's floor row by its key;
+//   - impl=tx+lock: the same read FOR UPDATE, the gate's statement sent by
+//     hand;
+//   - impl=gate: sqlgate's Commit, floor only.
+//
+// A gate that keeps its floor in the database reads and locks the floor
+// row in the write's transaction, so tx+lock is the least it can cost.
+func BenchmarkGateCommitFloor(b *testing.B) {
+	d := openPostgres(b, nil)
+	c := commits(b, d)
+	floor := `SELECT holder, fence FROM leasefence_floor WHERE resource = $1`
+	read := func(q string) func(ctx context.Context, tx *sql.Tx) error {
+		return func(ctx context.Context, tx *sql.Tx) error {
+			var holder string
+			var fence int64
+			return tx.QueryRowContext(ctx, q, "orders").Scan(&holder, &fence)
+		}
+	}
+	savepoint := func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `SAVEPOINT gate`)
+		return err
+	}
+	byTurns(b, []impl{
+		{"tx+savepoint", bareTx(d.db, savepoint, c.write)},
+		c.txPlusOne,
+		{"tx+read", bareTx(d.db, read(floor), c.write)},
+		{"tx+lock", bareTx(d.db, read(floor+` FOR UPDATE`), c.write)},
+		c.gate,
+	}, []impl{c.tx})
 }
 
 // bareTx runs steps in one bare database/sql transaction and commits it.

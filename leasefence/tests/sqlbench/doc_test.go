@@ -11,6 +11,9 @@
 //     WithCurrentLease, against the same insert in a bare transaction,
 //     and in one with a trivial statement more (SELECT 1): the least a
 //     gate with a statement of its own can cost;
+//   - GateCommitFloor (PostgreSQL): the bare transaction with one statement
+//     more, from a SAVEPOINT to the floor row's read FOR UPDATE, beside the
+//     gate: what each step towards the gate's own statement costs;
 //   - PostgresCalls: every statement of those cycles, timed call by call
 //     through a pgx tracer, and counted.
 //
