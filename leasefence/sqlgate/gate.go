@@ -337,9 +337,17 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 		}
 		return leasefence.RejectionError(r)
 	case notLive:
-		_ = tx.Rollback() // the floor's raise with it, if any: write did not run
-		done = true
-		return g.refuseLease(ctx, t)
+		done = true // refuseLease ends the transaction it is given
+		if g.dialect != Postgres {
+			// SQLite raised the floor before reading the lease: undo the
+			// raise, and log in a transaction of its own. PostgreSQL
+			// judged both before raising anything.
+			_ = tx.Rollback()
+			if tx, err = g.db.BeginTx(ctx, nil); err != nil {
+				return g.leaseNotLogged(leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence}, err)
+			}
+		}
+		return g.refuseLease(ctx, tx, t)
 	}
 	mark := &writeMark{}
 	mark.running.Store(true)

@@ -39,15 +39,11 @@ func (g *Gate) leaseLive(ctx context.Context, tx *sql.Tx, t leasefence.Token) (b
 	return err == nil, err
 }
 
-// refuseLease logs the refusal of t, whose lease is not live, in a
-// transaction of its own (the one that judged it rolled back, floor raise
-// and all), and returns it. A lease that has ended never lives again, so
-// the judgement needs no second look.
-func (g *Gate) refuseLease(ctx context.Context, t leasefence.Token) error {
-	tx, err := g.db.BeginTx(ctx, nil)
-	if err != nil {
-		return g.leaseNotLogged(leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence}, err)
-	}
+// refuseLease logs the refusal of t, whose lease is not live, in tx, in
+// which nothing of t's was raised or written, commits it, and returns the
+// refusal; tx is ended either way. A lease that has ended never lives
+// again, so the judgement needs no second look.
+func (g *Gate) refuseLease(ctx context.Context, tx *sql.Tx, t leasefence.Token) error {
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	r, err := g.logRefusal(ctx, tx, t, false)
 	if err == nil {

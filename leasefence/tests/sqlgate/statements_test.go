@@ -18,7 +18,9 @@ import (
 // commit is BEGIN, the floor row locked and read, the write, COMMIT; the
 // floor's UPDATE is added only when the floor rises. WithCurrentLease
 // reads the lease row in the statement that locks the floor row, so the
-// lease check adds no statement.
+// lease check adds no statement, and a lease refusal is logged in the
+// transaction that judged it (nothing was raised in it): BEGIN, the floor
+// and lease rows, the log's sequence number, the log entry, COMMIT.
 func TestPostgresCommitStatements(t *testing.T) {
 	pg := sqltest.NewPostgres(t)
 	db, counter := pg.OpenCounted(t)
@@ -49,6 +51,17 @@ func TestPostgresCommitStatements(t *testing.T) {
 				if got := counter.N() - before; got != step.want {
 					t.Errorf("%s: %d statements, want %d", step.what, got, step.want)
 				}
+			}
+			if len(tc.opts) == 0 {
+				return
+			}
+			if out, err := coord.Release(t.Context(), a); err != nil || !out.OK {
+				t.Fatalf("Release = %+v, %v", out, err)
+			}
+			before := counter.N()
+			wantLeaseNotLive(t, gate.Commit(t.Context(), a, insertOrder(a, "released")), a, 1)
+			if got := counter.N() - before; got != 5 {
+				t.Errorf("a lease refusal: %d statements, want 5", got)
 			}
 		})
 	}
