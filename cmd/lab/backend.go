@@ -322,6 +322,12 @@ type realRun struct {
 	// neverReturned: the run ended with a call to a lock still under way
 	// (realtime.ErrNeverReturned).
 	neverReturned bool
+	// stopAtFirst ends the run at the first counterexample of a lock's
+	// own safety, which watch spots in the events as they happen, by
+	// cancel, the run's context's (agents in-process: stopAtFirstApplies).
+	stopAtFirst bool
+	watch       *realtime.LockWatch
+	cancel      context.CancelFunc
 }
 
 // open starts the backend and prepares the runner, so that its header is
@@ -339,12 +345,7 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.M
 	if rr.onSetup != nil {
 		rr.onSetup(s)
 	}
-	d, err := realtime.DriverFor(rr.agents)
-	if err != nil {
-		s.Close()
-		return err
-	}
-	r, err := d.New(s, realtime.RunOptions{Modes: modes, Subscribers: subs})
+	r, err := rr.newRunner(s, realtime.RunOptions{Modes: modes, Subscribers: subs})
 	if err != nil {
 		s.Close()
 		return err
@@ -353,16 +354,48 @@ func (rr *realRun) open(ctx context.Context, sc spec.Scenario, modes []history.M
 	return nil
 }
 
+// newRunner prepares the run on s: the driver's, or with stopAtFirst the
+// in-process runner with a watch on its events.
+func (rr *realRun) newRunner(s *realtime.Setup, opts realtime.RunOptions) (realtime.AgentRun, error) {
+	if rr.stopAtFirst {
+		r, w, err := s.NewWatchedRunner(opts, func() { rr.cancel() })
+		rr.watch = w
+		return r, err
+	}
+	d, err := realtime.DriverFor(rr.agents)
+	if err != nil {
+		return nil, err
+	}
+	return d.New(s, opts)
+}
+
 // header is the history header of the run.
 func (rr *realRun) header() history.Header {
 	return rr.runner.Header()
 }
 
-// run runs the scenario on the runner open made.
+// run runs the scenario on the runner open made. A run stopped at its
+// first counterexample (stopped) returns no error: the record up to then
+// is judged.
 func (rr *realRun) run(ctx context.Context) (*realtime.Result, error) {
-	res, err := rr.runner.Run(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rr.cancel = cancel
+	res, err := rr.runner.Run(runCtx)
 	rr.neverReturned = errors.Is(err, realtime.ErrNeverReturned)
+	if _, stopped := rr.stopped(); stopped && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+		err = nil
+	}
 	return res, err
+}
+
+// stopped returns the mode whose lock finding stopped the run, if
+// --stop-at-first did (none for the simulator's run, a nil rr).
+func (rr *realRun) stopped() (history.Mode, bool) {
+	if rr == nil {
+		return "", false
+	}
+	return rr.watch.Stopped()
 }
 
 // closeAfterStuck is how long closing a run's setup may take once a call

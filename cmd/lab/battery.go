@@ -2,16 +2,15 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/leasefence/lab/harness"
 	"github.com/leasefence/lab/history"
-	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/registry"
 	"github.com/leasefence/lab/report"
 	"github.com/leasefence/lab/spec"
@@ -42,12 +41,12 @@ verdict line); 2 for bad input; 130 when interrupted.`
 // batteryRun is one scenario of the battery as it ran: its modes' result,
 // and the report's header and runner.
 type batteryRun struct {
-	sc      spec.Scenario
-	modes   []history.Mode
-	res     *history.Result
-	header  history.Header
-	info    report.Runner
-	stopped bool // at a counterexample, by --stop-at-first
+	sc     spec.Scenario
+	modes  []history.Mode
+	res    *history.Result
+	header history.Header
+	info   report.Runner
+	stop   report.Stop // a run --stop-at-first ended at a counterexample
 }
 
 // batteryPlan is what the battery runs: each scenario with the modes that
@@ -72,7 +71,6 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("run battery", "[flags]", batteryAbout)
 	var rf runFlags
 	rf.register(fs, "print the JSON document instead of the text reports")
-	stopAtFirst := fs.Bool("stop-at-first", false, "end a run at the first counterexample of a lock's own safety (mutual exclusion, the lease contract), and the battery with it")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return a.flagExit(fs, err)
@@ -90,7 +88,7 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 		if len(plan.modes[i]) == 0 {
 			continue
 		}
-		run, err := a.batteryScenario(ctx, plan, b.Scenario, plan.modes[i], *stopAtFirst)
+		run, err := a.batteryScenario(ctx, plan, b.Scenario, plan.modes[i], rf.stopAtFirst)
 		if err != nil && ctx.Err() != nil {
 			interrupted = true
 			break
@@ -100,7 +98,7 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 		}
 		runs = append(runs, run)
 		fmt.Fprintf(a.stderr, "lab run battery %d/%d %s: %s\n", i+1, len(plan.scenarios), b.Name, batteryLine(run))
-		if *stopAtFirst && lockBroken(run.res) {
+		if rf.stopAtFirst && lockBroken(run.res) {
 			fmt.Fprintf(a.stderr, "lab run battery: stopped at %s, the first scenario where a lock broke (--stop-at-first)\n", b.Name)
 			break
 		}
@@ -115,7 +113,7 @@ func (a *app) runBattery(ctx context.Context, args []string) int {
 		}
 	} else {
 		for _, r := range runs {
-			report.Text(a.stdout, &r.header, r.res, report.Stop{Interrupted: r.stopped, By: stoppedBy(r)}, r.info)
+			report.Text(a.stdout, &r.header, r.res, r.stop, r.info)
 			fmt.Fprintln(a.stdout)
 		}
 		writeBatteryText(a.stdout, runs, plan.all, findings)
@@ -189,57 +187,29 @@ func (a *app) batteryScenario(ctx context.Context, plan *batteryPlan, sc spec.Sc
 	if err != nil {
 		return nil, err
 	}
-	s, err := realtime.Open(ctx, *rc, sc)
-	if err != nil {
+	rr := &realRun{config: *rc, agents: plan.real.agents, onSetup: a.onSetup, stopAtFirst: stopAtFirst}
+	if err := rr.open(ctx, sc, modes, nil); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			fmt.Fprintf(a.stderr, "lab run battery: --backend %s: %v\n", rc.Backend, err)
-		}
-	}()
-	if err := s.OpenContenders(ctx, modes); err != nil {
-		return nil, err
-	}
-	if a.onSetup != nil {
-		a.onSetup(s)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var r *realtime.Runner
-	var watch *realtime.LockWatch
-	if stopAtFirst {
-		r, watch, err = s.NewWatchedRunner(realtime.RunOptions{Modes: modes}, cancel)
-	} else {
-		r, err = s.NewRunner(realtime.RunOptions{Modes: modes})
-	}
-	if err != nil {
-		return nil, err
-	}
-	res, err := r.Run(runCtx)
-	_, run.stopped = watch.Stopped()
+	defer rr.close(a.stderr, cmp.Or(a.closeLimit, closeAfterStuck))
+	res, err := rr.run(ctx)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case run.stopped && errors.Is(err, context.Canceled), errors.Is(err, realtime.ErrNeverReturned):
-		// Stopped at a counterexample, or a call never returned: the
-		// record up to then is judged; the latter is a library error.
+	case rr.neverReturned:
+		// A call never returned: the record up to then is judged, the
+		// call a library error.
 		err = nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	run.res, run.header = res.Result, r.Header()
-	run.info = report.Runner{Backend: run.header.Backend, Real: &report.RealFigures{Where: s.Describe(), Resource: res.Store, WallMS: res.Wall.Milliseconds()}}
-	return run, nil
-}
-
-// stoppedBy says what stopped a run early, for its report.
-func stoppedBy(r *batteryRun) string {
-	if !r.stopped {
-		return ""
+	if m, stopped := rr.stopped(); stopped {
+		run.stop = stoppedAtFirst(m, res.Wall)
 	}
-	return "the first counterexample of a lock's own safety (--stop-at-first)"
+	run.res, run.header = res.Result, rr.header()
+	run.info = report.Runner{Backend: run.header.Backend, Real: rr.figures(res)}
+	return run, nil
 }
 
 // batteryLine is a scenario's line of progress: each mode's findings and
@@ -259,7 +229,7 @@ func batteryLine(r *batteryRun) string {
 		}
 		parts = append(parts, s)
 	}
-	if r.stopped {
+	if r.stop.Interrupted {
 		parts = append(parts, "stopped at the first counterexample")
 	}
 	return strings.Join(parts, "; ")
@@ -374,7 +344,7 @@ func writeBatteryJSON(w io.Writer, runs []*batteryRun, leftOut []batteryNote, mo
 	doc := batteryJSON{Battery: []json.RawMessage{}, LeftOut: leftOut, Contenders: make(map[history.Mode]batteryContender)}
 	for _, r := range runs {
 		var b bytes.Buffer
-		if err := report.JSON(&b, r.res, report.Stop{Interrupted: r.stopped, By: stoppedBy(r)}, r.info); err != nil {
+		if err := report.JSON(&b, r.res, r.stop, r.info); err != nil {
 			return err
 		}
 		doc.Battery = append(doc.Battery, json.RawMessage(bytes.TrimSpace(b.Bytes())))

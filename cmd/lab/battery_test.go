@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leasefence/lab/history"
-	"github.com/leasefence/lab/realtime"
 	"github.com/leasefence/lab/spec"
 )
 
@@ -61,44 +58,9 @@ func TestBatteryJSON(t *testing.T) {
 	}
 }
 
-// grantingLock grants every Acquire: two holders at once.
-type grantingLock struct{}
-
-func (grantingLock) Acquire(_ context.Context, _, _ string, ttl time.Duration) (realtime.Lease, error) {
-	return grantingLease{time.Now().Add(ttl)}, nil
-}
-
-type grantingLease struct{ deadline time.Time }
-
-func (l grantingLease) Deadline() time.Time         { return l.deadline }
-func (grantingLease) Fence() (uint64, bool)         { return 0, false }
-func (grantingLease) Renew(context.Context) error   { return nil }
-func (grantingLease) Release(context.Context) error { return nil }
-
-// A lock that breaks exclusion fails the battery (exit 1), its verdict
-// BROKEN; with --stop-at-first its first run ends at the first
-// counterexample, and the battery with it, within seconds.
-func TestBatteryStopsAtFirstCounterexample(t *testing.T) {
-	t.Parallel()
-	out, errb := &strings.Builder{}, &strings.Builder{}
-	a := &app{stdout: out, stderr: errb, onSetup: func(s *realtime.Setup) {
-		s.Backend = &realtime.Contender{Info: history.Contender{Library: "grants every acquire", Discipline: history.DisciplineNaive,
-			Generations: realtime.GenerationsObserved}, New: func(context.Context, history.Mode) (realtime.Lock, error) { return grantingLock{}, nil }}
-	}}
-	began := time.Now()
-	code := a.main(t.Context(), []string{"run", "battery", "--backend", "memory", "--mode", "naive", "--stop-at-first"})
-	took := time.Since(began)
-	t.Logf("exit %d after %s\n%s", code, took, errb.String())
-	if code != exitFailed || !strings.Contains(errb.String(), "stopped at contention, the first scenario where a lock broke") ||
-		!strings.Contains(out.String(), "verdict:  BROKEN: the lock broke its own safety") {
-		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
-	}
-	if took > 6*time.Second {
-		t.Errorf("the battery took %s: it did not stop at the first counterexample of its 7s first scenario", took)
-	}
-}
-
-func TestBatteryBadInput(t *testing.T) {
+// Bad input to lab run battery, and --stop-at-first where it cannot end a
+// run early: exit 2, naming why, before anything runs.
+func TestRunBadInput(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		args []string
@@ -107,6 +69,11 @@ func TestBatteryBadInput(t *testing.T) {
 		{[]string{"run", "battery", "overlap"}, "lab run battery: takes no arguments"},
 		{[]string{"run", "battery", "--contenders", "redsync"}, "lab run battery: --contenders: contender redsync: a library's lock runs in real time, not on the simulator"},
 		{[]string{"run", "battery", "--contenders", "nosuch"}, "contender nosuch: no contender has that name"},
+		{[]string{"run", "overlap", "--stop-at-first"}, "lab run: --stop-at-first: the simulator runs the whole scenario in virtual time"},
+		{[]string{"run", "overlap", "--backend", "etcd", "--agents-as", "process", "--stop-at-first"},
+			"lab run: --stop-at-first: --agents-as process: the watch that stops a run at its first counterexample hears the events of agents in-process only"},
+		{[]string{"run", "lock-delay", "--backend", "memory", "--lock-delays", "0,1s", "--stop-at-first"},
+			"lab run: --lock-delays runs the scenario many times and prints one table of its counts: no --stop-at-first"},
 	} {
 		code, stdout, stderr := runLab(tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {

@@ -43,6 +43,7 @@
 //
 //	lab run [scenario|file] [--mode fenced|naive|both] [--json] [--html PATH] [--events PATH]
 //	        [--trace otlp|otlp-http|otlp-grpc[=URL]|file=PATH|none] [--swarm] [knob flags]
+//	lab run [scenario|file] --backend B [--stop-at-first] [...]
 //	lab run [scenario|file] --lock-delays LIST [--seeds N] [--json] [--html PATH] [knob flags]
 //	lab run battery [--contenders NAME,...] [--backend B] [--stop-at-first] [--json]
 //
@@ -92,6 +93,17 @@
 // waited (idle_while_waiting_ms) and writes landed; --html writes the table
 // and a plot of the trade-off to a page. The built-in lock-delay
 // is made for it: its naive mode is a resource that cannot check a fence.
+//
+// --stop-at-first ends a real-time run (a real --backend, its agents
+// in-process) at the first counterexample of a lock's own safety (mutual
+// exclusion, the lease contract), which realtime.LockWatch spots in the
+// events as they happen: the report covers what ran up to it, its
+// INTERRUPTED line names the mode whose lock finding broke, standard
+// error says where it stopped, and the exit status is the run's (1, the
+// lock broke). What ran is judged by the checker as any run's history is:
+// the watch only decides when to stop. The simulator, which runs a
+// scenario whole in a fraction of a second, agents as processes (whose
+// events the watch does not hear) and --lock-delays refuse it.
 //
 // lab run battery runs the default battery (spec.Battery, the one
 // labtest.Check runs) on the contenders: each scenario's report, a line per
@@ -404,7 +416,8 @@
 //	  "backend": "sim",               // the runner: sim, memory or etcd (the history header's)
 //	  "real": { ... },                // real backends only: where, resource, wall_ms, time_scale,
 //	                                  //   faults {calls, requests_dropped, partitioned, duplicated, replies_dropped}
-//	  "interrupted": true,            // only when Ctrl-C cut the run short
+//	  "interrupted": true,            // only when the run was cut short: Ctrl-C, or --stop-at-first at
+//	                                  //   a lock's counterexample (its mode's lock finding is broken)
 //	  "interventions": [ ... ],       // only when live interventions were made: {at, kind, agent, duration, value, persist}
 //	  "modes": {
 //	    "fenced": { ... },            // present when the mode ran

@@ -66,6 +66,7 @@ var badFlags = map[string]map[string]struct{ value, want string }{
 		"postgres-gate":         {"fence", `--postgres-gate: must be floor or lease, got "fence"`},
 		"lock-delays":           {"0,-1s", `--lock-delays: lock_delay: must be in [0, 24h0m0s], got -1s`},
 		"seeds":                 {"0", `--seeds: must be in [1, 1000], got 0`},
+		"stop-at-first":         {"maybe", `--stop-at-first: must be true or false, got "maybe"`},
 	},
 	"watch": {
 		"speed": {"fast", `--speed: must be a number, got "fast"`},

@@ -38,6 +38,11 @@ failing seed. --lock-delays 0,1s,2s,4s runs the scenario with each
 lock-delay for --seeds seeds, on the simulator or in real time on --backend,
 and prints one table of the stale writes landed and the idle time each delay
 gives (try: lab run lock-delay --lock-delays 0,1s,2s,4s --seeds 5).
+--stop-at-first ends a real-time run (--backend, its agents in-process) at
+the first counterexample of a lock's own safety, judged from its events as
+they happen: the report covers what ran up to it and says which lock broke.
+It is refused on the simulator, which runs a scenario whole in a fraction of
+a second, and for agents as processes, whose events it does not hear.
 
 Exit status: 0 when nothing broke (the verdict says inconclusive where the run
 left a property untested), 1 when the fenced mode broke an invariant, a lock
@@ -93,10 +98,20 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 		cfg.removeOutputs()
 		return a.badInput("run", fmt.Errorf("--seeds: must be in [1, 1000], got %d", *seeds))
 	}
+	if rf.stopAtFirst {
+		if err := stopAtFirstApplies(cfg, &rf.backend); err != nil {
+			cfg.removeOutputs()
+			return a.badInput("run", err)
+		}
+		cfg.real.stopAtFirst = true
+	}
 	if *lockDelays != "" {
 		delays, err := parseLockDelays(*lockDelays, cfg.sc)
 		if err == nil && (cfg.events != nil || *trace != "none") {
 			err = errors.New("--lock-delays runs the scenario many times and prints one table: no --events or --trace")
+		}
+		if err == nil && rf.stopAtFirst {
+			err = errStopAtFirstSweep
 		}
 		if err != nil {
 			cfg.removeOutputs()
@@ -198,6 +213,7 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	res, runErr := rn.run(ctx, out.subscribers())
 	prog.clear()
 	interrupted := runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err())
+	brokeFirst, stoppedEarly := cfg.real.stopped()
 	// A lock's call that never returned ended the run a grace after its
 	// duration: what it recorded is reported and kept, and the call is a
 	// library error of its mode, which fails the run.
@@ -209,12 +225,15 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	if a.afterRun != nil {
 		a.afterRun(res)
 	}
-	stopped := cfg.sc.Duration
-	if interrupted {
-		stopped = out.watcher.lastAt
+	ended := cfg.sc.Duration
+	if interrupted || stoppedEarly {
+		ended = out.watcher.lastAt
 	}
 	stop := report.Stop{Interrupted: interrupted, At: out.watcher.lastAt}
-	eventsFailed := a.closeOutputs(cfg, out, res, stopped, stop)
+	if stoppedEarly && !interrupted {
+		stop = stoppedAtFirst(brokeFirst, out.watcher.lastAt)
+	}
+	eventsFailed := a.closeOutputs(cfg, out, res, ended, stop)
 	if cfg.json {
 		if err := report.JSON(a.stdout, res, stop, rn.info); err != nil {
 			fmt.Fprintf(a.stderr, "lab run: %v\n", err)
@@ -228,11 +247,14 @@ func (a *app) execute(ctx context.Context, cfg *runConfig) int {
 	if neverReturned {
 		fmt.Fprintf(a.stderr, "lab run: %v\n", runErr)
 	}
+	if stop.By != "" {
+		fmt.Fprintf(a.stderr, "lab run: stopped at %s: the report covers what ran before %s.\n", history.FormatDuration(stop.At), stop.By)
+	}
 	switch {
 	case res.Failed():
 		a.reportBug(res, commandLine(cfg.command...))
 		return exitFailed
-	case res.Vacuous() && !interrupted:
+	case res.Vacuous() && !stop.Interrupted:
 		fmt.Fprintln(a.stderr, vacuousNote("run"))
 		return exitFailed
 	case eventsFailed:
