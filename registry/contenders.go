@@ -99,7 +99,7 @@ func CheckContenders(modes []history.Mode, backend string, sc spec.Scenario) err
 			return &ContenderError{Name: string(m), Problem: "no contender has that name; they are " + OneOf(Contenders) + " (lab contenders lists them)"}
 		}
 		if err := e.RunsOnBackend(backend); err != nil {
-			where := "--backend " + oneOf(e.RunsOn)
+			where := "--backend " + OneOfNames(e.RunsOn)
 			if backend == Sim {
 				return &ContenderError{Name: e.Name, Problem: "a library's lock runs in real time, not on the simulator: it runs on " + where}
 			}

@@ -193,7 +193,7 @@ func (d *Entry) Shares(e *Entry) error {
 	}
 	err := fmt.Errorf("%s %s cannot be shared by agents as processes: it lives in one process", e.Kind.Name, e.Name)
 	if names := sharedNames(e.Kind); len(names) > 0 {
-		err = fmt.Errorf("%w; use %s %s", err, e.Kind.Flag, oneOf(names))
+		err = fmt.Errorf("%w; use %s %s", err, e.Kind.Flag, OneOfNames(names))
 	}
 	return err
 }
@@ -265,7 +265,7 @@ func (e *Entry) RunsOnBackend(b string) error {
 	if len(e.RunsOn) == 0 || slices.Contains(e.RunsOn, b) {
 		return nil
 	}
-	return fmt.Errorf("%s %s needs %s %s, got %q", e.Kind.Name, e.Name, Backends.Key, oneOf(e.RunsOn), b)
+	return fmt.Errorf("%s %s needs %s %s, got %q", e.Kind.Name, e.Name, Backends.Key, OneOfNames(e.RunsOn), b)
 }
 
 // WorksWith reports why driver e cannot keep its gates in store s, or
@@ -274,7 +274,7 @@ func (e *Entry) WorksWith(s string) error {
 	if len(e.Stores) == 0 || slices.Contains(e.Stores, s) {
 		return nil
 	}
-	return fmt.Errorf("%s %s needs %s %s, got %q", e.Kind.Name, e.Name, Stores.Key, oneOf(e.Stores), s)
+	return fmt.Errorf("%s %s needs %s %s, got %q", e.Kind.Name, e.Name, Stores.Key, OneOfNames(e.Stores), s)
 }
 
 // CanPlayAll is the first refusal of sc by any of entries, or nil.
@@ -287,9 +287,9 @@ func CanPlayAll(sc spec.Scenario, entries ...*Entry) error {
 	return nil
 }
 
-// oneOf spells names as a choice: "etcd", "etcd or redis", "sqlite, etcd
-// or redis".
-func oneOf(names []string) string {
+// OneOfNames spells names as a choice: "etcd", "etcd or redis", "sqlite,
+// etcd or redis".
+func OneOfNames(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

@@ -249,7 +249,7 @@ func (bf *backendFlags) config(sc spec.Scenario) (*realtime.Config, error) {
 			return nil, errors.New("--time-scale: the simulator runs on virtual time; --time-scale needs --backend memory or etcd")
 		case bf.processes():
 			return nil, fmt.Errorf("%s: the simulator's agents are its own; agents as processes need --backend %s", bf.agentsAs(),
-				strings.Join(registry.Must(registry.Drivers, registry.Process).RunsOn, " or "))
+				registry.OneOfNames(registry.Must(registry.Drivers, registry.Process).RunsOn))
 		}
 		return nil, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/leasefence/lab/history"
@@ -69,7 +68,7 @@ func stopAtFirstApplies(cfg *runConfig, bf *backendFlags) error {
 			}
 		}
 		return fmt.Errorf("--stop-at-first: the simulator runs the whole scenario in virtual time, in a fraction of a second; "+
-			"stopping a run at its first counterexample needs a real-time --backend (%s)", strings.Join(names, ", "))
+			"stopping a run at its first counterexample needs a real-time --backend (%s)", registry.OneOfNames(names))
 	case bf.processes():
 		return fmt.Errorf("--stop-at-first: %s: the watch that stops a run at its first counterexample hears "+
 			"the events of agents in-process only", bf.agentsAs())
