@@ -45,9 +45,12 @@
 //     floor; the row stays locked until the transaction ends, and it is
 //     rewritten, by the same conditional UPDATE, only when the floor rises
 //     (rewriting it on every commit would grow a chain of dead row versions
-//     under a holder that commits again and again). No floor is kept in
-//     process memory, so gates in many processes, or many *sql.DB handles,
-//     on one database serialise correctly.
+//     under a holder that commits again and again). A token above the
+//     floor the Gate last saw (a new lease's first write) is sent the
+//     conditional UPDATE first, which checks, raises and locks in one
+//     statement. The floor a Gate saw only picks the statement: nothing in
+//     process memory decides, so gates in many processes, or many *sql.DB
+//     handles, on one database serialise correctly.
 //   - If write returns an error or panics, the transaction rolls back: neither
 //     the write nor the floor change is applied. (The in-memory
 //     leasefence.FenceGate keeps its floor raised, since it cannot undo a

@@ -85,6 +85,10 @@ type Gate struct {
 	logTab   string
 	leaseTab string // WithCurrentLease's table, or ""
 	q        statements
+	// seen is the floor's fence as this gate last read or raised it: on
+	// PostgreSQL, a hint of which statement to send first (judge), never
+	// a judgement.
+	seen atomic.Uint64
 }
 
 var _ leasefence.Gate = (*Gate)(nil)
@@ -95,6 +99,13 @@ type statements struct {
 	// higher fence, or the same fence from its holder or from anyone while
 	// it has none. One row affected means admitted.
 	raise string
+	// raiseLease is raise that also returns whether ($2, $3) is the
+	// resource's current, live lease in the lease table, holding the lease
+	// row FOR SHARE (PostgreSQL, a gate made WithCurrentLease). RETURNING
+	// is computed once the floor row is locked and written, so the lease
+	// is judged after any wait for the floor row, on its newest version,
+	// as in lockLease.
+	raiseLease string
 	// lock reads the floor and locks its row until the transaction ends
 	// (PostgreSQL only).
 	lock string
@@ -145,11 +156,15 @@ func newStatements(d Dialect, floorTab, logTab, leaseTab string) statements {
 		ensureRow: `INSERT INTO ` + floorTab + ` (resource, holder, fence, refused) VALUES ($1, '', $2, 0) ON CONFLICT (resource) DO NOTHING`,
 		initFloor: `UPDATE ` + floorTab + ` SET holder = '', fence = $2 WHERE resource = $1 AND fence < $2`,
 		leaseLive: `SELECT 1 FROM ` + leaseTab + ` WHERE resource = $1 AND holder = $2 AND fence = $3 AND released = 0 AND expires_us > ` + d.nowMicros(),
+		raiseLease: `UPDATE ` + floorTab + ` SET holder = $2, fence = $3 WHERE resource = $1 AND ` +
+			`(fence < $3 OR (fence = $3 AND (holder = '' OR holder = $2))) ` +
+			`RETURNING COALESCE((SELECT l.holder = $2 AND l.fence = $3 AND l.released = 0 AND l.expires_us > ` + d.nowMicros() +
+			` FROM ` + leaseTab + ` l WHERE l.resource = ` + floorTab + `.resource FOR SHARE), FALSE)`,
 		lockLease: `WITH f AS MATERIALIZED (SELECT resource, holder, fence FROM ` + floorTab + ` WHERE resource = $1 FOR UPDATE) ` +
 			`SELECT f.holder, f.fence, COALESCE((SELECT l.holder = $2 AND l.fence = $3 AND l.released = 0 AND l.expires_us > ` + d.nowMicros() +
 			` FROM ` + leaseTab + ` l WHERE l.resource = f.resource FOR SHARE), FALSE) FROM f`,
 	}
-	for _, q := range []*string{&s.raise, &s.lock, &s.lockLease, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor, &s.leaseLive} {
+	for _, q := range []*string{&s.raise, &s.raiseLease, &s.lock, &s.lockLease, &s.count, &s.logRefusal, &s.floor, &s.refused, &s.log, &s.ensureRow, &s.initFloor, &s.leaseLive} {
 		*q = d.placeholders(*q)
 	}
 	return s
@@ -336,12 +351,11 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 			return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err}
 		}
 		return leasefence.RejectionError(r)
-	case notLive:
+	case notLive, notLiveRaised:
 		done = true // refuseLease ends the transaction it is given
-		if g.dialect != Postgres {
-			// SQLite raised the floor before reading the lease: undo the
-			// raise, and log in a transaction of its own. PostgreSQL
-			// judged both before raising anything.
+		if v == notLiveRaised {
+			// The floor was raised before the lease was read: undo the
+			// raise, and log in a transaction of its own.
 			_ = tx.Rollback()
 			if tx, err = g.db.BeginTx(ctx, nil); err != nil {
 				return g.leaseNotLogged(leasefence.Rejection{Resource: g.resource, Holder: t.Holder, Fence: t.Fence}, err)
@@ -363,9 +377,10 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 type verdict int
 
 const (
-	refused  verdict = iota // the floor refuses the token
-	admitted                // the floor admits it, raised to it if need be, and its lease is live if checked
-	notLive                 // the floor admits it, but it is not the current, live lease (WithCurrentLease)
+	refused       verdict = iota // the floor refuses the token
+	admitted                     // the floor admits it, raised to it if need be, and its lease is live if checked
+	notLive                      // the floor admits it, but it is not the current, live lease (WithCurrentLease)
+	notLiveRaised                // notLive, judged after raising the floor to it: the raise must be rolled back
 )
 
 // judge decides, in tx, whether the floor admits t and, with lease on a
@@ -391,14 +406,22 @@ const (
 // statement), and rewritten only when the floor rises, once per new lease.
 // The rule applied is the raise statement's (admits), and the raise is
 // still the conditional UPDATE, so a rule that disagreed would be caught as
-// errRejudge, never admitted.
+// errRejudge, never admitted. A token above the floor this gate last saw
+// goes the other way round (raiseFirst): the conditional UPDATE alone
+// checks, raises and locks, one statement instead of two for the first
+// write of a lease, and a rewrite of the row at most once per floor a gate
+// had not seen.
 func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, error) {
 	lease = lease && g.leaseTab != ""
 	if g.dialect == Postgres {
+		if uint64(t.Fence) > g.seen.Load() {
+			return g.raiseFirst(ctx, tx, t, lease)
+		}
 		floor, live, err := g.lockFloor(ctx, tx, t, lease)
 		if err != nil {
 			return refused, err
 		}
+		g.seen.Store(uint64(floor.Fence))
 		r := leasefence.Rejection{Holder: t.Holder, Fence: t.Fence, FloorHolder: floor.Holder, FloorFence: floor.Fence}
 		switch {
 		case !admits(r):
@@ -424,9 +447,44 @@ func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease 
 	case lease && g.dialect != Postgres:
 		live, err := g.leaseLive(ctx, tx, t)
 		if err != nil || !live {
-			return notLive, err
+			return notLiveRaised, err
 		}
 	}
+	g.seen.Store(uint64(t.Fence))
+	return admitted, nil
+}
+
+// raiseFirst judges t by the conditional UPDATE alone (PostgreSQL), which
+// checks, raises and locks in one statement where the lock and then the
+// raise take two. judge sends it for a token above the floor this gate
+// last saw, most likely a new lease's first write; below that, the lock
+// comes first, since an UPDATE writes a new row version even when it
+// changes nothing. No row updated means the floor refuses t (the refusal's
+// log locks the row and looks again). With lease, the same statement
+// judges the lease once the floor row is raised.
+func (g *Gate) raiseFirst(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, error) {
+	live := true
+	var err error
+	if lease {
+		err = tx.QueryRowContext(ctx, g.q.raiseLease, g.resource, t.Holder, int64(t.Fence)).Scan(&live)
+	} else {
+		var res sql.Result
+		if res, err = tx.ExecContext(ctx, g.q.raise, g.resource, t.Holder, int64(t.Fence)); err == nil {
+			var n int64
+			if n, err = res.RowsAffected(); err == nil && n == 0 {
+				err = sql.ErrNoRows
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return refused, nil
+	case err != nil:
+		return refused, err
+	case !live:
+		return notLiveRaised, nil
+	}
+	g.seen.Store(uint64(t.Fence))
 	return admitted, nil
 }
 

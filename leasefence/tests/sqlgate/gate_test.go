@@ -579,7 +579,8 @@ func (fakeConnector) Driver() driver.Driver                        { return fake
 // On PostgreSQL a Commit under the floor's own token locks the floor row
 // without writing a new version of it (which would grow a chain of dead
 // versions on a row a holder commits under again and again); a new fence
-// rewrites it.
+// rewrites it, and so does, once, the first commit of a gate new to the
+// floor.
 func TestPostgresFloorRowRewrittenOnlyWhenItRises(t *testing.T) {
 	d := openPostgres(t)
 	ctx := t.Context()
@@ -593,23 +594,30 @@ func TestPostgresFloorRowRewrittenOnlyWhenItRises(t *testing.T) {
 		}
 		return xmin
 	}
-	nothing := func(context.Context, *sql.Tx) error { return nil }
-	if err := g.Commit(ctx, tok("orders", "a", 1), nothing); err != nil {
-		t.Fatal(err)
-	}
-	raised := version()
-	for range 3 {
-		if err := g.Commit(ctx, tok("orders", "a", 1), nothing); err != nil {
-			t.Fatal(err)
+	// commit commits n times under tk through gate and returns the row's
+	// version after the first commit and after the last.
+	commit := func(gate *sqlgate.Gate, tk leasefence.Token, n int) (first, last string) {
+		t.Helper()
+		for i := range n {
+			if err := gate.Commit(ctx, tk, func(context.Context, *sql.Tx) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = version()
+			}
 		}
+		return first, version()
 	}
-	if v := version(); v != raised {
+	raised, v := commit(g, tok("orders", "a", 1), 4)
+	if v != raised {
 		t.Errorf("the floor row was rewritten by commits under its own token (xmin %s, then %s)", raised, v)
 	}
-	if err := g.Commit(ctx, tok("orders", "b", 2), nothing); err != nil {
-		t.Fatal(err)
-	}
-	if v := version(); v == raised {
+	if v, _ := commit(g, tok("orders", "b", 2), 1); v == raised {
 		t.Error("the floor row was not rewritten when the floor rose")
+	}
+	// A gate new to the floor sends its first commit as a raise, which
+	// rewrites the row once; after that it has seen the floor.
+	if seen, v := commit(newGate(t, db, "orders"), tok("orders", "b", 2), 4); v != seen {
+		t.Errorf("a gate new to the floor rewrote its row on every commit (xmin %s, then %s)", seen, v)
 	}
 }

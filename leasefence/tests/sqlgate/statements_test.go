@@ -3,6 +3,8 @@ package sqlgate_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,53 +18,69 @@ import (
 // TestPostgresCommitStatements: on PostgreSQL each statement is a round
 // trip, most of what a gated commit costs beyond the write. An admitted
 // commit is BEGIN, the floor row locked and read, the write, COMMIT; the
-// floor's UPDATE is added only when the floor rises. WithCurrentLease
-// reads the lease row in the statement that locks the floor row, so the
-// lease check adds no statement, and a lease refusal is logged in the
-// transaction that judged it (nothing was raised in it): BEGIN, the floor
-// and lease rows, the log's sequence number, the log entry, COMMIT.
+// first write of a new lease is BEGIN, the conditional UPDATE that checks,
+// raises and locks the floor row, the write, COMMIT. A refusal by the
+// floor is BEGIN, the lock, the log's sequence number, the log entry,
+// COMMIT. WithCurrentLease reads the lease row in the statement that
+// locks or raises the floor row, so the lease check adds no statement; a
+// lease refusal is logged in the transaction that judged it when nothing
+// was raised in it, and otherwise after a ROLLBACK, in a transaction of
+// its own.
 func TestPostgresCommitStatements(t *testing.T) {
 	pg := sqltest.NewPostgres(t)
 	db, counter := pg.OpenCounted(t)
 	_, coord := leaseSetup(t, &postgresDB{pg}, sqllease.Options{TTL: time.Minute})
+	release := func(t *testing.T, tok leasefence.Token) {
+		t.Helper()
+		if out, err := coord.Release(t.Context(), tok); err != nil || !out.OK {
+			t.Fatalf("Release(%v) = %+v, %v", tok, out, err)
+		}
+	}
 
 	for _, tc := range []struct {
-		name string
-		opts []sqlgate.Option
-	}{
-		{"floor only", nil},
-		{"WithCurrentLease", []sqlgate.Option{sqlgate.WithCurrentLease(sqllease.DefaultTable)}},
-	} {
+		name  string
+		lease bool
+	}{{"floor only", false}, {"WithCurrentLease", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			resource := "r-" + tc.name
-			gate := newGate(t, db, resource, tc.opts...)
-			a := sqltest.MustAcquire(t, coord, "worker-a", resource)
-			for _, step := range []struct {
-				what string
-				want int64
-			}{
-				{"the first write of a lease (the floor rises)", 5},
-				{"a write under the floor's own token", 4},
-			} {
+			var opts []sqlgate.Option
+			if tc.lease {
+				opts = append(opts, sqlgate.WithCurrentLease(sqllease.DefaultTable))
+			}
+			gate := newGate(t, db, resource, opts...)
+			count := func(what string, want int64, tok leasefence.Token) error {
+				t.Helper()
 				before := counter.N()
-				if err := gate.Commit(t.Context(), a, insertOrder(a, step.what)); err != nil {
-					t.Fatalf("%s: %v", step.what, err)
+				err := gate.Commit(t.Context(), tok, insertOrder(tok, what))
+				if got := counter.N() - before; got != want {
+					t.Errorf("%s: %d statements, want %d", what, got, want)
 				}
-				if got := counter.N() - before; got != step.want {
-					t.Errorf("%s: %d statements, want %d", step.what, got, step.want)
+				return err
+			}
+			admitted := func(what string, tok leasefence.Token) {
+				t.Helper()
+				if err := count(what, 4, tok); err != nil {
+					t.Fatalf("%s: %v", what, err)
 				}
 			}
-			if len(tc.opts) == 0 {
+			a := sqltest.MustAcquire(t, coord, "worker-a", resource)
+			admitted("a's first write (the floor rises)", a)
+			admitted("a's second write", a)
+			release(t, a)
+			b := sqltest.MustAcquire(t, coord, "worker-b", resource)
+			admitted("b's first write (the floor rises from a's)", b)
+			admitted("b's second write", b)
+			if err := count("a's write after b's", 5, a); !errors.Is(err, leasefence.ErrStaleFence) {
+				t.Fatalf("a's write after b's = %v, want ErrStaleFence", err)
+			}
+			if !tc.lease {
 				return
 			}
-			if out, err := coord.Release(t.Context(), a); err != nil || !out.OK {
-				t.Fatalf("Release = %+v, %v", out, err)
-			}
-			before := counter.N()
-			wantLeaseNotLive(t, gate.Commit(t.Context(), a, insertOrder(a, "released")), a, 1)
-			if got := counter.N() - before; got != 5 {
-				t.Errorf("a lease refusal: %d statements, want 5", got)
-			}
+			release(t, b)
+			wantLeaseNotLive(t, count("b's write after its release", 5, b), b, 2)
+			forged := leasefence.Token{Resource: resource, Holder: "worker-c", Fence: b.Fence + 1}
+			wantLeaseNotLive(t, count("a write above the floor with no lease", 7, forged), forged, 3)
+			checkFloor(t, gate, b)
 		})
 	}
 }
@@ -75,29 +93,45 @@ func TestPostgresCommitStatements(t *testing.T) {
 // during it, is admitted. A statement that judged the lease before taking
 // the floor row's lock admits the first; one that judged the lease row
 // version its snapshot saw (from before the renewal) refuses the second.
+// Both of the gate's first statements are held to it: the lock, sent by a
+// gate that has seen the floor, and the conditional UPDATE, sent by a gate
+// new to it.
 func TestPostgresLeaseJudgedAfterTheFloorsWait(t *testing.T) {
 	const ttl = 2 * time.Second
-	for _, tc := range []struct {
-		name  string
-		renew bool
+	for i, tc := range []struct {
+		name        string
+		renew, seen bool
 	}{
-		{"expired during the wait", false},
-		{"renewed during the wait", true},
+		{"expired during the wait, floor seen", false, true},
+		{"renewed during the wait, floor seen", true, true},
+		{"expired during the wait, floor new to the gate", false, false},
+		{"renewed during the wait, floor new to the gate", true, false},
 	} {
+		prefix := fmt.Sprintf("waits%d_", i) // tells the subtest's waits from the others'
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := openPostgres(t)
 			db, coord := leaseSetup(t, d, sqllease.Options{TTL: ttl})
-			blocking := newGate(t, d.handle(t), "orders", sqlgate.WithTablePrefix("waits_"))
-			leased := newGate(t, db, "orders", sqlgate.WithTablePrefix("waits_"), sqlgate.WithCurrentLease(sqllease.DefaultTable))
+			blocking := newGate(t, d.handle(t), "orders", sqlgate.WithTablePrefix(prefix))
+			leased := newGate(t, db, "orders", sqlgate.WithTablePrefix(prefix), sqlgate.WithCurrentLease(sqllease.DefaultTable))
 			sent := time.Now()
 			a := sqltest.MustAcquire(t, coord, "worker-a", "orders")
-			ends := sent.Add(ttl) // the lease's first term ends by then, on any clock of this host
-			// The floor is a's before the wait, so the write that holds the
-			// floor row leaves it as it is: PostgreSQL evaluates again a
-			// statement waiting on a row that changed, which would hide a
-			// lease judged before the wait.
-			if err := blocking.Admit(t.Context(), a); err != nil {
-				t.Fatal(err)
+			// The database dates the lease's first term while the acquire
+			// runs, so on this host's clock it ends after notBefore and by
+			// endedBy.
+			notBefore, endedBy := sent.Add(ttl), time.Now().Add(ttl)
+			// The floor is a's before the wait, and the gate holding the floor
+			// row has seen it, so its write leaves the row as it is:
+			// PostgreSQL evaluates again a statement waiting on a row that
+			// changed, which would hide a lease judged before the wait.
+			admits := []*sqlgate.Gate{blocking}
+			if tc.seen {
+				admits = append(admits, leased)
+			}
+			for _, g := range admits {
+				if err := g.Admit(t.Context(), a); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			holding, release := make(chan struct{}), make(chan struct{})
@@ -115,9 +149,13 @@ func TestPostgresLeaseJudgedAfterTheFloorsWait(t *testing.T) {
 			<-holding
 			waited := make(chan error, 1)
 			go func() { waited <- leased.Commit(t.Context(), a, insertOrder(a, "waited")) }()
-			waitForLockWait(t, db, "waits_floor")
-			if time.Now().After(ends) {
-				t.Skip("the commit reached the floor row's wait after the lease had ended: nothing to tell apart (machine too loaded)")
+			waitForLockWait(t, db, prefix+"floor")
+			late := notBefore // a wait begun after the lease's end tells nothing apart
+			if tc.renew {
+				late = sent.Add(ttl / 2) // a renewal must have time to land in the first term
+			}
+			if time.Now().After(late) {
+				t.Skip("the commit reached the floor row's wait too late for the lease's end to fall in it (machine too loaded)")
 			}
 			if tc.renew {
 				time.Sleep(time.Until(sent.Add(ttl / 2)))
@@ -127,14 +165,14 @@ func TestPostgresLeaseJudgedAfterTheFloorsWait(t *testing.T) {
 				// the renewal off until after it: the renewal gives up at the
 				// first term's end instead of waiting for a write that waits
 				// for it.
-				ctx, cancel := context.WithDeadline(t.Context(), ends)
+				ctx, cancel := context.WithDeadline(t.Context(), notBefore)
 				defer cancel()
 				req := leasefence.RenewRequest{RequestID: "renew-" + a.String(), Token: a}
 				if out, err := coord.Renew(ctx, req); err != nil || !out.OK {
 					t.Fatalf("Renew during the wait = %+v, %v", out, err)
 				}
 			}
-			time.Sleep(time.Until(ends.Add(50 * time.Millisecond)))
+			time.Sleep(time.Until(endedBy.Add(50 * time.Millisecond)))
 			free()
 			if err := <-blocked; err != nil {
 				t.Fatalf("the floor row's holder: %v", err)
