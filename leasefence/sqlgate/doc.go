@@ -77,12 +77,13 @@
 //     same database, the write's transaction also checks that the token is
 //     the resource's current, live lease (its row in table has the token's
 //     holder and fence, is not released, and expires after the database's
-//     clock now; on PostgreSQL it is read in the statement that locks the
-//     floor row, once that lock is held, and held FOR SHARE until the write
-//     commits, so no acquire replaces the lease under it). A token the floor
-//     admits but whose lease has ended is refused with a *LeaseNotLiveError
-//     (ErrLeaseNotLive), logged like a floor refusal in a transaction of its
-//     own, the floor it names at or below the token's fence. So a holder
+//     clock now; on PostgreSQL it is read in the statement that locks or
+//     raises the floor row, once that row is held, and held FOR SHARE
+//     until the write commits, so no acquire replaces the lease under
+//     it). A token the floor admits but whose lease has ended is refused
+//     with a *LeaseNotLiveError (ErrLeaseNotLive), logged like a floor
+//     refusal in a transaction in which write never ran, the floor it
+//     names at or below the token's fence. So a holder
 //     whose lease ended is refused even before any newer holder has
 //     written. The table is read by the layout sqllease's package doc
 //     fixes; this package imports nothing of sqllease.

@@ -91,9 +91,10 @@ var tablePattern = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*\.)?[A-Za-z_][A-Z
 // released, and expires after the database's clock now. It is checked in
 // the write's own transaction, with the floor row locked and before write
 // runs; on PostgreSQL the lease row is read FOR SHARE, in the statement
-// that locks the floor row (the check adds no round trip), so no acquire
-// can replace the lease until the write has committed or rolled back. A token the floor admits but whose lease has ended (expired,
-// released, superseded) is refused with a *LeaseNotLiveError
+// that locks or raises the floor row (the check adds no round trip), so
+// no acquire can replace the lease until the write has committed or
+// rolled back. A token the floor admits but whose lease has ended
+// (expired, released, superseded) is refused with a *LeaseNotLiveError
 // (ErrLeaseNotLive) and logged like a floor refusal: a stale holder is
 // refused before any newer holder has written. Admit checks the floor
 // only. The table's layout is the one sqllease's package doc fixes, read
