@@ -368,6 +368,57 @@ func bareTx(db *sql.DB, steps ...func(ctx context.Context, tx *sql.Tx) error) fu
 	}
 }
 
+// BenchmarkGateCommitRaise is a commit that raises the floor (each one
+// under a fence above the last: the first write of a new lease) on
+// PostgreSQL, by turns:
+//
+//   - impl=lock+raise: the floor row read FOR UPDATE, then the conditional
+//     UPDATE that raises it, then the insert, in one bare transaction (5
+//     statements);
+//   - impl=gate: sqlgate's Commit, floor only, whose conditional UPDATE
+//     checks, raises and locks in one statement (4).
+func BenchmarkGateCommitRaise(b *testing.B) {
+	d := openPostgres(b, nil)
+	ctx := b.Context()
+	if _, err := d.db.ExecContext(ctx, `CREATE TABLE bench_orders (`+d.serial+`, item TEXT NOT NULL, fence BIGINT NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	gate, err := sqlgate.New(ctx, d.db, "orders")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sqlgate.New(ctx, d.db, "by-hand"); err != nil {
+		b.Fatal(err)
+	}
+	insert := func(f int64) func(ctx context.Context, tx *sql.Tx) error {
+		return func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO bench_orders (item, fence) VALUES ($1, $2)`, "espresso", f)
+			return err
+		}
+	}
+	var handFence, gateFence int64
+	lockRaise := func(ctx context.Context) error {
+		handFence++
+		lock := func(ctx context.Context, tx *sql.Tx) error {
+			var holder string
+			var fence int64
+			return tx.QueryRowContext(ctx, `SELECT holder, fence FROM leasefence_floor WHERE resource = $1 FOR UPDATE`, "by-hand").Scan(&holder, &fence)
+		}
+		raise := func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE leasefence_floor SET holder = $2, fence = $3 WHERE resource = $1 AND `+
+				`(fence < $3 OR (fence = $3 AND (holder = '' OR holder = $2)))`, "by-hand", "worker-a", handFence)
+			return err
+		}
+		return bareTx(d.db, lock, raise, insert(handFence))(ctx)
+	}
+	commit := func(ctx context.Context) error {
+		gateFence++
+		tok := leasefence.Token{Resource: "orders", Holder: "worker-a", Fence: leasefence.Fence(gateFence)}
+		return gate.Commit(ctx, tok, insert(gateFence))
+	}
+	byTurns(b, []impl{{"gate", commit}}, []impl{{"lock+raise", lockRaise}})
+}
+
 // BenchmarkPostgresCalls times every statement of each cycle above, call
 // by call, through a pgx tracer on the connection (the client's wait for
 // each answer: the round trip and the server's work). It reports the

@@ -14,6 +14,8 @@
 //   - GateCommitFloor (PostgreSQL): the bare transaction with one statement
 //     more, from a SAVEPOINT to the floor row's read FOR UPDATE, beside the
 //     gate: what each step towards the gate's own statement costs;
+//   - GateCommitRaise (PostgreSQL): a commit that raises the floor, through
+//     sqlgate against the lock and the raise sent by hand;
 //   - PostgresCalls: every statement of those cycles, timed call by call
 //     through a pgx tracer, and counted.
 //
