@@ -100,6 +100,13 @@ func Land(ctx context.Context, res Resource, d history.Discipline, t leasefence.
 		return Fate{Floor: lease.Floor, NotLogged: lease.NotLogged, LeaseNotLive: true}, "", nil
 	case errors.As(err, &stale):
 		return Fate{Floor: leasefence.Token{Holder: stale.Rejection.FloorHolder, Fence: stale.Rejection.FloorFence}}, "", nil
+	case errors.As(err, &unlogged) && unlogged.FloorHolder == "" && unlogged.FloorFence == 0:
+		// The gate failed before it read the floor that refused the
+		// write (sqlgate, its session cut in between): a refusal naming
+		// no floor is no claim the history can hold to anything. The
+		// write did not land, which the resource's record says for
+		// itself; to the agent it is a store failure.
+		return fate, "Commit", err
 	case errors.As(err, &unlogged):
 		return Fate{Floor: leasefence.Token{Holder: unlogged.FloorHolder, Fence: unlogged.FloorFence}, NotLogged: true}, "", nil
 	case errors.Is(err, leasefence.ErrTokenConflict):

@@ -282,3 +282,25 @@ func TestRefusalNotLoggedIsARefusal(t *testing.T) {
 		t.Fatalf("refusal event %+v: want commit_refused by agent-2@5, outcome %s", e, history.OutcomeRefusalNotLogged)
 	}
 }
+
+// floorlessGate refuses every write, cannot log one, and never read the
+// floor that refused it.
+type floorlessGate struct{ brokenGate }
+
+func (g *floorlessGate) Commit(_ context.Context, t leasefence.Token, _ uint64) error {
+	return &leasefence.RefusalNotLoggedError{Rejection: leasefence.Rejection{Resource: g.name, Holder: t.Holder, Fence: t.Fence}, Err: errTimedOut}
+}
+
+// A refusal the gate could not log, naming no floor (it failed before it
+// read one), is a failure of the store's to the agent, not a refusal the
+// history would record by a floor of 0 that nothing raised and the
+// checker would find unexplained: the resource's record says the write
+// did not land.
+func TestRefusalNamingNoFloorIsAStoreFailure(t *testing.T) {
+	t.Parallel()
+	tok := leasefence.Token{Resource: "res-1", Holder: "agent-1", Fence: 4}
+	fate, call, err := realtime.Land(t.Context(), &floorlessGate{brokenGate{name: "res-1"}}, history.DisciplineFenced, tok, 1)
+	if !errors.Is(err, leasefence.ErrRefusalNotLogged) || call != "Commit" || fate != (realtime.Fate{}) {
+		t.Fatalf("Land = %+v, %v (call %q), want the store's failure of Commit", fate, err, call)
+	}
+}

@@ -64,7 +64,11 @@
 //     A refusal whose log cannot be written (the insert or its COMMIT fails,
 //     ctx ends) is a *leasefence.RefusalNotLoggedError instead
 //     (leasefence.ErrRefusalNotLogged): the write did not land, and the
-//     caller is told the log does not hold it.
+//     caller is told the log does not hold it. It names the floor that
+//     refused the write once the gate has read it; a failure before the
+//     gate read any floor (a session cut between the refused raise and the
+//     log) leaves FloorHolder "" and FloorFence 0, which no refusal names
+//     otherwise.
 //   - Holder and resource ids follow the core's rule (leasefence.MaxIDLen,
 //     1 KiB, valid UTF-8, no control characters), checked before anything
 //     is sent: the resource is in the primary key of both tables, whose

@@ -332,7 +332,7 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 			_ = tx.Rollback() // a panic in write, or any error below: undo the floor with the write
 		}
 	}()
-	v, err := g.judge(ctx, tx, t, true)
+	v, floor, err := g.judge(ctx, tx, t, true)
 	if err != nil {
 		return err
 	}
@@ -347,6 +347,12 @@ func (g *Gate) commitOnce(ctx context.Context, t leasefence.Token, write func(ct
 		case errors.Is(err, errRejudge), errors.Is(err, ErrNoFloor):
 			return err // not a refusal after all
 		case err != nil:
+			if r.Seq == 0 {
+				// The log failed before it read the floor: the floor that
+				// refused t is the one judge read under the row's lock, if
+				// it read one, else unknown (zero).
+				r.FloorHolder, r.FloorFence = floor.Holder, floor.Fence
+			}
 			r.Seq = 0
 			return &leasefence.RefusalNotLoggedError{Rejection: r, Err: err}
 		}
@@ -386,7 +392,10 @@ const (
 // judge decides, in tx, whether the floor admits t and, with lease on a
 // gate made WithCurrentLease, whether t is the resource's current, live
 // lease; if both, it raises the floor to t. The floor row stays locked
-// until tx ends whatever the verdict, so the decision holds until then.
+// until tx ends whatever the verdict, so the decision holds until then. It
+// returns the floor it read under the row's lock (PostgreSQL, a token at
+// or below the floor this Gate last saw), or the zero Token where the
+// conditional UPDATE judged alone, reading no floor.
 //
 // On SQLite the first statement must write: it takes the database's write
 // lock, whereas a read first would open a read transaction whose later write
@@ -411,27 +420,35 @@ const (
 // checks, raises and locks, one statement instead of two for the first
 // write of a lease, and a rewrite of the row at most once per floor a gate
 // had not seen.
-func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, error) {
+func (g *Gate) judge(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, leasefence.Token, error) {
 	lease = lease && g.leaseTab != ""
 	if g.dialect == Postgres {
 		if uint64(t.Fence) > g.seen.Load() {
-			return g.raiseFirst(ctx, tx, t, lease)
+			v, err := g.raiseFirst(ctx, tx, t, lease)
+			return v, leasefence.Token{}, err
 		}
 		floor, live, err := g.lockFloor(ctx, tx, t, lease)
 		if err != nil {
-			return refused, err
+			return refused, leasefence.Token{}, err
 		}
 		g.seen.Store(uint64(floor.Fence))
 		r := leasefence.Rejection{Holder: t.Holder, Fence: t.Fence, FloorHolder: floor.Holder, FloorFence: floor.Fence}
 		switch {
 		case !admits(r):
-			return refused, nil
+			return refused, floor, nil
 		case !live:
-			return notLive, nil
+			return notLive, floor, nil
 		case floor.Holder == t.Holder && floor.Fence == t.Fence:
-			return admitted, nil // t is the floor already: the lock is all it takes
+			return admitted, floor, nil // t is the floor already: the lock is all it takes
 		}
 	}
+	v, err := g.raise(ctx, tx, t, lease)
+	return v, leasefence.Token{}, err
+}
+
+// raise is judge's conditional UPDATE, after the locked floor admitted t
+// on PostgreSQL, and first on SQLite.
+func (g *Gate) raise(ctx context.Context, tx *sql.Tx, t leasefence.Token, lease bool) (verdict, error) {
 	res, err := tx.ExecContext(ctx, g.q.raise, g.resource, t.Holder, int64(t.Fence))
 	if err != nil {
 		return refused, err
@@ -591,7 +608,7 @@ func (g *Gate) admitOnce(ctx context.Context, t leasefence.Token) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	v, err := g.judge(ctx, tx, t, false)
+	v, _, err := g.judge(ctx, tx, t, false)
 	if err != nil {
 		return err
 	}

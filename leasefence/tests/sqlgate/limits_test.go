@@ -137,6 +137,51 @@ func TestRefusalNotLogged(t *testing.T) {
 	})
 }
 
+// TestRefusalNotLoggedNamesTheFloorItRead: a refusal whose log fails
+// before the log has read the floor (the count of refusals is the log's
+// first statement; a session cut there fails it) names the floor the
+// gate judged by, when it read one: on PostgreSQL, a token at or below the
+// floor the Gate last saw is judged under the floor row's lock, which
+// read b@7. On SQLite the conditional raise judges alone, reading no
+// floor, and the error says so with the zero floor, which no refusal
+// names otherwise.
+func TestRefusalNotLoggedNamesTheFloorItRead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, d database) {
+		db, g := ordersGate(t, d, "r")
+		ctx := t.Context()
+		if err := g.Commit(ctx, tok("r", "b", 7), insertOrder(tok("r", "b", 7), "b1")); err != nil {
+			t.Fatal(err)
+		}
+		stmts := []string{`CREATE TRIGGER no_count BEFORE UPDATE OF refused ON leasefence_floor BEGIN SELECT RAISE(ABORT, 'the count is read-only'); END`}
+		if d.dialect() == sqlgate.Postgres {
+			stmts = []string{
+				`CREATE FUNCTION no_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the count is read-only'; END $$`,
+				`CREATE TRIGGER no_count BEFORE UPDATE OF refused ON leasefence_floor FOR EACH ROW EXECUTE FUNCTION no_count()`,
+			}
+		}
+		for _, s := range stmts {
+			if _, err := db.ExecContext(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := g.Commit(ctx, tok("r", "a", 5), insertOrder(tok("r", "a", 5), "late"))
+		var nl *leasefence.RefusalNotLoggedError
+		if !errors.As(err, &nl) {
+			t.Fatalf("Commit whose count fails = %v, want a *leasefence.RefusalNotLoggedError", err)
+		}
+		want := leasefence.Rejection{Resource: "r", Holder: "a", Fence: 5}
+		if d.dialect() == sqlgate.Postgres {
+			want.FloorHolder, want.FloorFence = "b", 7
+		}
+		if nl.Rejection != want {
+			t.Errorf("refusal %+v, want %+v", nl.Rejection, want)
+		}
+		if got := readOrders(t, db, "r"); len(got) != 1 {
+			t.Errorf("orders %+v, want b1 alone", got)
+		}
+	})
+}
+
 // refuseLogInserts makes every insert into the gate's log fail, with a
 // trigger named no_log.
 func refuseLogInserts(t *testing.T, db *sql.DB, d sqlgate.Dialect) {
