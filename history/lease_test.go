@@ -22,6 +22,11 @@ func TestLeaseNotLiveRefusals(t *testing.T) {
 		// expire at 1.3s: the coordinator counted from when it got the
 		// request, which may be as early as the sending.
 		{"lease_refused_after_send_bound", 0, ""},
+		// Its grant answered the first sending of r1, whose reply was lost;
+		// the retry under the same id, 500ms later, was answered from the
+		// replay cache with the same expiry: the bound counts from the
+		// first sending.
+		{"lease_refused_after_retried_acquire", 0, ""},
 		{"lease_refused_while_live", 1, "calls the lease agent-1@1 not live 100ms before the earliest"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

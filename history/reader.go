@@ -20,10 +20,11 @@ type Generation struct {
 
 	CoordEnd time.Duration // its coordinator expiry, or the release
 	// EarliestEnd is the earliest instant its coordinator expiry can have
-	// been: the TTL, on the coordinator's clock, from the sending of the
-	// request whose grant or renewal its holder completed last (the
-	// coordinator stamped its expiry no earlier than it got it); -1 until
-	// its holder completes the acquire.
+	// been: the TTL, on the coordinator's clock, from the first sending
+	// of the request whose grant or renewal its holder completed last (the
+	// coordinator stamped its expiry no earlier than it got it, and a
+	// retry answered from its replay cache has that expiry); -1 until its
+	// holder completes the acquire.
 	EarliestEnd time.Duration
 
 	// The holder's side; -1 until the holder completes the acquire.
@@ -117,10 +118,21 @@ type Reader struct {
 	sentAcquire, sentRenew []sent
 }
 
-// sent is a request an agent sent: its id, and when.
+// sent is a request an agent sent: its id, and when it was first sent.
 type sent struct {
 	id string
 	at time.Duration
+}
+
+// send records e, a RequestSent. A resend under the same id (a retried
+// acquire) keeps the first sending's instant: the coordinator may have
+// granted the first, and a replay answers with the expiry that grant was
+// stamped with.
+func (s *sent) send(e *Event) {
+	if s.id == e.RequestID && e.RequestID != "" {
+		return
+	}
+	*s = sent{id: e.RequestID, at: e.At}
 }
 
 // Forgeries is what forgers did at one resource: writes refused, writes
@@ -240,9 +252,9 @@ func (r *Reader) Add(e *Event) error {
 	case RequestSent:
 		switch e.Request {
 		case RequestAcquire:
-			r.sentAcquire[e.Agent] = sent{id: e.RequestID, at: e.At}
+			r.sentAcquire[e.Agent].send(e)
 		case RequestRenew:
-			r.sentRenew[e.Agent] = sent{id: e.RequestID, at: e.At}
+			r.sentRenew[e.Agent].send(e)
 		}
 	case Extended:
 		if gi := r.Find(e.Incarnation, e.Resource, e.Fence); gi >= 0 {
