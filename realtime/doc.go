@@ -49,13 +49,17 @@
 //     too; etcd keeps its own time, so a coordinator drift is refused there.
 //   - A partition cuts one agent's calls (both ways) for a window.
 //   - A coordinator restart replaces the in-memory coordinators, resuming
-//     after the last fence (persist) or from zero; on an embedded etcd it
-//     stops every member and starts it again on its data directory
-//     (persist), or starts a fresh cluster on a new directory (a restore
-//     without --bump-revision: revisions, and so fences, start over); on
-//     PostgreSQL it crashes a server of the run's own and starts it again
-//     on its data, which keeps the leases too (LeaseKeeper): recorded as
-//     the server's restart, not the coordinator's.
+//     after the last fence (persist) or from zero, their leases forgotten;
+//     on an embedded etcd it stops every member and starts it again on its
+//     data directory (persist), or starts a fresh cluster on a new
+//     directory (a restore without --bump-revision: revisions, and so
+//     fences, start over); on Redis it restarts redis-server on its
+//     append-only file (persist) or on nothing; on PostgreSQL it crashes a
+//     server of the run's own and starts it again on its data. A restart
+//     on the server's data keeps the leases too (LeaseKeeper: etcd, Redis,
+//     PostgreSQL): recorded as the server's restart, not the
+//     coordinator's, so that the checker goes on holding every lease to
+//     its expiry across it.
 //   - The faults of the backend's own servers (the scenario's faults
 //     list: an etcd member paused or cut off, the Redis primary paused,
 //     killed or partitioned) are the backend's adapter's to play, through

@@ -228,6 +228,12 @@ func (e *Etcd) OpenLockDelay(_ context.Context, mode history.Mode, clock leasefe
 // start.
 var ErrCannotRestart = errors.New("realtime: etcd: only an embedded cluster can be restarted")
 
+// RestartKeepsLeases implements realtime.LeaseKeeper: a restart on the
+// members' data brings every key and lease back (etcd grants each
+// restored lease its TTL anew, so a lease lives no shorter for it), the
+// fence counters and the floors: the leases live on across it.
+func (e *Etcd) RestartKeepsLeases() (target string, kept bool) { return "etcd", true }
+
 // Restart implements realtime.Backend: every member stops, and starts again on its
 // data directory (persist), or a fresh cluster starts on a new directory.
 func (e *Etcd) Restart(ctx context.Context, persist bool) error {

@@ -399,6 +399,19 @@ func (r *Redis) Restart(ctx context.Context, persist bool) error {
 	return nil
 }
 
+// RestartKeepsLeases implements realtime.LeaseKeeper: a restart on the
+// append-only file brings every key back, each lease with its expiry (an
+// absolute instant, so the time the server was down counts against it),
+// the fence counters and the floors: the leases live on across it.
+func (r *Redis) RestartKeepsLeases() (target string, kept bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.server == nil {
+		return "", false
+	}
+	return "redis-server " + r.server.Addr(), true
+}
+
 // beforeLoss registers save, run by a restart that loses the data, with no
 // call in flight, on the client of the server about to lose it.
 func (r *Redis) beforeLoss(save func(context.Context, *redis.Client) error) {
