@@ -83,3 +83,31 @@ func TestLapsedWrites(t *testing.T) {
 		}
 	}
 }
+
+// A lock run in place of the lab's coordinator gives as a lease's
+// coordinator expiry the deadline its library dates from the request's
+// send; the lock can outlive it (a ZooKeeper session whose pings go on
+// while its holder stalls, as the later denial shows). Only an end the
+// history shows makes such a write lapsed.
+func TestLapsedWritesOfALockByItsRecordedEnds(t *testing.T) {
+	h, events, err := ReadFile("testdata/lapsed_writes_lock_deadline.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Check(h, events)
+	for _, tc := range []struct {
+		mode   Mode
+		lapsed int
+	}{
+		// Written at 1.4s, past the library's deadline of 1s, and the
+		// lock still held: agent-2 is denied for it at 2s.
+		{"zookeeper", 0},
+		// The same write at 1.4s, and one at 1.6s, after the expiry the
+		// newer grant recorded at 1.5s: that one is lapsed.
+		{"zookeeper-fenced", 1},
+	} {
+		if r := res.Modes[tc.mode]; r.LapsedWritesLanded != tc.lapsed || r.StaleWritesLanded != 0 {
+			t.Errorf("%s: lapsed %d, stale %d; want %d and 0", tc.mode, r.LapsedWritesLanded, r.StaleWritesLanded, tc.lapsed)
+		}
+	}
+}

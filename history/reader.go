@@ -10,7 +10,7 @@ import (
 // incarnation for one resource, with the true instants the coordinator
 // vouched for it and its holder believed in it and acted on it.
 //
-// A history holds one per generation, so the record is kept small (80
+// A history holds one per generation, so the record is kept small (88
 // bytes, its fields in an order that leaves no padding between them).
 type Generation struct {
 	Agent, Resource int32
@@ -44,6 +44,11 @@ type Generation struct {
 	// What the checker's rules know of it.
 	raised bool // its fence is the floor of a gate: a commit under it was admitted, or its push applied
 	ended  bool // the coordinator let it go: an expiry or a release the history shows
+	// A lock's run in place of the lab's coordinator: CoordEnd is the
+	// deadline its library dates from the request's send, not its
+	// server's expiry, which can come much later (a ZooKeeper session
+	// whose pings go on while its holder stalls keeps the lock).
+	guessedEnd bool
 }
 
 // Lapsed reports whether the coordinator no longer vouches for g.
@@ -67,7 +72,9 @@ type Write struct {
 	LeaseNotLive bool
 	// Lapsed: it landed at or after the end the history has for its lease:
 	// an expiry, a release or a restart that forgot it, recorded before
-	// it, or the coordinator's expiry its grant or last extension gave.
+	// it, or the coordinator's expiry its grant or last extension gave (the
+	// lab's coordinator's: a lock run in its place gives the deadline its
+	// library dated, which the lock can outlive).
 	// Such a write a gate's floor admits until a newer holder's write
 	// lands; only a gate that checks the lease refuses it. A stale write
 	// is not counted lapsed.
@@ -234,6 +241,7 @@ func (r *Reader) Add(e *Event) error {
 		r.latest[e.Resource] = r.gens.add(Generation{
 			Agent: int32(e.Agent), Resource: int32(e.Resource), Fence: e.Fence, Incarnation: e.Incarnation,
 			CoordEnd: e.Deadline, EarliestEnd: -1, Start: -1, BeliefEnd: -1, ActEnd: -1, prev: r.latest[e.Resource],
+			guessedEnd: r.h.Contender(e.Mode).Generations != "",
 		})
 	case Acquired:
 		gi := r.Find(e.Incarnation, e.Resource, e.Fence)
@@ -324,9 +332,10 @@ func (r *Reader) sentFor(g *Generation, s sent, id string) {
 
 // endedBy reports whether the history has g over at instant at: ended by
 // an event folded in before (an expiry, a release, a restart that forgot
-// it), or past the coordinator expiry its grant or last extension gave.
+// it), or past the coordinator expiry its grant or last extension gave,
+// unless that is a lock's deadline as its library dated it.
 func (g *Generation) endedBy(at time.Duration) bool {
-	return g.Lapsed() || g.CoordEnd > 0 && at >= g.CoordEnd
+	return g.Lapsed() || !g.guessedEnd && g.CoordEnd > 0 && at >= g.CoordEnd
 }
 
 // Forgeries returns what forgers did at resource.
