@@ -2,6 +2,7 @@ package realtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -33,6 +34,7 @@ const (
 	flawRefusedWrite          // refuses, and writes all the same
 	flawNoopAdmit             // Admit (the coordinator's push) does nothing
 	flawCheckThenSet          // checks the floor, then writes and raises it 3 ms later
+	flawLeaseRepeat           // checks the lease too, and takes a holder's second write for its lease's lapse
 )
 
 // checkThenSetGap is the mutant check-then-set gate's gap between its
@@ -75,6 +77,8 @@ func (g *mutantGate) refusal(t leasefence.Token) error {
 			FloorHolder: g.floor.Holder, FloorFence: g.floor.Fence}}
 	case t.Fence == g.floor.Fence && t.Holder != g.floor.Holder && g.floor.Holder != "":
 		return leasefence.ErrTokenConflict
+	case g.flaw == flawLeaseRepeat && t == g.floor:
+		return &realtime.LeaseRefusedError{Floor: g.floor, Err: errors.New("the lease is not live")}
 	}
 	return nil
 }
@@ -276,6 +280,7 @@ var mutants = []mutant{
 	{name: "refusal that still writes", store: mutantStore{flawRefusedWrite}, scenario: builtin("overlap", 5*time.Second)},
 	{name: "Admit a no-op", store: mutantStore{flawNoopAdmit}, scenario: pushedScenario(4)},
 	{name: "check-then-set, 3ms apart", store: mutantStore{flawCheckThenSet}, scenario: builtin("contend", 2*time.Second)},
+	{name: "lease refused while live", store: mutantStore{flawLeaseRepeat}, scenario: builtin("overlap", 3*time.Second)},
 	{name: "coordinator reissues a fence", backend: func() realtime.Backend { return &mutantBackend{Memory: realtime.NewMemory(), flaw: flawReissue} },
 		scenario: builtin("crowd", 3*time.Second)},
 	{name: "release keyed by holder name", backend: func() realtime.Backend {
