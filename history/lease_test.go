@@ -27,6 +27,9 @@ func TestLeaseNotLiveRefusals(t *testing.T) {
 		// replay cache with the same expiry: the bound counts from the
 		// first sending.
 		{"lease_refused_after_retried_acquire", 0, ""},
+		// No request_sent: nothing dates the lease's end, so the refusal
+		// is unexplained, for that and not for an acquire never completed.
+		{"lease_refused_no_sending", 1, "the history has no sending of the request its grant answered"},
 		{"lease_refused_while_live", 1, "calls the lease agent-1@1 not live 100ms before the earliest"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

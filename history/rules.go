@@ -463,8 +463,11 @@ func (c *Checker) leaseUnexplained(w *Write) string {
 	switch {
 	case g.Lapsed(), rd.Latest(int(w.Resource)) > w.Gen:
 		return ""
-	case g.EarliestEnd < 0:
+	case g.EarliestEnd < 0 && !g.Believed():
 		return fmt.Sprintf("it calls the lease %s@%d not live, and its holder never completed the acquire", c.agentName(g.Agent), g.Fence)
+	case g.EarliestEnd < 0:
+		return fmt.Sprintf("it calls the lease %s@%d not live, and the history has no sending of the request its grant answered to date its end by",
+			c.agentName(g.Agent), g.Fence)
 	case w.At >= g.EarliestEnd:
 		return ""
 	}
