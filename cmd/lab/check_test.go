@@ -19,7 +19,8 @@ func TestCheckExitsOnHandMadeHistories(t *testing.T) {
 	// nothing.
 	held := map[string]bool{"refused_overlap": true, "naive_stale_write": true, "reissued_fence_sole_holder": true,
 		"stale_across_restart": true, "forgeries_naive": true, "fences_reply_order_across_resources": true,
-		"lapsed_writes": true, "lease_refused_after_end": true, "lease_refused_after_send_bound": true}
+		"lapsed_writes": true, "lease_refused_after_end": true, "lease_refused_after_send_bound": true,
+		"lease_refused_after_retried_acquire": true, "lapsed_writes_lock_deadline": true}
 	files, err := filepath.Glob("../../history/testdata/*.jsonl")
 	if err != nil || len(files) < 20 {
 		t.Fatalf("%d histories (%v)", len(files), err)
