@@ -44,7 +44,7 @@ type Generation struct {
 	// What the checker's rules know of it.
 	raised bool // its fence is the floor of a gate: a commit under it was admitted, or its push applied
 	ended  bool // the coordinator let it go: an expiry or a release the history shows
-	// A lock's run in place of the lab's coordinator: CoordEnd is the
+	// Granted by a lock run in place of the lab's coordinator: CoordEnd is the
 	// deadline its library dates from the request's send, not its
 	// server's expiry, which can come much later (a ZooKeeper session
 	// whose pings go on while its holder stalls keeps the lock).
