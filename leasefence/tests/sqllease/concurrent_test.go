@@ -136,12 +136,16 @@ func TestConcurrentAcquirers(t *testing.T) {
 // coordinator whose acquire reads the resource's row without locking it
 // (the FOR UPDATE taken out of its statements by the driver) and then
 // writes what it read: a read-then-write. contend must see the double
-// grant. The driver waits a little after each unlocked read, so that
-// concurrent acquirers all read before any writes, every run.
+// grant, as such or as its trace: two grants made at once and seen in the
+// other order, the higher fence counted and let go before the lower one
+// is seen, which contend reports as a fence that does not rise (the
+// coordinator with the row lock shows neither). The driver waits a
+// little after each unlocked read, so that concurrent acquirers all read
+// before any writes, every run.
 func TestConcurrentAcquirersCatchAMissingRowLock(t *testing.T) {
 	coords := unlockedCoordinators(t, 4)
 	err := contend(t.Context(), coords, 16, 20)
-	if err == nil || !strings.Contains(err.Error(), "double grant") {
+	if err == nil || !strings.Contains(err.Error(), "double grant") && !strings.Contains(err.Error(), "granted after") {
 		t.Fatalf("contend on a coordinator without the row lock = %v, want a double grant", err)
 	}
 	t.Logf("caught: %v", err)
