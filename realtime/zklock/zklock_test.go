@@ -135,7 +135,11 @@ func TestExpiredSession(t *testing.T) {
 	}
 	deadline := a.Deadline()
 	p.Cut()
-	b, err := acquire(t, direct, "agent-2", 10*ttl, ttl)
+	// The new holder's session outlives the rest of the test (up to 3s
+	// of a's renewal below) by far: with a 1s session, a loaded machine's
+	// missed pings expired it, and its Release found the connection
+	// closed.
+	b, err := acquire(t, direct, "agent-2", 10*ttl, 10*ttl)
 	granted := time.Now()
 	if err != nil {
 		t.Fatalf("the lock of an expired session was not taken over: %v", err)
