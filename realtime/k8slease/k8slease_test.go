@@ -73,7 +73,14 @@ func TestElector(t *testing.T) {
 	if f, _ := a.Fence(); f != fa {
 		t.Errorf("the fence moved from %d to %d with the renewals", fa, f)
 	}
-	if err := a.Release(ctx); err != nil {
+	// client-go releases on cancel only if its last observed record says
+	// it leads (tryRelease reads IsLeader()), and a renewal cut by the
+	// cancel can leave that record stale: then it skips the release,
+	// which the lock reports as ErrNotHeld, and the Lease ends at its
+	// expiry instead. Anything else is an error of the lock's.
+	if err := a.Release(ctx); errors.Is(err, realtime.ErrNotHeld) {
+		t.Logf("client-go skipped the release (a renewal raced the cancel): %v", err)
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Release(ctx); !errors.Is(err, realtime.ErrNotHeld) {
