@@ -3,6 +3,7 @@ package realtime
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -194,6 +195,26 @@ func (*Memory) Close() error { return nil }
 type Landing struct {
 	ID uint64
 	At time.Duration
+}
+
+// QueryLandings is the record of a resource kept as rows of a SQL table:
+// query selects each landing's write id and its stamp in nanoseconds, in
+// the order the database applied them.
+func QueryLandings(ctx context.Context, db *sql.DB, query string, args ...any) ([]Landing, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Landing
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		out = append(out, Landing{ID: uint64(id), At: time.Duration(at)})
+	}
+	return out, rows.Err()
 }
 
 // MemoryStore keeps each resource behind an in-memory leasefence.FenceGate,

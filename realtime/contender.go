@@ -342,6 +342,23 @@ func (c *Contender) Open(ctx context.Context, mode history.Mode, clock leasefenc
 // (registry.SetOpener). Closing the contender stops what it started.
 type ContenderOpener func(ctx context.Context, dir string) (*Contender, error)
 
+// RegisterLockPair registers a library's lock as its two contenders,
+// name(false) holding it naive and name(true) writing through the gate
+// with its fence: open starts the lock's servers (ContenderOpener),
+// attach reaches them from an agent's process (ContenderAttacher).
+func RegisterLockPair(name func(fenced bool) string,
+	open func(ctx context.Context, dir string, fenced bool) (*Contender, error),
+	attach func(share string, fenced bool) (*Contender, error)) {
+	for _, fenced := range []bool{false, true} {
+		registry.SetOpener(registry.Contenders, name(fenced), ContenderOpener(func(ctx context.Context, dir string) (*Contender, error) {
+			return open(ctx, dir, fenced)
+		}))
+		registry.SetOpener(registry.Contenders, name(fenced), ContenderAttacher(func(_ context.Context, share string) (*Contender, error) {
+			return attach(share, fenced)
+		}))
+	}
+}
+
 // ContenderBeside opens a contender on the run's own backend's server in
 // place of one of its own, when backend has one its lock can use (redsync
 // on the Redis backend's Redis, its Sentinel topology included): the

@@ -118,20 +118,7 @@ func (r *resource) Write(ctx context.Context, t leasefence.Token, id uint64) err
 }
 
 func (r *resource) Landings(ctx context.Context) ([]realtime.Landing, error) {
-	rows, err := r.db.QueryContext(ctx, r.landings, r.name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []realtime.Landing
-	for rows.Next() {
-		var id, at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			return nil, err
-		}
-		out = append(out, realtime.Landing{ID: uint64(id), At: time.Duration(at)})
-	}
-	return out, rows.Err()
+	return realtime.QueryLandings(ctx, r.db, r.landings, r.name)
 }
 
 func (r *resource) Admit(ctx context.Context, t leasefence.Token) error { return r.gate.Admit(ctx, t) }

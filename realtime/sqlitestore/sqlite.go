@@ -138,20 +138,7 @@ func (r *sqlResource) Write(ctx context.Context, t leasefence.Token, id uint64) 
 }
 
 func (r *sqlResource) Landings(ctx context.Context) ([]realtime.Landing, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT write_id, at_ns FROM writes WHERE resource = ? ORDER BY seq`, r.name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []realtime.Landing
-	for rows.Next() {
-		var id, at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			return nil, err
-		}
-		out = append(out, realtime.Landing{ID: uint64(id), At: time.Duration(at)})
-	}
-	return out, rows.Err()
+	return realtime.QueryLandings(ctx, r.db, `SELECT write_id, at_ns FROM writes WHERE resource = ? ORDER BY seq`, r.name)
 }
 
 func (r *sqlResource) Admit(ctx context.Context, t leasefence.Token) error {

@@ -56,17 +56,7 @@ import (
 	"github.com/leasefence/lab/registry"
 )
 
-func init() {
-	for _, fenced := range []bool{false, true} {
-		name := contenderName(fenced)
-		registry.SetOpener(registry.Contenders, name, realtime.ContenderOpener(func(ctx context.Context, dir string) (*realtime.Contender, error) {
-			return Open(ctx, dir, fenced)
-		}))
-		registry.SetOpener(registry.Contenders, name, realtime.ContenderAttacher(func(_ context.Context, share string) (*realtime.Contender, error) {
-			return Attach(share, fenced)
-		}))
-	}
-}
+func init() { realtime.RegisterLockPair(contenderName, Open, Attach) }
 
 // contenderName is the registry's name of the contender, fenced or not.
 func contenderName(fenced bool) string {
